@@ -1,0 +1,32 @@
+"""solkit: speed-of-light (SOL) and MFU performance modeling of GPU operators."""
+
+from __future__ import annotations
+
+from . import errors, ops
+from .errors import SolkitError
+from .hardware import GPU, list_gpus, load_gpu
+from .precision import storage_bytes
+from .roofline import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
+from .workload import Kernel, Workload, chain
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GPU",
+    "Kernel",
+    "Roofline",
+    "SolkitError",
+    "Workload",
+    "achieved_bandwidth",
+    "achieved_flops",
+    "chain",
+    "errors",
+    "hfu",
+    "list_gpus",
+    "load_gpu",
+    "mfu",
+    "ops",
+    "roofline",
+    "sol_fraction",
+    "storage_bytes",
+]

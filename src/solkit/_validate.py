@@ -1,0 +1,100 @@
+"""Argument checks shared by every layer: shapes, options, measured times."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Iterable
+
+import numpy as np
+
+from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError
+
+__all__ = ["dim", "choice", "positive", "as_result"]
+
+
+def _as_array(name: str, value: Any) -> np.ndarray:
+    """A float64 array of a numeric argument; bools, strings and objects are type errors."""
+    if isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be a number, got the bool {value!r}")
+    if isinstance(value, (str, bytes)):
+        raise ArgumentTypeError(f"{name} must be a number, got the string {value!r}")
+    if value is None:
+        raise ArgumentTypeError(f"{name} must be a number, got None")
+    if isinstance(value, numbers.Number) and not isinstance(value, numbers.Real):
+        raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        arr = np.asarray(value)
+    except Exception as exc:  # ragged lists and the like
+        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
+    if arr.dtype == np.bool_:
+        raise ArgumentTypeError(f"{name} must hold numbers, got an array of bools")
+    if arr.dtype.kind not in "iuf":
+        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {_show(value)} (dtype {arr.dtype})")
+    return arr
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _first_bad(name: str, arr: np.ndarray, bad: np.ndarray, expected: str) -> None:
+    if not bad.any():
+        return
+    if arr.ndim == 0:
+        raise ShapeError(f"{name} must be {expected}, got {_fmt(arr[()])}")
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = index[0] if len(index) == 1 else index
+    raise ShapeError(f"{name} must be {expected}, got {_fmt(arr[index])} at index {where}")
+
+
+def _fmt(x: Any) -> str:
+    x = x.item() if hasattr(x, "item") else x
+    if isinstance(x, float) and x.is_integer():
+        return repr(x)
+    return repr(x)
+
+
+def dim(name: str, value: Any, minimum: int = 1) -> np.ndarray:
+    """Validate an integer dimension (scalar or array) >= ``minimum``; return it as float64.
+
+    Float64 holds every product of dimensions exactly up to 2**53 and never wraps around,
+    unlike int64 (2*m*n*k for m = n = k = 2**21 is 2**64).
+    """
+    arr = _as_array(name, value)
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if arr.dtype.kind == "f":
+        _first_bad(name, arr, ~np.isfinite(arr), expected)
+        _first_bad(name, arr, arr != np.floor(arr), expected)
+    _first_bad(name, arr, arr < minimum, expected)
+    return arr.astype(np.float64)
+
+
+def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -> np.ndarray:
+    """Validate a positive finite real (seconds, FLOPs); return it as float64."""
+    arr = _as_array(name, value).astype(np.float64)
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    try:
+        _first_bad(name, arr, bad, "a positive finite number")
+    except ShapeError as exc:
+        raise error(str(exc)) from None
+    return arr
+
+
+def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
+    """Validate a string option against its allowed values (case-insensitive)."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str):
+        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    key = value.strip().lower()
+    if key not in allowed:
+        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return key
+
+
+def as_result(x: Any) -> Any:
+    """A 0-d array as a Python float (or str); any other array unchanged."""
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        return arr.item()
+    return arr

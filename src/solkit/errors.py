@@ -1,0 +1,51 @@
+"""Errors raised by solkit: one base class, each subclass also the fitting builtin."""
+
+from __future__ import annotations
+
+__all__ = [
+    "SolkitError",
+    "SpecError",
+    "UnknownGPUError",
+    "UnknownPrecisionError",
+    "UnsupportedPrecisionError",
+    "ShapeError",
+    "ArgumentTypeError",
+    "OptionError",
+    "MeasurementError",
+]
+
+
+class SolkitError(Exception):
+    """Base class of every error solkit raises on purpose."""
+
+
+class SpecError(SolkitError, ValueError):
+    """A hardware spec file is malformed; the message names the file and the field."""
+
+
+class UnknownGPUError(SolkitError, LookupError):
+    """No spec matches the requested GPU name; the message lists the known names."""
+
+
+class UnknownPrecisionError(SolkitError, ValueError):
+    """A dtype/precision name solkit does not know."""
+
+
+class UnsupportedPrecisionError(SolkitError, LookupError):
+    """The GPU has no rate for this precision on this unit (e.g. fp8 on an A100)."""
+
+
+class ShapeError(SolkitError, ValueError):
+    """A shape argument has a bad value: non-positive, non-integer, NaN, inconsistent."""
+
+
+class ArgumentTypeError(SolkitError, TypeError):
+    """An argument has the wrong type (a bool or a string where a number belongs)."""
+
+
+class OptionError(SolkitError, ValueError):
+    """An option is not one of the allowed values (layout, impl, unit, ...)."""
+
+
+class MeasurementError(SolkitError, ValueError):
+    """A measured quantity is unusable: seconds <= 0, NaN, n_gpus < 1."""

@@ -1,0 +1,360 @@
+"""GPU specs: strict pydantic models of ``hardware_specs/*.yaml``, ``load_gpu`` and ``list_gpus``.
+
+Files use human units (TFLOP/s, TB/s, GB, MB); the Python API returns SI units (FLOP/s,
+bytes/s, bytes). Peaks are dense unless ``sparse=True`` is asked for.
+
+Unit rules (see ``hardware_specs/README.md``):
+
+- ``unit="matrix"`` is the tensor-core (matrix-core) rate. A precision with no matrix entry
+  but a vector entry falls back to the vector rate, because such matmuls run on CUDA cores:
+  plain fp32 matmul (no tf32) runs at the fp32 vector rate; fp64 matmul on a part without
+  FP64 tensor cores runs at the fp64 vector rate.
+- ``unit="vector"`` is the CUDA-core (SIMD) rate; it has no fallback.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import os
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+
+from .errors import SpecError, UnknownGPUError, UnsupportedPrecisionError
+from .precision import RATE_CLASSES, normalize, rate_class
+from ._validate import choice
+
+__all__ = [
+    "GPU",
+    "Peak",
+    "Memory",
+    "Chip",
+    "Interconnect",
+    "Source",
+    "Measured",
+    "load_gpu",
+    "list_gpus",
+    "spec_dirs",
+    "SPEC_PATH_ENV",
+]
+
+#: environment variable holding extra spec folders (os.pathsep-separated); they take precedence
+SPEC_PATH_ENV = "SOLKIT_SPEC_PATH"
+
+TERA = 1e12
+GIGA = 1e9
+MEGA = 1e6
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+RateClass = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
+Unit = Literal["matrix", "vector"]
+
+
+class Source(BaseModel):
+    """A document a figure comes from."""
+
+    model_config = _FROZEN
+    id: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    url: str = Field(pattern=r"^https?://")
+    preliminary: bool = False
+
+
+class Chip(BaseModel):
+    """Compute units, clock, L2 and power."""
+
+    model_config = _FROZEN
+    compute_units: PositiveInt
+    compute_unit_name: Literal["SM", "CU"]
+    boost_clock_mhz: PositiveFloat
+    l2_cache_mb: PositiveFloat
+    tdp_w: PositiveFloat
+    source: str
+
+
+class Memory(BaseModel):
+    """Device memory: type, capacity and datasheet bandwidth."""
+
+    model_config = _FROZEN
+    type: str
+    capacity_gb: PositiveFloat
+    bandwidth_tb_s: PositiveFloat
+    source: str
+
+
+class Interconnect(BaseModel):
+    """GPU-to-GPU link and host link (bidirectional totals per GPU)."""
+
+    model_config = _FROZEN
+    name: str
+    bandwidth_gb_s: Union[PositiveFloat, None]
+    pcie: str
+    pcie_bandwidth_gb_s: PositiveFloat
+    source: str
+
+
+class Peak(BaseModel):
+    """One datasheet peak: precision, unit, dense TFLOP/s (TOPS for int8), optional stated sparse figure."""
+
+    model_config = _FROZEN
+    precision: RateClass
+    unit: Unit
+    tflops: PositiveFloat
+    sparse_tflops: Union[PositiveFloat, None] = None
+    source: str
+    note: Union[str, None] = None
+
+
+class Measured(BaseModel):
+    """Ceilings measured on a real part, with the date, the method and the software stack."""
+
+    model_config = _FROZEN
+    date: _dt.date
+    method: str
+    stack: dict[str, str]
+    matmul_tflops: dict[RateClass, PositiveFloat]
+    copy_bandwidth_tb_s: PositiveFloat
+    read_bandwidth_tb_s: Union[PositiveFloat, None] = None
+    launch_floor_us: PositiveFloat
+
+
+class GPU(BaseModel):
+    """One GPU SKU. Figures in the file's human units; accessors return SI units."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    full_name: str
+    vendor: Literal["nvidia", "amd"]
+    architecture: str
+    aliases: tuple[str, ...] = ()
+    structured_sparsity: bool
+    chip: Chip
+    memory: Memory
+    interconnect: Interconnect
+    peaks: tuple[Peak, ...] = Field(min_length=1)
+    sources: tuple[Source, ...] = Field(min_length=1)
+    measured: Union[Measured, None] = None
+    notes: Union[str, None] = None
+
+    @model_validator(mode="after")
+    def _check_references(self) -> "GPU":
+        ids = [s.id for s in self.sources]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"sources: duplicate id in {ids}")
+        cited = {"chip": self.chip.source, "memory": self.memory.source, "interconnect": self.interconnect.source}
+        cited.update({f"peaks[{i}]": p.source for i, p in enumerate(self.peaks)})
+        for where, sid in cited.items():
+            if sid not in ids:
+                raise ValueError(f"{where}.source: {sid!r} is not one of the listed sources {ids}")
+        seen: set[tuple[str, str]] = set()
+        for i, p in enumerate(self.peaks):
+            key = (p.precision, p.unit)
+            if key in seen:
+                raise ValueError(f"peaks[{i}]: {p.precision} {p.unit} is listed twice")
+            seen.add(key)
+            if p.sparse_tflops is not None and not self.structured_sparsity:
+                raise ValueError(f"peaks[{i}].sparse_tflops: given, but structured_sparsity is false")
+            if p.sparse_tflops is not None and p.sparse_tflops < p.tflops:
+                raise ValueError(
+                    f"peaks[{i}]: sparse_tflops {p.sparse_tflops} is below the dense tflops {p.tflops};"
+                    " was a sparse figure entered as dense?"
+                )
+        return self
+
+    # ---- SI accessors -------------------------------------------------------------------
+    @property
+    def memory_bandwidth(self) -> float:
+        """Datasheet DRAM bandwidth in bytes/s."""
+        return self.memory.bandwidth_tb_s * TERA
+
+    @property
+    def memory_capacity(self) -> float:
+        """DRAM capacity in bytes (decimal GB, as datasheets print)."""
+        return self.memory.capacity_gb * GIGA
+
+    @property
+    def l2_cache(self) -> float:
+        """L2 cache in bytes (decimal MB)."""
+        return self.chip.l2_cache_mb * MEGA
+
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors (NVIDIA) or compute units (AMD)."""
+        return self.chip.compute_units
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Rate classes with a matrix or vector peak on this part."""
+        have = {p.precision for p in self.peaks}
+        return tuple(r for r in RATE_CLASSES if r in have)
+
+    def _peak(self, rate: str, unit: str) -> Peak | None:
+        for p in self.peaks:
+            if p.precision == rate and p.unit == unit:
+                return p
+        return None
+
+    def peak_record(self, precision: Any = "bf16", unit: str = "matrix") -> Peak:
+        """The spec entry that gives ``peak_flops(precision, unit)`` (after the CUDA-core fallback)."""
+        unit = choice("unit", unit, ("matrix", "vector"))
+        rate = rate_class(precision)
+        found = self._peak(rate, unit)
+        if found is None and unit == "matrix":
+            found = self._peak(rate, "vector")
+        if found is None:
+            have = ", ".join(f"{p.precision}/{p.unit}" for p in self.peaks)
+            raise UnsupportedPrecisionError(
+                f"{self.name} has no {unit} peak for precision {normalize(precision)!r} (rate class {rate!r});"
+                f" it lists: {have}"
+            )
+        return found
+
+    def peak_flops(self, precision: Any = "bf16", unit: str = "matrix", sparse: bool = False) -> float:
+        """Peak FLOP/s (OP/s for int8) of ``precision`` on ``unit``; dense unless ``sparse=True``.
+
+        The sparse peak is the stated ``sparse_tflops`` if the file gives one, otherwise
+        2 x dense for matrix units of a part with 2:4 structured sparsity.
+        """
+        record = self.peak_record(precision, unit)
+        if not sparse:
+            return record.tflops * TERA
+        if record.sparse_tflops is not None:
+            return record.sparse_tflops * TERA
+        if self.structured_sparsity and record.unit == "matrix" and unit == "matrix":
+            return 2.0 * record.tflops * TERA
+        raise UnsupportedPrecisionError(
+            f"{self.name} has no 2:4 sparse {unit} rate for {normalize(precision)!r}"
+        )
+
+    def ridge_point(self, precision: Any = "bf16", unit: str = "matrix") -> float:
+        """Arithmetic intensity (FLOP/byte) where the compute and memory roofs meet."""
+        return self.peak_flops(precision, unit) / self.memory_bandwidth
+
+    def source(self, source_id: str) -> Source:
+        """The source record with this id."""
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        raise LookupError(f"{self.name} has no source {source_id!r}")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.full_name} ({self.name}): {self.sm_count} {self.chip.compute_unit_name}s, "
+            f"{self.memory.capacity_gb:g} GB {self.memory.type} at {self.memory.bandwidth_tb_s:g} TB/s"
+        )
+
+
+# ---- finding and loading spec files -----------------------------------------------------
+
+
+def _shipped_dir() -> Path:
+    """The spec folder inside the installed package, or the top-level one of a source checkout."""
+    packaged = Path(__file__).resolve().parent / "hardware_specs"
+    if packaged.is_dir():
+        return packaged
+    checkout = Path(__file__).resolve().parents[2] / "hardware_specs"
+    if checkout.is_dir():
+        return checkout
+    raise SpecError(f"solkit cannot find its spec folder: looked in {packaged} and {checkout}")
+
+
+def spec_dirs(extra: Any = None) -> tuple[Path, ...]:
+    """Spec folders in search order: ``extra`` (a path or list), then $SOLKIT_SPEC_PATH, then the shipped one."""
+    dirs: list[Path] = []
+    if extra is not None:
+        items = [extra] if isinstance(extra, (str, os.PathLike)) else list(extra)
+        dirs.extend(Path(p) for p in items)
+    env = os.environ.get(SPEC_PATH_ENV, "")
+    dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
+    for d in dirs:
+        if not d.is_dir():
+            raise SpecError(f"spec folder {d} does not exist or is not a folder")
+    dirs.append(_shipped_dir())
+    return tuple(dirs)
+
+
+def _format_validation(path: Path, err: ValidationError) -> str:
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        got = e.get("input")
+        shown = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+        lines.append(f"field '{loc}': {e['msg']}{shown}")
+    return f"{path}: " + "; ".join(lines)
+
+
+@functools.lru_cache(maxsize=256)
+def _load_file_cached(path: str, mtime_ns: int, size: int) -> GPU:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SpecError(f"{p}: YAML syntax error{where}: {problem}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: expected a mapping of spec fields at the top level, got {type(data).__name__}")
+    try:
+        return GPU.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError(_format_validation(p, exc)) from None
+
+
+def load_spec_file(path: Any) -> GPU:
+    """Load and validate one spec file; any problem raises ``SpecError`` naming the file and field."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"{p}: no such spec file")
+    st = p.stat()
+    return _load_file_cached(str(p.resolve()), st.st_mtime_ns, st.st_size)
+
+
+def _index(extra: Any = None) -> dict[str, Path]:
+    """Map of every canonical name and alias (lower case) to its file; earlier folders win."""
+    index: dict[str, Path] = {}
+    for d in reversed(spec_dirs(extra)):
+        for f in sorted(d.glob("*.yaml")):
+            gpu = load_spec_file(f)
+            if gpu.name != f.stem:
+                raise SpecError(f"{f}: field 'name' is {gpu.name!r} but the file is named {f.stem!r}.yaml")
+            for key in (gpu.name, *gpu.aliases):
+                index[key.lower()] = f
+    return index
+
+
+def list_gpus(spec_path: Any = None) -> list[str]:
+    """Canonical names of the available specs (shipped, $SOLKIT_SPEC_PATH, ``spec_path``), sorted."""
+    return sorted({p.stem for p in _index(spec_path).values()})
+
+
+def load_gpu(name: Any, spec_path: Any = None) -> GPU:
+    """A GPU by canonical name, alias (case-insensitive) or path to a YAML file."""
+    if isinstance(name, GPU):
+        return name
+    if isinstance(name, os.PathLike) or (isinstance(name, str) and name.endswith((".yaml", ".yml"))):
+        return load_spec_file(name)
+    if not isinstance(name, str):
+        raise UnknownGPUError(f"gpu must be a GPU name, alias or path to a .yaml file, got {name!r}")
+    index = _index(spec_path)
+    key = name.strip().lower()
+    if key not in index:
+        names = sorted({p.stem for p in index.values()})
+        aliases = sorted(k for k, p in index.items() if k != p.stem)
+        raise UnknownGPUError(
+            f"gpu {name!r} is not a known GPU; known names: {', '.join(names)}; aliases: {', '.join(aliases)}"
+        )
+    return load_spec_file(index[key])
+
+
+def as_gpu(gpu: Any) -> GPU:
+    """A GPU object from a GPU, a name, an alias or a path."""
+    return gpu if isinstance(gpu, GPU) else load_gpu(gpu)

@@ -1,0 +1,119 @@
+"""Precision names, their aliases and storage bytes.
+
+Canonical names: fp64, fp32, tf32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int32, fp4.
+Storage bytes: fp64 8, fp32 and tf32 4, bf16 and fp16 2, fp8 and int8 1, int32 4, fp4 0.5.
+The rate class of a precision is the key its peak is listed under in a spec: both fp8
+formats share the ``fp8`` rate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import UnknownPrecisionError
+
+__all__ = [
+    "PRECISIONS",
+    "RATE_CLASSES",
+    "normalize",
+    "storage_bytes",
+    "rate_class",
+    "default_out_precision",
+]
+
+#: canonical precision -> storage bytes per element
+PRECISIONS: dict[str, float] = {
+    "fp64": 8.0,
+    "fp32": 4.0,
+    "tf32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8_e4m3": 1.0,
+    "fp8_e5m2": 1.0,
+    "int8": 1.0,
+    "int32": 4.0,
+    "fp4": 0.5,
+}
+
+#: the peak-rate keys a spec file may list
+RATE_CLASSES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+_ALIASES: dict[str, str] = {
+    "float64": "fp64",
+    "double": "fp64",
+    "f64": "fp64",
+    "float32": "fp32",
+    "float": "fp32",
+    "f32": "fp32",
+    "tensorfloat32": "tf32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "half": "fp16",
+    "f16": "fp16",
+    "fp8": "fp8_e4m3",
+    "e4m3": "fp8_e4m3",
+    "fp8e4m3": "fp8_e4m3",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e4m3": "fp8_e4m3",
+    "e5m2": "fp8_e5m2",
+    "fp8e5m2": "fp8_e5m2",
+    "float8_e5m2": "fp8_e5m2",
+    "int8": "int8",
+    "i8": "int8",
+    "int32": "int32",
+    "i32": "int32",
+    "nvfp4": "fp4",
+    "mxfp4": "fp4",
+    "fp4_e2m1": "fp4",
+    "e2m1": "fp4",
+}
+
+_RATE_CLASS: dict[str, str | None] = {
+    "fp64": "fp64",
+    "fp32": "fp32",
+    "tf32": "tf32",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "int8": "int8",
+    "int32": None,
+    "fp4": "fp4",
+}
+
+_DEFAULT_OUT: dict[str, str] = {"fp8_e4m3": "bf16", "fp8_e5m2": "bf16", "int8": "int32", "fp4": "bf16"}
+
+
+def normalize(precision: Any, argument: str = "dtype") -> str:
+    """Canonical name of a precision given by name, alias, numpy or torch dtype."""
+    if not isinstance(precision, str):
+        text = str(precision)
+        # torch.bfloat16 -> "torch.bfloat16"; numpy dtype('float16') -> "float16"
+        precision = text.rsplit(".", 1)[-1]
+    key = precision.strip().lower().replace("-", "_")
+    if key in PRECISIONS:
+        return key
+    if key in _ALIASES:
+        return _ALIASES[key]
+    known = ", ".join(sorted(PRECISIONS))
+    raise UnknownPrecisionError(f"{argument} must be one of {known} (or an alias such as 'bfloat16', 'fp8'), got {precision!r}")
+
+
+def storage_bytes(precision: Any, argument: str = "dtype") -> float:
+    """Bytes one element occupies in memory."""
+    return PRECISIONS[normalize(precision, argument)]
+
+
+def rate_class(precision: Any, argument: str = "dtype") -> str:
+    """The key under which a spec lists the peak rate of this precision."""
+    name = normalize(precision, argument)
+    cls = _RATE_CLASS[name]
+    if cls is None:
+        raise UnknownPrecisionError(f"{argument}={name!r} is a storage format only; it has no arithmetic peak")
+    return cls
+
+
+def default_out_precision(precision: Any, argument: str = "dtype") -> str:
+    """Matmul output precision: the input's, except fp8 -> bf16, int8 -> int32, fp4 -> bf16."""
+    name = normalize(precision, argument)
+    return _DEFAULT_OUT.get(name, name)

@@ -1,0 +1,206 @@
+"""Roofline bound, SOL fraction, MFU and HFU: pure functions of a workload and a GPU spec.
+
+A kernel's time bound is max(matrix FLOPs / matrix peak of its precision, vector FLOPs /
+vector peak, bytes / DRAM bandwidth). A workload's T_SOL is the sum over its kernels (they
+run one after another). Peaks are dense datasheet figures unless ``sparse=True``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from ._validate import as_result, dim, positive
+from .errors import ArgumentTypeError, MeasurementError
+from .hardware import GPU, as_gpu
+from .workload import Kernel, Workload
+
+__all__ = [
+    "KernelRoofline",
+    "Roofline",
+    "roofline",
+    "sol_fraction",
+    "mfu",
+    "hfu",
+    "achieved_flops",
+    "achieved_bandwidth",
+]
+
+
+def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> Any:
+    """'compute' where the compute time is at least the memory time, else 'memory'."""
+    return as_result(np.where(t_compute >= t_memory, "compute", "memory"))
+
+
+@dataclass(frozen=True)
+class KernelRoofline:
+    """One kernel's bound: times in seconds, the roof that binds it, its intensity."""
+
+    name: str
+    kind: str
+    precision: str
+    t_matrix: Any
+    t_vector: Any
+    t_compute: Any
+    t_memory: Any
+    t_sol: Any
+    bound: Any
+    flops: Any
+    executed_flops: Any
+    bytes: Any
+    intensity: Any
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """A workload's speed-of-light bound on one GPU, with a per-kernel breakdown.
+
+    ``t_compute`` and ``t_memory`` are per-kernel sums; ``t_sol`` is the sum of each kernel's
+    max and so is at least max(t_compute, t_memory). ``bound`` names the roof behind the
+    larger share of ``t_sol``.
+    """
+
+    workload: str
+    gpu: str
+    t_sol: Any
+    t_compute: Any
+    t_memory: Any
+    bound: Any
+    intensity: Any
+    ridge_point: Any
+    flops: Any
+    executed_flops: Any
+    bytes: Any
+    kernels: tuple[KernelRoofline, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (arrays become lists) for JSON."""
+
+        def plain(x: Any) -> Any:
+            return x.tolist() if isinstance(x, np.ndarray) else x
+
+        out = {k: plain(v) for k, v in self.__dict__.items() if k != "kernels"}
+        out["kernels"] = [{k: plain(v) for k, v in kr.__dict__.items()} for kr in self.kernels]
+        return out
+
+
+def _kernel_times(kernel: Kernel, gpu: GPU, sparse: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(t_matrix, t_vector, t_memory) of one kernel in seconds."""
+    t_matrix = np.zeros_like(kernel.matrix_flops)
+    if np.any(kernel.matrix_flops > 0):
+        t_matrix = kernel.matrix_flops / gpu.peak_flops(kernel.precision, "matrix", sparse=sparse)
+    t_vector = np.zeros_like(kernel.vector_flops)
+    if np.any(kernel.vector_flops > 0):
+        t_vector = kernel.vector_flops / gpu.peak_flops(kernel.vector_precision, "vector")
+    t_memory = kernel.bytes / gpu.memory_bandwidth
+    return t_matrix, t_vector, t_memory
+
+
+def _as_workload(w: Any) -> Workload:
+    if isinstance(w, Workload):
+        return w
+    if isinstance(w, Kernel):
+        return Workload(w.name, (w,))
+    raise ArgumentTypeError(f"workload must be a solkit Workload or Kernel, got {type(w).__name__}")
+
+
+def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
+    """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
+    w = _as_workload(workload)
+    g = as_gpu(gpu)
+    rows = []
+    total_c = total_m = total_sol = compute_share = np.float64(0.0)
+    for k in w.kernels:
+        t_mat, t_vec, t_mem = _kernel_times(k, g, sparse)
+        t_c = np.maximum(t_mat, t_vec)
+        t_sol = np.maximum(t_c, t_mem)
+        total_c = total_c + t_c
+        total_m = total_m + t_mem
+        total_sol = total_sol + t_sol
+        compute_share = compute_share + np.where(t_c >= t_mem, t_sol, 0.0)
+        rows.append(
+            KernelRoofline(
+                name=k.name,
+                kind=k.kind,
+                precision=k.precision,
+                t_matrix=as_result(t_mat),
+                t_vector=as_result(t_vec),
+                t_compute=as_result(t_c),
+                t_memory=as_result(t_mem),
+                t_sol=as_result(t_sol),
+                bound=_bound(t_c, t_mem),
+                flops=as_result(k.model_flops),
+                executed_flops=as_result(k.executed_flops),
+                bytes=as_result(k.bytes),
+                intensity=as_result(k.executed_flops / k.bytes),
+            )
+        )
+    memory_share = total_sol - compute_share
+    ridge = g.ridge_point(w.precision) if any(np.any(k.matrix_flops > 0) for k in w.kernels) else g.ridge_point("fp32", "vector")
+    shape = w.shape
+    return Roofline(
+        workload=w.name,
+        gpu=g.name,
+        t_sol=as_result(np.broadcast_to(total_sol, shape)),
+        t_compute=as_result(np.broadcast_to(total_c, shape)),
+        t_memory=as_result(np.broadcast_to(total_m, shape)),
+        bound=_bound(np.broadcast_to(compute_share, shape), np.broadcast_to(memory_share, shape)),
+        intensity=as_result(np.broadcast_to(w.intensity, shape)),
+        ridge_point=ridge,
+        flops=as_result(np.broadcast_to(w.flops, shape)),
+        executed_flops=as_result(np.broadcast_to(w.executed_flops, shape)),
+        bytes=as_result(np.broadcast_to(w.bytes, shape)),
+        kernels=tuple(rows),
+    )
+
+
+def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False) -> Any:
+    """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it."""
+    seconds = positive("measured_seconds", measured_seconds)
+    return as_result(np.asarray(roofline(workload, gpu, sparse=sparse).t_sol) / seconds)
+
+
+def _n_gpus(n_gpus: Any) -> np.ndarray:
+    try:
+        return dim("n_gpus", n_gpus)
+    except ValueError as exc:
+        raise MeasurementError(str(exc)) from None
+
+
+def _flops_of(flops: Union[Workload, Any], executed: bool) -> np.ndarray:
+    if isinstance(flops, Workload):
+        return flops.executed_flops if executed else flops.flops
+    return positive("flops", flops)
+
+
+def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
+    """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
+
+    ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``).
+    """
+    f = _flops_of(flops, executed=False)
+    s = positive("seconds", seconds)
+    n = _n_gpus(n_gpus)
+    peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
+    return as_result(f / (peak * s * n))
+
+
+def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
+    """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus)."""
+    f = _flops_of(flops, executed=True)
+    s = positive("seconds", seconds)
+    n = _n_gpus(n_gpus)
+    peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
+    return as_result(f / (peak * s * n))
+
+
+def achieved_flops(workload: Workload, seconds: Any) -> Any:
+    """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``."""
+    return as_result(_as_workload(workload).executed_flops / positive("seconds", seconds))
+
+
+def achieved_bandwidth(workload: Workload, seconds: Any) -> Any:
+    """DRAM bytes/s reached (compulsory bytes over the measured time)."""
+    return as_result(_as_workload(workload).bytes / positive("seconds", seconds))
