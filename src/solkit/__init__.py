@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import errors, ops
 from .errors import SolkitError
+from .fusion import Comparison, compare
 from .hardware import GPU, list_gpus, load_gpu
 from .precision import storage_bytes
 from .roofline import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
@@ -20,6 +21,8 @@ __all__ = [
     "achieved_bandwidth",
     "achieved_flops",
     "chain",
+    "compare",
+    "Comparison",
     "errors",
     "hfu",
     "list_gpus",

@@ -91,6 +91,8 @@ def normalize(precision: Any, argument: str = "dtype") -> str:
         # torch.bfloat16 -> "torch.bfloat16"; numpy dtype('float16') -> "float16"
         precision = text.rsplit(".", 1)[-1]
     key = precision.strip().lower().replace("-", "_")
+    for prefix in ("torch.", "numpy.", "np."):
+        key = key.removeprefix(prefix)
     if key in PRECISIONS:
         return key
     if key in _ALIASES:

@@ -29,6 +29,12 @@ __all__ = [
 ]
 
 
+def _ratio(flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+    """FLOP per byte; a kernel that moves no bytes (absent in a sweep) has intensity 0."""
+    flops, nbytes = np.broadcast_arrays(np.asarray(flops, dtype=np.float64), np.asarray(nbytes, dtype=np.float64))
+    return np.divide(flops, nbytes, out=np.zeros(flops.shape), where=nbytes > 0)
+
+
 def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> Any:
     """'compute' where the compute time is at least the memory time, else 'memory'."""
     return as_result(np.where(t_compute >= t_memory, "compute", "memory"))
@@ -134,7 +140,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
                 flops=as_result(k.model_flops),
                 executed_flops=as_result(k.executed_flops),
                 bytes=as_result(k.bytes),
-                intensity=as_result(k.executed_flops / k.bytes),
+                intensity=as_result(_ratio(k.executed_flops, k.bytes)),
             )
         )
     memory_share = total_sol - compute_share
@@ -147,7 +153,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
         t_compute=as_result(np.broadcast_to(total_c, shape)),
         t_memory=as_result(np.broadcast_to(total_m, shape)),
         bound=_bound(np.broadcast_to(compute_share, shape), np.broadcast_to(memory_share, shape)),
-        intensity=as_result(np.broadcast_to(w.intensity, shape)),
+        intensity=as_result(np.broadcast_to(_ratio(w.executed_flops, w.bytes), shape)),
         ridge_point=ridge,
         flops=as_result(np.broadcast_to(w.flops, shape)),
         executed_flops=as_result(np.broadcast_to(w.executed_flops, shape)),

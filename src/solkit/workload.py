@@ -68,6 +68,11 @@ class Kernel:
             object.__setattr__(self, name, _f64(getattr(self, name)))
         useful = self.matrix_flops + self.vector_flops if self.model_flops is None else _f64(self.model_flops)
         object.__setattr__(self, "model_flops", useful)
+        # every figure takes the kernel's broadcast shape, so a sweep never mixes 0-d and n-d
+        figures = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops")
+        shaped = np.broadcast_arrays(*(getattr(self, f) for f in figures))
+        for name, arr in zip(figures, shaped):
+            object.__setattr__(self, name, arr)
 
     @property
     def executed_flops(self) -> np.ndarray:
@@ -87,9 +92,7 @@ class Kernel:
     @property
     def shape(self) -> tuple[int, ...]:
         """Broadcast shape of the kernel's figures."""
-        return np.broadcast_shapes(
-            *(np.shape(a) for a in (self.matrix_flops, self.vector_flops, self.bytes_read, self.bytes_written, self.model_flops))
-        )
+        return np.shape(self.bytes_read)
 
     def renamed(self, name: str) -> "Kernel":
         """The same kernel under another name."""
@@ -97,6 +100,7 @@ class Kernel:
 
 
 def _sum(values: Iterable[np.ndarray]) -> np.ndarray:
+    """Sum of kernel figures, broadcast together."""
     total = np.float64(0.0)
     for v in values:
         total = total + v

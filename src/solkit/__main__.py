@@ -1,0 +1,7 @@
+"""``python -m solkit``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

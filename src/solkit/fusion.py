@@ -1,0 +1,79 @@
+"""Set two variants of an operator side by side: bytes, kernels and T_SOL saved.
+
+``compare(baseline, variant, gpu)`` answers "what does fusing (or a layout change, or flash
+attention) buy on this GPU?" with the compulsory-traffic figures and the T_SOL ratio.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._validate import as_result
+from .hardware import as_gpu
+from .roofline import roofline
+from .workload import Workload
+
+__all__ = ["Comparison", "compare"]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Baseline vs variant on one GPU. Fractions are of the baseline; ``speedup`` = T_SOL ratio."""
+
+    baseline: str
+    variant: str
+    gpu: str
+    bytes_baseline: Any
+    bytes_variant: Any
+    bytes_saved: Any
+    bytes_saved_fraction: Any
+    bytes_read_saved_fraction: Any
+    kernels_baseline: int
+    kernels_variant: int
+    t_sol_baseline: Any
+    t_sol_variant: Any
+    speedup: Any
+    flops_baseline: Any
+    flops_variant: Any
+
+    @property
+    def kernels_saved(self) -> int:
+        """Launches the variant saves."""
+        return self.kernels_baseline - self.kernels_variant
+
+    def __str__(self) -> str:
+        if np.ndim(self.speedup):
+            return f"Comparison({self.baseline!r} -> {self.variant!r} on {self.gpu}, shape {np.shape(self.speedup)})"
+        return (
+            f"{self.baseline} -> {self.variant} on {self.gpu}: bytes {self.bytes_baseline:.4g} -> "
+            f"{self.bytes_variant:.4g} (-{100 * self.bytes_saved_fraction:.1f}%), kernels "
+            f"{self.kernels_baseline} -> {self.kernels_variant}, T_SOL {self.t_sol_baseline * 1e6:.2f} us -> "
+            f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x)"
+        )
+
+
+def compare(baseline: Workload, variant: Workload, gpu: Any) -> Comparison:
+    """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``."""
+    g = as_gpu(gpu)
+    rb, rv = roofline(baseline, g), roofline(variant, g)
+    bb, bv = np.asarray(rb.bytes), np.asarray(rv.bytes)
+    return Comparison(
+        baseline=baseline.name,
+        variant=variant.name,
+        gpu=g.name,
+        bytes_baseline=as_result(bb),
+        bytes_variant=as_result(bv),
+        bytes_saved=as_result(bb - bv),
+        bytes_saved_fraction=as_result((bb - bv) / bb),
+        bytes_read_saved_fraction=as_result((baseline.bytes_read - variant.bytes_read) / baseline.bytes_read),
+        kernels_baseline=len(baseline.kernels),
+        kernels_variant=len(variant.kernels),
+        t_sol_baseline=rb.t_sol,
+        t_sol_variant=rv.t_sol,
+        speedup=as_result(np.asarray(rb.t_sol) / np.asarray(rv.t_sol)),
+        flops_baseline=rb.flops,
+        flops_variant=rv.flops,
+    )

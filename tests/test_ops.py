@@ -1,0 +1,314 @@
+"""Operator cost models: FLOPs, bytes and kernels by hand, in named dimensions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from solkit import ops
+from solkit.errors import ArgumentTypeError, OptionError, ShapeError, UnknownPrecisionError
+
+# ---- matmul ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "dtype, e_in, e_out",
+    [("bf16", 2, 2), ("fp16", 2, 2), ("tf32", 4, 4), ("fp32", 4, 4), ("fp64", 8, 8), ("fp8", 1, 2), ("int8", 1, 4)],
+)
+def test_matmul_bytes_by_dtype(dtype, e_in, e_out):
+    """m=4096, n=1024, k=512: (m*k + k*n)*e_in + m*n*e_out; fp8 writes bf16, int8 writes int32."""
+    m, n, k = 4096, 1024, 512
+    w = ops.matmul(m, n, k, dtype=dtype)
+    assert w.flops == 2 * m * n * k  # 4,294,967,296
+    assert w.bytes_read == (m * k + k * n) * e_in  # 2,621,440 elements
+    assert w.bytes_written == m * n * e_out  # 4,194,304 elements
+    assert len(w.kernels) == 1
+
+
+def test_batched_matmul():
+    """batch=16 of 512x512x64 bf16: FLOPs 2*16*512*512*64 = 536,870,912; bytes (16*512*64*2 + 16*512*512)*2."""
+    w = ops.matmul(512, 512, 64, batch=16)
+    assert w.flops == 536_870_912
+    assert w.bytes == (16 * 512 * 64 * 2 + 16 * 512 * 512) * 2  # 10,485,760
+
+
+def test_matmul_bias_and_epilogue():
+    """Linear with bias and GELU: bias n elements read, 1 + 8 vector FLOPs per output."""
+    m, n, k = 2048, 4096, 1024
+    w = ops.matmul(m, n, k, bias=True, epilogue="gelu")
+    assert w.matrix_flops == 2 * m * n * k  # 17,179,869,184
+    assert w.vector_flops == m * n * 9  # 75,497,472
+    assert w.bytes_read == (m * k + k * n + n) * 2  # 12,591,104
+    assert w.flops == w.executed_flops
+
+
+def test_matmul_out_dtype_override():
+    """bf16 inputs with fp32 output: C costs 4 bytes per element."""
+    assert ops.matmul(64, 64, 64, out_dtype="fp32").bytes_written == 64 * 64 * 4  # 16,384
+
+
+# ---- qkv -------------------------------------------------------------------------------
+
+
+def test_qkv_bert_base_fused_and_unfused():
+    """BERT-base, T = 8*512 = 4096, d = 768, N = 3*768 = 2304."""
+    t, d, n = 4096, 768, 2304
+    fused = ops.qkv_projection(t, d)
+    unfused = ops.qkv_projection(t, d, fused=False)
+    assert fused.flops == unfused.flops == 2 * t * d * n  # 14,495,514,624
+    assert fused.bytes == (t * d + d * n + t * n) * 2  # 28,704,768
+    assert fused.bytes == 28_704_768
+    assert unfused.bytes == (3 * t * d + d * n + t * n) * 2  # 41,287,680
+    assert len(fused.kernels) == 1 and len(unfused.kernels) == 3
+
+
+def test_qkv_gqa_llama3_8b():
+    """Llama-3-8B: d=4096, 32 heads, 8 KV heads, head_dim 128 -> N = 4096 + 2*1024 = 6144."""
+    t, d = 8192, 4096
+    w = ops.qkv_projection(t, d, heads=32, kv_heads=8)
+    assert w.kernels[0].gemm.n == 6144
+    assert w.flops == 2 * t * d * 6144  # 412,316,860,416
+    assert w.bytes == (t * d + d * 6144 + t * 6144) * 2  # 218,103,808
+    parts = ops.qkv_projection(t, d, heads=32, kv_heads=8, fused=False).kernels
+    assert [float(k.gemm.n) for k in parts] == [4096, 1024, 1024]
+
+
+def test_qkv_mqa_and_explicit_head_dim():
+    """MQA: 16 heads of 256 with one KV head: N = 4096 + 2*256 = 4608, independent of d_model=2048."""
+    w = ops.qkv_projection(100, 2048, heads=16, kv_heads=1, head_dim=256)
+    assert w.flops == 2 * 100 * 2048 * 4608  # 1,887,436,800
+
+
+def test_qkv_bad_heads():
+    """kv_heads must divide heads; d_model must divide by heads without head_dim."""
+    with pytest.raises(ShapeError, match="heads must be a multiple of kv_heads"):
+        ops.qkv_projection(8, 4096, heads=32, kv_heads=6)
+    with pytest.raises(ShapeError, match="d_model must be a multiple of heads"):
+        ops.qkv_projection(8, 1000, heads=3)
+    with pytest.raises(ShapeError, match="kv_heads must be at most heads"):
+        ops.qkv_projection(8, 4096, heads=8, kv_heads=16)
+    with pytest.raises(ShapeError, match="need heads"):
+        ops.qkv_projection(8, 4096, kv_heads=8)
+
+
+# ---- norms -----------------------------------------------------------------------------
+
+
+def test_layernorm_and_rmsnorm_bytes():
+    """T=8192, d=4096, bf16: LN (2*T*d + 2*d)*2 = 134,234,112; RMS (2*T*d + d)*2 = 134,225,920."""
+    assert ops.layernorm(8192, 4096).bytes == 134_234_112
+    assert ops.rmsnorm(8192, 4096).bytes == 134_225_920
+    assert ops.layernorm(8192, 4096).flops == 8 * 8192 * 4096  # 268,435,456
+    assert ops.rmsnorm(8192, 4096).flops == 4 * 8192 * 4096  # 134,217,728
+
+
+def test_layernorm_residual():
+    """fused (4*T*d + 2*d)*e = 268,451,840; unfused (5*T*d + 2*d)*e = 335,560,704 (T=8192, d=4096)."""
+    fused = ops.layernorm_residual(8192, 4096)
+    unfused = ops.layernorm_residual(8192, 4096, fused=False)
+    assert fused.bytes == 268_451_840
+    assert unfused.bytes == 335_560_704
+    assert fused.flops == unfused.flops == 9 * 8192 * 4096  # add 1 + layernorm 8 per element
+    assert (len(fused.kernels), len(unfused.kernels)) == (1, 2)
+
+
+# ---- small ops -------------------------------------------------------------------------
+
+
+def test_softmax_and_elementwise():
+    """softmax 4096x4096 fp32: 2*4096*4096*4 = 134,217,728 B; add 1e6 bf16: 3e6*2 = 6e6 B."""
+    assert ops.softmax(4096, 4096, dtype="fp32").bytes == 134_217_728
+    assert ops.softmax(4096, 4096).flops == 5 * 4096 * 4096  # 83,886,080
+    assert ops.add(10**6).bytes == 6_000_000
+    assert ops.gelu(10**6).bytes == 4_000_000 and ops.gelu(10**6).flops == 8_000_000
+    assert ops.silu(10**6).flops == 4_000_000
+    assert ops.copy(10**6, dtype="fp32").bytes == 8_000_000 and ops.copy(10**6).flops == 0
+    w = ops.elementwise(1000, inputs=3, outputs=2, flops_per_element=7, dtype="fp16")
+    assert w.bytes == 5 * 1000 * 2 and w.flops == 7000
+
+
+def test_embedding():
+    """T=8192 ids into a 128256 x 4096 bf16 table: 8192*8 + 2*8192*4096*2 = 134,283,264 B."""
+    w = ops.embedding(8192, 128256, 4096)
+    assert w.bytes == 8192 * 8 + 2 * 8192 * 4096 * 2
+    assert w.bytes == 134_283_264
+    assert w.flops == 0
+
+
+# ---- conv2d ----------------------------------------------------------------------------
+
+# ResNet-50 conv2_x 3x3: N=32, C=K=64, 56x56, pad 1 -> Ho=Wo=56
+N, C, H, K = 32, 64, 56, 64
+X_BYTES = N * C * H * H * 2  # 12,845,056
+W_BYTES = K * C * 9 * 2  # 73,728
+Y_BYTES = N * K * H * H * 2  # 12,845,056
+CONV_FLOPS = 2 * N * K * H * H * C * 9  # 7,398,752,256
+
+
+def test_conv_nhwc():
+    """Implicit GEMM: x + w + y = 25,763,840 B; FLOPs 7,398,752,256."""
+    w = ops.conv2d(N, C, H, H, K, kernel=3, padding=1, layout="nhwc")
+    assert w.flops == CONV_FLOPS == 7_398_752_256
+    assert w.bytes == X_BYTES + W_BYTES + Y_BYTES == 25_763_840
+    assert len(w.kernels) == 1
+
+
+def test_conv_nchw_adds_transforms():
+    """NCHW 3x3: + read/write x and read/write y: 25,763,840 + 2*12,845,056*2 = 77,144,064 B."""
+    w = ops.conv2d(N, C, H, H, K, kernel=3, padding=1, layout="nchw")
+    assert w.bytes == 77_144_064
+    assert w.flops == CONV_FLOPS
+    assert len(w.kernels) == 3
+
+
+def test_conv_nchw_1x1_is_direct():
+    """A 1x1 stride-1 conv in NCHW is a direct GEMM: bytes as NHWC, one kernel."""
+    nchw = ops.conv2d(32, 256, 56, 56, 64, kernel=1, layout="nchw")
+    nhwc = ops.conv2d(32, 256, 56, 56, 64, kernel=1, layout="nhwc")
+    assert nchw.bytes == nhwc.bytes == (32 * 256 * 3136 + 64 * 256 + 32 * 64 * 3136) * 2  # 64,258,048
+    assert len(nchw.kernels) == 1
+
+
+def test_conv_im2col():
+    """cols = 32*56*56 x 64*9 bf16 = 115,605,504 B, written then read: total 256,974,848 B."""
+    w = ops.conv2d(N, C, H, H, K, kernel=3, padding=1, layout="im2col")
+    cols = N * H * H * C * 9 * 2  # 115,605,504
+    assert w.bytes == X_BYTES + 2 * cols + W_BYTES + Y_BYTES == 256_974_848
+    assert w.flops == CONV_FLOPS
+
+
+def test_conv_stem_stride_and_output_size():
+    """ResNet-50 stem: 7x7 s2 p3 on 224 -> (224 + 6 - 6 - 1)//2 + 1 = 112; FLOPs 7,552,892,928 at N=32."""
+    assert ops.conv_output_size(224, 7, 2, 3) == 112
+    w = ops.conv2d(32, 3, 224, 224, 64, kernel=7, stride=2, padding=3)
+    assert w.flops == 2 * 32 * 64 * 112 * 112 * 3 * 49 == 7_552_892_928
+
+
+def test_conv_depthwise_and_rectangular_and_dilation():
+    """Depthwise 3x3 (groups=C=256) at 14x14: 2*256*196*9 = 903,168; 1x7 kernel; dilation 2 3x3 -> 5x5 span."""
+    assert ops.conv2d(1, 256, 14, 14, 256, 3, padding=1, groups=256).flops == 903_168
+    w = ops.conv2d(1, 128, 17, 17, 128, kernel=(1, 7), padding=(0, 3))
+    assert w.flops == 2 * 128 * 17 * 17 * 128 * 7  # 66,289,664
+    assert ops.conv_output_size(32, 3, 1, 0, dilation=2) == 28  # 32 - 5 + 1
+
+
+def test_conv_bad_arguments():
+    """Kernel larger than padded input, groups not dividing channels, unknown layout."""
+    with pytest.raises(ShapeError, match="must fit the padded input along height"):
+        ops.conv2d(1, 3, 5, 5, 8, kernel=7)
+    with pytest.raises(ShapeError, match="in_channels must be a multiple of groups"):
+        ops.conv2d(1, 30, 8, 8, 64, groups=4)
+    with pytest.raises(OptionError, match="layout must be one of 'nhwc', 'nchw', 'im2col', got 'chwn'"):
+        ops.conv2d(1, 3, 8, 8, 8, layout="chwn")
+    with pytest.raises(ArgumentTypeError, match="pair"):
+        ops.conv2d(1, 3, 8, 8, 8, kernel=(3, 3, 3))
+
+
+# ---- attention -------------------------------------------------------------------------
+
+
+def test_attention_flash_full_and_causal():
+    """b=1, h=32, s=4096, d=128: pairs 16,777,216; causal 16,777,216 - 4096*4095/2 = 8,390,656."""
+    full = ops.attention(1, 32, 4096, head_dim=128)
+    causal = ops.attention(1, 32, 4096, head_dim=128, causal=True)
+    assert full.flops == 4 * 32 * 128 * 16_777_216 == 274_877_906_944
+    assert causal.flops == 4 * 32 * 128 * 8_390_656 == 137_472_507_904
+    assert full.bytes == causal.bytes == 4 * 32 * 4096 * 128 * 2  # Q, K, V, O = 134,217,728
+
+
+def test_attention_decode_gqa():
+    """Decode, 32 heads over 8 KV heads, 8192 cached: FLOPs 4*32*128*8192; bytes (2*32*128 + 2*8*8192*128)*2."""
+    w = ops.attention(1, 32, 1, seq_kv=8192, head_dim=128, kv_heads=8)
+    assert w.flops == 134_217_728
+    assert w.bytes == 33_570_816
+
+
+def test_attention_naive_counts_every_pair():
+    """Naive causal, b=h=1, s=1024, d=64: executed 4*64*1024^2 = 268,435,456 matrix FLOPs, model 134,348,800."""
+    w = ops.attention(1, 1, 1024, head_dim=64, causal=True, impl="naive")
+    assert w.matrix_flops == 268_435_456
+    assert w.flops == 4 * 64 * (1024 * 1024 - 1024 * 1023 // 2) == 134_348_800
+    s_bytes = 1024 * 1024 * 2  # S and P, bf16: 2,097,152 each
+    qkvo = 1024 * 64 * 2  # 131,072 each
+    assert w.bytes == 4 * qkvo + 4 * s_bytes  # S written+read, P written+read = 8,912,896
+    assert [k.name for k in w.kernels] == ["S = Q K^T", "P = softmax(S)", "O = P V"]
+
+
+@pytest.mark.parametrize("sq, skv, pairs", [(3, 5, 12), (5, 3, 6), (1, 7, 7), (4, 4, 10)])
+def test_causal_pairs_bottom_right(sq, skv, pairs):
+    """Bottom-right causal: query i sees keys j <= i + skv - sq (sq=5, skv=3: 0+0+1+2+3 = 6)."""
+    assert ops.attention_pairs(sq, skv, causal=True) == pairs
+
+
+@settings(max_examples=100, deadline=None)
+@given(sq=st.integers(1, 64), skv=st.integers(1, 64))
+def test_causal_pairs_match_a_mask(sq, skv):
+    """The closed form equals the count of an explicit bottom-right mask."""
+    i = np.arange(sq)[:, None]
+    j = np.arange(skv)[None, :]
+    assert ops.attention_pairs(sq, skv, causal=True) == np.count_nonzero(j <= i + skv - sq)
+    assert ops.attention_pairs(sq, skv, causal=True) <= ops.attention_pairs(sq, skv)
+
+
+def test_attention_bad_arguments():
+    """Unknown impl, kv_heads not dividing heads, causal not a bool."""
+    with pytest.raises(OptionError, match="impl must be one of 'flash', 'naive', got 'xformers'"):
+        ops.attention(1, 8, 128, impl="xformers")
+    with pytest.raises(ShapeError, match="heads must be a multiple of kv_heads"):
+        ops.attention(1, 8, 128, kv_heads=3)
+    with pytest.raises(ArgumentTypeError, match="causal must be True or False"):
+        ops.attention(1, 8, 128, causal="yes")
+    with pytest.raises(UnknownPrecisionError, match="dtype must be one of"):
+        ops.attention(1, 8, 128, dtype="bf17")
+
+
+# ---- properties ------------------------------------------------------------------------
+
+small = st.integers(1, 512)
+
+
+@settings(max_examples=100, deadline=None)
+@given(t=small, d=small, h=st.sampled_from([1, 2, 4, 8]), g=st.sampled_from([1, 2, 4]))
+def test_fused_never_more_bytes(t, d, h, g):
+    """Fusing QKV or LN+residual never adds bytes; NHWC never more than NCHW or im2col; flash never more than naive."""
+    hd = 16
+    assert ops.qkv_projection(t, d * h, heads=h, kv_heads=max(1, h // g), head_dim=hd).bytes <= ops.qkv_projection(
+        t, d * h, heads=h, kv_heads=max(1, h // g), head_dim=hd, fused=False
+    ).bytes
+    assert ops.layernorm_residual(t, d).bytes <= ops.layernorm_residual(t, d, fused=False).bytes
+    nhwc = ops.conv2d(2, 8, 16, 16, 8, 3, padding=1).bytes
+    assert nhwc <= ops.conv2d(2, 8, 16, 16, 8, 3, padding=1, layout="nchw").bytes
+    assert nhwc <= ops.conv2d(2, 8, 16, 16, 8, 3, padding=1, layout="im2col").bytes
+    assert ops.attention(1, h, t, head_dim=hd).bytes <= ops.attention(1, h, t, head_dim=hd, impl="naive").bytes
+
+
+@settings(max_examples=100, deadline=None)
+@given(b=st.integers(1, 64), s=st.integers(1, 256), d=st.sampled_from([32, 64, 128]))
+def test_flops_linear_in_batch(b, s, d):
+    """FLOPs of batch b are b times FLOPs of batch 1 (attention, conv, matmul)."""
+    assert ops.attention(b, 4, s, head_dim=d).flops == b * ops.attention(1, 4, s, head_dim=d).flops
+    assert ops.conv2d(b, 8, 16, 16, 8, 3).flops == b * ops.conv2d(1, 8, 16, 16, 8, 3).flops
+    assert ops.matmul(s, d, d, batch=b).flops == b * ops.matmul(s, d, d).flops
+
+
+def test_all_ops_broadcast():
+    """Every op takes arrays, returns figures of the broadcast shape, and agrees with scalar calls."""
+    t = np.array([128, 256, 512])
+    builders = (
+        lambda t: ops.qkv_projection(t, 768),
+        lambda t: ops.layernorm(t, 768),
+        lambda t: ops.layernorm_residual(t, 768, fused=False),
+        lambda t: ops.softmax(t, 768),
+        lambda t: ops.embedding(t, 30522, 768),
+        lambda t: ops.conv2d(t, 64, 56, 56, 64, 3, padding=1, layout="nchw"),
+        lambda t: ops.attention(1, 12, t, head_dim=64, impl="naive"),
+    )
+    for build in builders:
+        w = build(t)
+        assert w.shape == (3,)
+        for i, ti in enumerate(t):
+            one = build(int(ti))
+            assert w.bytes[i] == one.bytes
+            assert w.flops[i] == one.flops

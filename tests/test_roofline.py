@@ -1,0 +1,231 @@
+"""Roofline core: hand-computed T_SOL, bounds, MFU/HFU and properties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solkit as sk
+from solkit import ops
+from solkit.errors import ArgumentTypeError, MeasurementError, ShapeError, SolkitError
+from solkit.workload import Kernel, Workload
+
+# H200 SXM datasheet: 1,979 TFLOP/s bf16 tensor "with sparsity" -> 989.4 dense; 4.8 TB/s HBM3e
+H200_BF16 = 989.4e12
+H200_BW = 4.8e12
+
+
+def test_square_gemm_is_compute_bound(h200):
+    """8192^3 bf16 GEMM on H200: 2*8192^3 = 1.0995e12 FLOP / 989.4e12 = 1.111 ms, compute-bound."""
+    r = sk.roofline(ops.matmul(8192, 8192, 8192), h200)
+    flops = 2 * 8192**3  # 1,099,511,627,776
+    nbytes = 3 * 8192 * 8192 * 2  # A, B, C in bf16 = 402,653,184
+    assert r.flops == flops
+    assert r.bytes == nbytes
+    assert r.t_compute == pytest.approx(flops / H200_BF16)  # 1.1113e-3 s
+    assert r.t_memory == pytest.approx(nbytes / H200_BW)  # 8.389e-5 s
+    assert r.t_sol == pytest.approx(1.1113e-3, rel=1e-4)
+    assert r.bound == "compute"
+    assert r.intensity == pytest.approx(flops / nbytes)  # 2730.7 FLOP/B
+    assert r.ridge_point == pytest.approx(H200_BF16 / H200_BW)  # 206.1 FLOP/B
+
+
+def test_gemv_is_memory_bound(h200):
+    """1x8192x8192 GEMV: (8192 + 8192*8192 + 8192)*2 = 134,250,496 B / 4.8e12 = 27.97 us."""
+    r = sk.roofline(ops.matmul(1, 8192, 8192), h200)
+    assert r.bytes == 134_250_496
+    assert r.t_sol == pytest.approx(134_250_496 / 4.8e12)  # 2.7969e-5 s
+    assert r.t_sol == pytest.approx(27.97e-6, rel=1e-3)
+    assert r.bound == "memory"
+
+
+def test_no_int64_wraparound():
+    """2*m*n*k for m = n = k = 2**21 is 2**64 = 18446744073709551616, exact in float64."""
+    w = ops.matmul(2**21, 2**21, 2**21)
+    assert w.flops == 18446744073709551616.0
+    w_arr = ops.matmul(np.array([2**21], dtype=np.int64), 2**21, 2**21)
+    assert w_arr.flops[0] == 2.0**64
+
+
+def test_broadcast_matches_scalar(h200):
+    """A sweep is one call and agrees element by element with scalar calls."""
+    ms = np.array([1, 64, 4096, 8192])
+    r = sk.roofline(ops.matmul(ms, 8192, 8192), h200)
+    assert np.shape(r.t_sol) == (4,)
+    for i, m in enumerate(ms):
+        assert r.t_sol[i] == pytest.approx(sk.roofline(ops.matmul(int(m), 8192, 8192), h200).t_sol)
+    assert list(r.bound) == ["memory", "memory", "compute", "compute"]
+
+
+def test_two_dimensional_sweep(h200):
+    """m as a column and n as a row broadcast to a 2-D grid."""
+    r = sk.roofline(ops.matmul(np.array([[1], [1024]]), np.array([1024, 2048, 4096]), 4096), h200)
+    assert np.shape(r.t_sol) == (2, 3)
+
+
+def test_workload_t_sol_sums_kernels(h200):
+    """Unfused LN+residual: add (3*T*d*e) and layernorm ((2*T*d + 2*d)*e) are two memory-bound kernels."""
+    t, d, e = 8192, 4096, 2
+    r = sk.roofline(ops.layernorm_residual(t, d, fused=False), h200)
+    add_bytes = 3 * t * d * e  # 201,326,592
+    ln_bytes = (2 * t * d + 2 * d) * e  # 134,234,112
+    assert [k.name for k in r.kernels] == ["add", "layernorm"]
+    assert r.kernels[0].t_sol == pytest.approx(add_bytes / H200_BW)
+    assert r.kernels[1].t_sol == pytest.approx(ln_bytes / H200_BW)
+    assert r.t_sol == pytest.approx((add_bytes + ln_bytes) / H200_BW)  # 69.91 us
+    assert r.bound == "memory"
+
+
+def test_vector_flops_use_cuda_core_rate(h200):
+    """A kernel of pure vector work is timed at the fp32 CUDA-core rate: 67e12 FLOP / 67 TFLOP/s = 1 s."""
+    k = Kernel("vec", "elementwise", "bf16", vector_flops=67e12, bytes_read=1.0)
+    r = sk.roofline(k, h200)
+    assert r.t_sol == pytest.approx(1.0)  # H200 datasheet: FP32 67 TFLOPS
+    assert r.bound == "compute"
+
+
+def test_fp32_matmul_without_tf32_runs_on_cuda_cores(h200):
+    """fp32 matrix peak falls back to the 67 TFLOP/s vector rate; tf32 uses 494.7 (989 sparse / 2)."""
+    assert h200.peak_flops("fp32") == pytest.approx(67e12)
+    assert h200.peak_flops("tf32") == pytest.approx(494.7e12)
+    r = sk.roofline(ops.matmul(8192, 8192, 8192, dtype="fp32"), h200)
+    assert r.t_sol == pytest.approx(2 * 8192**3 / 67e12)  # 16.41 ms
+
+
+def test_sparse_peak_is_twice_dense(h200):
+    """2:4 sparsity: the datasheet's 1,979 TFLOP/s bf16."""
+    assert h200.peak_flops("bf16", sparse=True) == pytest.approx(1979e12)
+    r_dense = sk.roofline(ops.matmul(8192, 8192, 8192), h200)
+    r_sparse = sk.roofline(ops.matmul(8192, 8192, 8192), h200, sparse=True)
+    assert r_sparse.t_compute == pytest.approx(2 * 8192**3 / 1979e12)
+    assert r_dense.t_compute / r_sparse.t_compute == pytest.approx(1979 / 989.4)
+
+
+def test_sol_fraction(h200):
+    """A GEMV measured at 40 us: 27.97 us / 40 us = 0.699."""
+    w = ops.matmul(1, 8192, 8192)
+    assert sk.sol_fraction(w, h200, 40e-6) == pytest.approx(134_250_496 / 4.8e12 / 40e-6)  # 0.6992
+
+
+def test_mfu_and_hfu(h200):
+    """1e15 model FLOP in 2 s on one H200: 1e15 / (989.4e12 * 2) = 0.5054; on 8 GPUs 0.0632."""
+    assert sk.mfu(1e15, 2.0, h200) == pytest.approx(1e15 / (989.4e12 * 2))
+    assert sk.mfu(1e15, 2.0, h200, n_gpus=8) == pytest.approx(1e15 / (989.4e12 * 2 * 8))
+    assert sk.mfu(1e15, 2.0, "h200", dtype="fp8") == pytest.approx(1e15 / (1978.9e12 * 2))
+
+
+def test_hfu_counts_executed_flops(h200):
+    """Naive causal attention executes every pair: HFU uses 4*b*h*d*sq*skv, MFU the unmasked half."""
+    b, h, s, d = 1, 8, 1024, 64
+    w = ops.attention(b, h, s, head_dim=d, causal=True, impl="naive")
+    executed_mm = 4 * b * h * d * s * s  # 2,147,483,648
+    softmax = 5 * b * h * s * s  # 41,943,040
+    pairs = s * s - s * (s - 1) // 2  # 524,800
+    model = 4 * b * h * d * pairs  # 1,074,790,400
+    assert sk.hfu(w, 1e-3, h200) == pytest.approx((executed_mm + softmax) / (989.4e12 * 1e-3))
+    assert sk.mfu(w, 1e-3, h200) == pytest.approx(model / (989.4e12 * 1e-3))
+
+
+def test_achieved_rates():
+    """8192^3 GEMM in 1.4 ms: 1.0995e12 / 1.4e-3 = 785.4 TFLOP/s; 402,653,184 B / 1.4e-3 = 287.6 GB/s."""
+    w = ops.matmul(8192, 8192, 8192)
+    assert sk.achieved_flops(w, 1.4e-3) == pytest.approx(2 * 8192**3 / 1.4e-3)
+    assert sk.achieved_bandwidth(w, 1.4e-3) == pytest.approx(402_653_184 / 1.4e-3)
+
+
+@pytest.mark.parametrize("seconds", [0, -1.0, float("nan"), float("inf")])
+def test_bad_seconds(h200, seconds):
+    """Measured seconds must be positive and finite."""
+    with pytest.raises(MeasurementError, match="seconds"):
+        sk.mfu(1e12, seconds, h200)
+    with pytest.raises(ValueError, match="measured_seconds"):
+        sk.sol_fraction(ops.matmul(8, 8, 8), h200, seconds)
+
+
+@pytest.mark.parametrize("n", [0, -2, 1.5])
+def test_bad_n_gpus(h200, n):
+    """n_gpus must be an integer >= 1."""
+    with pytest.raises(MeasurementError, match="n_gpus"):
+        sk.mfu(1e12, 1.0, h200, n_gpus=n)
+
+
+def test_roofline_rejects_non_workload(h200):
+    """A wrong object is a type error, not an attribute error."""
+    with pytest.raises(ArgumentTypeError):
+        sk.roofline("matmul", h200)
+
+
+def test_array_error_names_first_bad_index():
+    """An array with a bad element reports its index."""
+    with pytest.raises(ShapeError, match=r"m must be a positive integer, got -3 at index 2"):
+        ops.matmul(np.array([4, 8, -3, 0]), 8, 8)
+
+
+def test_to_dict_is_plain(h200):
+    """to_dict gives JSON-ready values."""
+    import json
+
+    d = sk.roofline(ops.matmul(np.array([1, 2]), 8, 8), h200).to_dict()
+    json.dumps(d)
+    assert d["gpu"] == "h200-sxm" and len(d["t_sol"]) == 2
+
+
+dims = st.integers(min_value=1, max_value=1 << 16)
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=dims, n=dims, k=dims, grow=st.integers(min_value=1, max_value=1 << 10))
+def test_t_sol_never_falls_when_work_grows(m, n, k, grow):
+    """Growing any GEMM dimension never lowers T_SOL."""
+    gpu = sk.load_gpu("h200")
+    base = sk.roofline(ops.matmul(m, n, k), gpu).t_sol
+    for w in (ops.matmul(m + grow, n, k), ops.matmul(m, n + grow, k), ops.matmul(m, n, k + grow)):
+        assert sk.roofline(w, gpu).t_sol >= base
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    mf=st.floats(min_value=0, max_value=1e18),
+    vf=st.floats(min_value=0, max_value=1e15),
+    nb=st.floats(min_value=1, max_value=1e13),
+    extra=st.floats(min_value=0, max_value=1e15),
+)
+def test_t_sol_monotone_in_flops_and_bytes(mf, vf, nb, extra):
+    """Adding FLOPs or bytes to a kernel never lowers its T_SOL."""
+    gpu = sk.load_gpu("h200")
+    t = lambda a, b, c: sk.roofline(Kernel("k", "gemm", "bf16", matrix_flops=a, vector_flops=b, bytes_read=c), gpu).t_sol  # noqa: E731
+    base = t(mf, vf, nb)
+    assert t(mf + extra, vf, nb) >= base
+    assert t(mf, vf + extra, nb) >= base
+    assert t(mf, vf, nb + extra) >= base
+
+
+@settings(max_examples=200, deadline=None)
+@given(m=dims, n=dims, k=dims, slack=st.floats(min_value=1.0, max_value=1e3))
+def test_mfu_at_most_one_at_or_above_t_sol(m, n, k, slack):
+    """A run no faster than T_SOL has MFU <= 1 (model FLOPs <= executed, at the matrix peak)."""
+    gpu = sk.load_gpu("h200")
+    w = ops.matmul(m, n, k)
+    seconds = sk.roofline(w, gpu).t_sol * slack
+    assert sk.mfu(w, seconds, gpu) <= 1.0 + 1e-12
+    assert sk.sol_fraction(w, gpu, seconds) <= 1.0 + 1e-12
+
+
+def test_errors_share_a_base():
+    """Every raised error is a SolkitError and the fitting builtin."""
+    with pytest.raises(SolkitError):
+        ops.matmul(0, 1, 1)
+    with pytest.raises(TypeError):
+        ops.matmul(True, 1, 1)
+    with pytest.raises(TypeError):
+        ops.matmul("8", 1, 1)
+    with pytest.raises(ValueError, match="got nan"):
+        ops.matmul(math.nan, 1, 1)
+    with pytest.raises(ValueError, match="got 2.5"):
+        ops.matmul(2.5, 1, 1)
+    with pytest.raises(TypeError):
+        Workload("empty", ())
