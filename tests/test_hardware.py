@@ -32,11 +32,11 @@ def test_names_are_case_insensitive_and_aliases_resolve():
 
 
 def test_si_units():
-    """The file says 141 GB, 4.8 TB/s, 60 MB L2 (GH100 full L2); Python says bytes and bytes/s."""
+    """The file says 141 GB, 4.8 TB/s, 60 MB (MiB) L2; Python says bytes and bytes/s."""
     g = sk.load_gpu("h200")
     assert g.memory_capacity == 141e9
     assert g.memory_bandwidth == 4.8e12
-    assert g.l2_cache == 60e6
+    assert g.l2_cache == 60 * 2**20  # 62,914,560 B, as the device reports
     assert g.sm_count == 132
 
 

@@ -12,6 +12,8 @@ __all__ = [
     "ArgumentTypeError",
     "OptionError",
     "MeasurementError",
+    "SolkitWarning",
+    "PerformanceWarning",
 ]
 
 
@@ -49,3 +51,11 @@ class OptionError(SolkitError, ValueError):
 
 class MeasurementError(SolkitError, ValueError):
     """A measured quantity is unusable: seconds <= 0, NaN, n_gpus < 1."""
+
+
+class SolkitWarning(UserWarning):
+    """Base class of solkit's warnings."""
+
+
+class PerformanceWarning(SolkitWarning):
+    """A shape that runs slower than its roofline suggests (e.g. a leading dimension not a multiple of 8)."""

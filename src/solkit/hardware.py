@@ -46,7 +46,7 @@ SPEC_PATH_ENV = "SOLKIT_SPEC_PATH"
 
 TERA = 1e12
 GIGA = 1e9
-MEGA = 1e6
+MIB = 2**20
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -109,8 +109,18 @@ class Peak(BaseModel):
     note: Union[str, None] = None
 
 
+KernelKind = Literal["gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather"]
+
+
 class Measured(BaseModel):
-    """Ceilings measured on a real part, with the date, the method and the software stack."""
+    """Ceilings measured on a real part, with the date, the method and the software stack.
+
+    ``matmul_tflops``, ``copy_bandwidth_tb_s``, ``read_bandwidth_tb_s`` and ``launch_floor_us``
+    are direct measurements. ``compute_efficiency`` and ``memory_efficiency`` are per kernel
+    kind fractions of those ceilings, fitted on the training split of the measured cases;
+    ``misaligned_gemm_penalty`` is the slowdown of GEMMs whose leading dimensions are not
+    multiples of 16 bytes. The predictor reads all of them.
+    """
 
     model_config = _FROZEN
     date: _dt.date
@@ -120,6 +130,10 @@ class Measured(BaseModel):
     copy_bandwidth_tb_s: PositiveFloat
     read_bandwidth_tb_s: Union[PositiveFloat, None] = None
     launch_floor_us: PositiveFloat
+    compute_efficiency: dict[KernelKind, PositiveFloat] = Field(default_factory=dict)
+    memory_efficiency: dict[KernelKind, PositiveFloat] = Field(default_factory=dict)
+    misaligned_gemm_penalty: PositiveFloat = 1.0
+    fit: Union[str, None] = None
 
 
 class GPU(BaseModel):
@@ -178,8 +192,8 @@ class GPU(BaseModel):
 
     @property
     def l2_cache(self) -> float:
-        """L2 cache in bytes (decimal MB)."""
-        return self.chip.l2_cache_mb * MEGA
+        """L2 cache in bytes; vendors' cache "MB" are MiB (an H200 reports 62,914,560 B for its 60 MB)."""
+        return self.chip.l2_cache_mb * MIB
 
     @property
     def sm_count(self) -> int:
@@ -216,18 +230,17 @@ class GPU(BaseModel):
     def peak_flops(self, precision: Any = "bf16", unit: str = "matrix", sparse: bool = False) -> float:
         """Peak FLOP/s (OP/s for int8) of ``precision`` on ``unit``; dense unless ``sparse=True``.
 
-        The sparse peak is the stated ``sparse_tflops`` if the file gives one, otherwise
-        2 x dense for matrix units of a part with 2:4 structured sparsity.
+        The sparse peak is the file's stated ``sparse_tflops``; a peak without one (fp64 tensor
+        cores, vector units) has no sparse mode and raises ``UnsupportedPrecisionError``.
         """
         record = self.peak_record(precision, unit)
         if not sparse:
             return record.tflops * TERA
-        if record.sparse_tflops is not None:
+        if record.sparse_tflops is not None and record.unit == unit:
             return record.sparse_tflops * TERA
-        if self.structured_sparsity and record.unit == "matrix" and unit == "matrix":
-            return 2.0 * record.tflops * TERA
         raise UnsupportedPrecisionError(
-            f"{self.name} has no 2:4 sparse {unit} rate for {normalize(precision)!r}"
+            f"{self.name} states no 2:4 sparse {unit} rate for {normalize(precision)!r}"
+            " (sparse peaks are taken only from a stated sparse_tflops, never derived)"
         )
 
     def ridge_point(self, precision: Any = "bf16", unit: str = "matrix") -> float:

@@ -17,7 +17,7 @@ import numpy as np
 from .._validate import choice, dim
 from ..errors import ShapeError
 from ..precision import storage_bytes
-from ..workload import Kernel, Workload
+from ..workload import GemmDims, Kernel, Workload
 from ._common import divisible, dtype_of, flag
 from .elementwise import FLOPS_PER_ELEMENT
 from .matmul import gemm_kernel
@@ -79,6 +79,7 @@ def attention(
             matrix_flops=model,
             bytes_read=q_bytes + 2 * kv_bytes,
             bytes_written=q_bytes,
+            gemm=GemmDims(m=sq, n=skv, k=d, batch=b * h),  # per head: [sq, d] x [d, skv]
         )
         return Workload("attention (flash" + (", causal)" if is_causal else ")"), (kernel,))
     s_bytes = b * h * sq * skv * e
