@@ -7,6 +7,7 @@ from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import GPU, list_gpus, load_gpu
 from .precision import storage_bytes
+from .predict import Prediction, predict
 from .roofline import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
 from .workload import Kernel, Workload, chain
 
@@ -29,6 +30,8 @@ __all__ = [
     "load_gpu",
     "mfu",
     "ops",
+    "predict",
+    "Prediction",
     "roofline",
     "sol_fraction",
     "storage_bytes",

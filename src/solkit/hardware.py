@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError, model_validator
 
 from .errors import SpecError, UnknownGPUError, UnsupportedPrecisionError
 from .precision import RATE_CLASSES, normalize, rate_class
@@ -109,17 +109,16 @@ class Peak(BaseModel):
     note: Union[str, None] = None
 
 
-KernelKind = Literal["gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather"]
-
-
 class Measured(BaseModel):
     """Ceilings measured on a real part, with the date, the method and the software stack.
 
     ``matmul_tflops``, ``copy_bandwidth_tb_s``, ``read_bandwidth_tb_s`` and ``launch_floor_us``
-    are direct measurements. ``compute_efficiency`` and ``memory_efficiency`` are per kernel
-    kind fractions of those ceilings, fitted on the training split of the measured cases;
-    ``misaligned_gemm_penalty`` is the slowdown of GEMMs whose leading dimensions are not
-    multiples of 16 bytes. The predictor reads all of them.
+    are direct measurements. The rest are fitted on the training split of the measured cases
+    (see ``solkit.predict`` for the model): ``kernel_gap_us`` per further launch,
+    ``kernel_latency_us`` per kernel kind, ``compute_efficiency`` and ``memory_efficiency``
+    per kernel kind or operator (an operator's key wins) as fractions of the ceilings,
+    ``overlap_exponent`` p of the soft maximum (t_c**p + t_m**p)**(1/p) (inf: a plain max), ``misaligned_gemm_penalty`` for GEMM leading
+    dimensions not multiples of 16 bytes, ``small_channel_penalty`` for convs with fewer.
     """
 
     model_config = _FROZEN
@@ -130,9 +129,13 @@ class Measured(BaseModel):
     copy_bandwidth_tb_s: PositiveFloat
     read_bandwidth_tb_s: Union[PositiveFloat, None] = None
     launch_floor_us: PositiveFloat
-    compute_efficiency: dict[KernelKind, PositiveFloat] = Field(default_factory=dict)
-    memory_efficiency: dict[KernelKind, PositiveFloat] = Field(default_factory=dict)
+    kernel_gap_us: NonNegativeFloat = 0.0
+    kernel_latency_us: dict[str, NonNegativeFloat] = Field(default_factory=dict)
+    compute_efficiency: dict[str, PositiveFloat] = Field(default_factory=dict)
+    memory_efficiency: dict[str, PositiveFloat] = Field(default_factory=dict)
+    overlap_exponent: PositiveFloat = Field(default=float("inf"))
     misaligned_gemm_penalty: PositiveFloat = 1.0
+    small_channel_penalty: PositiveFloat = 1.0
     fit: Union[str, None] = None
 
 

@@ -17,8 +17,10 @@ from .precision import normalize
 
 __all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS"]
 
-#: what a kernel is, for the predictor's efficiency model
-KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather")
+#: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
+#: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
+#: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
+KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
 
 
 def _f64(x: Any) -> np.ndarray:
@@ -33,17 +35,21 @@ class GemmDims:
     n: np.ndarray
     k: np.ndarray
     batch: np.ndarray = field(default_factory=lambda: np.float64(1.0))
+    channels: Optional[np.ndarray] = None  # implicit-GEMM conv: input channels per group (k = channels*R*S)
 
     def __post_init__(self) -> None:
         for name in ("m", "n", "k", "batch"):
             object.__setattr__(self, name, _f64(getattr(self, name)))
+        if self.channels is not None:
+            object.__setattr__(self, "channels", _f64(self.channels))
 
 
 @dataclass(frozen=True)
 class Kernel:
     """One kernel launch: executed FLOPs by unit, useful FLOPs, DRAM bytes read and written.
 
-    ``precision`` is the matrix-unit precision (the operands' storage precision for
+    ``op`` names the operator implementation the kernel comes from (the predictor's
+    efficiencies may be keyed by it). ``precision`` is the matrix-unit precision (the operands' storage precision for
     elementwise kernels); vector FLOPs are charged at the ``vector_precision`` CUDA-core rate
     (fp32: normalization and activation kernels compute in fp32 whatever they store).
     """
@@ -58,13 +64,17 @@ class Kernel:
     model_flops: Any = None
     gemm: Optional[GemmDims] = None
     vector_precision: str = "fp32"
+    op: str = ""  # the operator that emits it ("layernorm", "matmul", ...); defaults to ``name``
+    launches: Any = 1.0  # launches the usual implementation makes (im2col: one per image); T_SOL ignores it
 
     def __post_init__(self) -> None:
+        if not self.op:
+            object.__setattr__(self, "op", self.name)
         if self.kind not in KERNEL_KINDS:
             raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {self.kind!r}")
         object.__setattr__(self, "precision", normalize(self.precision, "precision"))
         object.__setattr__(self, "vector_precision", normalize(self.vector_precision, "vector_precision"))
-        for name in ("matrix_flops", "vector_flops", "bytes_read", "bytes_written"):
+        for name in ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "launches"):
             object.__setattr__(self, name, _f64(getattr(self, name)))
         useful = self.matrix_flops + self.vector_flops if self.model_flops is None else _f64(self.model_flops)
         object.__setattr__(self, "model_flops", useful)

@@ -79,7 +79,9 @@ def attention(
             matrix_flops=model,
             bytes_read=q_bytes + 2 * kv_bytes,
             bytes_written=q_bytes,
-            gemm=GemmDims(m=sq, n=skv, k=d, batch=b * h),  # per head: [sq, d] x [d, skv]
+            # per KV head, the h/kv query heads that share it packed as rows: [sq*h/kv, d] x [d, skv]
+            gemm=GemmDims(m=sq * h / kv, n=skv, k=d, batch=b * kv),
+            op="flash_attention",
         )
         return Workload("attention (flash" + (", causal)" if is_causal else ")"), (kernel,))
     s_bytes = b * h * sq * skv * e
@@ -94,6 +96,7 @@ def attention(
         bytes_read=s_bytes,
         bytes_written=s_bytes,
         model_flops=0.0,
+        op="softmax",
     )
     # o [b,h,sq,d] = p [b,h,sq,skv] @ v [b,kv,skv,d]
     pv = gemm_kernel("O = P V", sq, d, skv, batch=b * h, dtype=dt, out_dtype=dt)

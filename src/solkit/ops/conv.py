@@ -69,8 +69,9 @@ def conv2d(
     nchw: a 1x1, stride-1, unpadded conv is a direct GEMM (bytes as nhwc); any other conv adds
       a transform of x to NHWC before (read x, write x) and of y back after (read y, write y):
       bytes (3*N*C*H*W + K*(C/g)*R*S + 3*N*K*Ho*Wo)*e, three kernels.
-    im2col: one kernel reads x and writes the column matrix [N*Ho*Wo, C*R*S], then a GEMM reads
-      it and w and writes y: bytes (N*C*H*W + 2*N*Ho*Wo*C*R*S + K*(C/g)*R*S + N*K*Ho*Wo)*e.
+    im2col: one kernel reads x and writes the column matrix [N*Ho*Wo, C*R*S] (classic
+      implementations launch it once per image: ``launches`` = N), then a GEMM reads it and w
+      and writes y: bytes (N*C*H*W + 2*N*Ho*Wo*C*R*S + K*(C/g)*R*S + N*K*Ho*Wo)*e.
     FLOPs: 2*N*K*Ho*Wo*(C/g)*R*S. Grouped convs are ``groups`` GEMMs of K/g columns.
     """
     dt = dtype_of(dtype)
@@ -94,7 +95,7 @@ def conv2d(
     # implicit GEMM per group: [N*Ho*Wo, (C/g)*R*S] @ [(C/g)*R*S, K/g] -> [N*Ho*Wo, K/g]
     m_, n_, k_ = n * ho * wo, k / g, (c / g) * r * s
     flops = 2.0 * g * m_ * n_ * k_
-    gemm = GemmDims(m=m_, n=n_, k=k_, batch=g)
+    gemm = GemmDims(m=m_, n=n_, k=k_, batch=g, channels=c / g)
     conv = Kernel(
         name="conv (implicit gemm)",
         kind="conv",
@@ -103,6 +104,7 @@ def conv2d(
         bytes_read=x_bytes + w_bytes,
         bytes_written=y_bytes,
         gemm=gemm,
+        op="conv2d",
     )
     if lay == "nhwc":
         return Workload("conv2d (nhwc)", (conv,))
@@ -111,12 +113,13 @@ def conv2d(
         if np.all(direct):
             return Workload("conv2d (nchw, direct 1x1)", (conv.renamed("conv (nchw 1x1 gemm)"),))
         extra = np.where(direct, 0.0, 1.0)  # broadcast sweeps: transforms only where needed
-        to_nhwc = Kernel("nchw->nhwc (x)", "copy", dt, bytes_read=extra * x_bytes, bytes_written=extra * x_bytes)
-        to_nchw = Kernel("nhwc->nchw (y)", "copy", dt, bytes_read=extra * y_bytes, bytes_written=extra * y_bytes)
+        to_nhwc = Kernel("nchw->nhwc (x)", "layout", dt, bytes_read=extra * x_bytes, bytes_written=extra * x_bytes)
+        to_nchw = Kernel("nhwc->nchw (y)", "layout", dt, bytes_read=extra * y_bytes, bytes_written=extra * y_bytes)
         return Workload("conv2d (nchw)", (to_nhwc, conv, to_nchw))
     # im2col: cols [N*Ho*Wo, C*R*S]; per group cols [N*Ho*Wo, (C/g)*R*S] @ w [(C/g)*R*S, K/g]
     cols_bytes = n * ho * wo * c * r * s * e
-    unfold = Kernel("im2col", "gather", dt, bytes_read=x_bytes, bytes_written=cols_bytes)
+    # classic im2col (Caffe, ATen's F.unfold) unfolds one image per launch
+    unfold = Kernel("im2col", "im2col", dt, bytes_read=x_bytes, bytes_written=cols_bytes, launches=n)
     mm = gemm_kernel("gemm (cols @ w)", m_, n_, k_, batch=g, dtype=dt, b_batched=True)
     mm = replace(mm, bytes_read=cols_bytes + w_bytes, bytes_written=y_bytes)
     return Workload("conv2d (im2col)", (unfold, mm))

@@ -56,6 +56,7 @@ def gemm_kernel(
         bytes_read=reads,
         bytes_written=b * m * n * e_out,
         gemm=GemmDims(m=m, n=n, k=k, batch=b),
+        op="matmul",
     )
 
 

@@ -20,7 +20,9 @@ LAYERNORM_FLOPS = 8
 RMSNORM_FLOPS = 4
 
 
-def _norm_kernel(name: str, t: Any, d: Any, dt: str, params: int, flops: int, extra_in: int = 0, extra_out: int = 0) -> Kernel:
+def _norm_kernel(
+    name: str, t: Any, d: Any, dt: str, params: int, flops: int, extra_in: int = 0, extra_out: int = 0, op: str = ""
+) -> Kernel:
     e = storage_bytes(dt)
     return Kernel(
         name=name,
@@ -29,6 +31,7 @@ def _norm_kernel(name: str, t: Any, d: Any, dt: str, params: int, flops: int, ex
         vector_flops=flops * t * d,
         bytes_read=((1 + extra_in) * t * d + params * d) * e,
         bytes_written=(1 + extra_out) * t * d * e,
+        op=op,
     )
 
 
@@ -64,7 +67,8 @@ def layernorm_residual(tokens: Any, d_model: Any, fused: bool = True, dtype: Any
     t, d = dim("tokens", tokens), dim("d_model", d_model)
     if flag("fused", fused):
         kernel = _norm_kernel(
-            "add+layernorm", t, d, dt, params=2, flops=1 + LAYERNORM_FLOPS, extra_in=1, extra_out=1
+            "add+layernorm", t, d, dt, params=2, flops=1 + LAYERNORM_FLOPS, extra_in=1, extra_out=1,
+            op="layernorm_residual",
         )
         return Workload("layernorm_residual (fused)", (kernel,))
     # h [T,d] = x [T,d] + residual [T,d] ; y [T,d] = layernorm(h)

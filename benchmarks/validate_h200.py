@@ -1,0 +1,83 @@
+"""Validation report: the model against the committed H200 measurements.
+
+    python benchmarks/validate_h200.py        # writes data/h200_validation.md and prints it
+
+Per group of cases: prediction error (exp|log(pred/meas)| - 1: median and p90) and the SOL fraction
+(T_SOL / measured), on all primary cases, the training two thirds and the held-out third.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from solkit.hardware import load_gpu  # noqa: E402
+from solkit.validation import evaluate, format_summary, load_measurements, summarize  # noqa: E402
+
+DATA = ROOT / "data" / "h200_measurements.json"
+REPORT = ROOT / "data" / "h200_validation.md"
+
+
+def main() -> int:
+    mset = load_measurements(DATA)
+    gpu = load_gpu("h200")
+    results = evaluate(mset, gpu)
+    primary = {c.id for c in mset.cases if c.primary}
+    main_rows = [r for r in results if r.id in primary]
+    other = [r for r in results if r.id not in primary]
+    meta, m = mset.meta, gpu.measured
+    worst = sorted(main_rows, key=lambda r: -r.error)[:15]
+    lines = [
+        "# solkit on the H200: model vs measurement",
+        "",
+        f"Measured {meta['date_utc'][:10]} on an {meta['gpu_name']} (driver {meta['nvidia_smi'].split(',')[0]}), "
+        f"torch {meta['torch_version']}, CUDA {meta['cuda_version']}, Triton {meta['triton_version']}, "
+        f"cuDNN {meta['cudnn_version']}, by `benchmarks/measure_h200.py` (raw data: `data/h200_measurements.json`).",
+        f"Method: {meta['method']}",
+        "",
+        "Predictions use the calibration in `hardware_specs/h200-sxm.yaml` (`measured:`), fitted by",
+        f"`benchmarks/calibrate_h200.py` on the training cases only ({m.fit}).",
+        "Error = exp(|log(predicted / measured)|) - 1. SOL fraction = T_SOL / measured (datasheet peaks, compulsory bytes).",
+        "",
+        f"## All {len(main_rows)} primary cases",
+        "",
+        format_summary(summarize(main_rows)),
+        "",
+        f"## Held out ({sum(r.holdout for r in main_rows)} cases never used in fitting)",
+        "",
+        format_summary(summarize([r for r in main_rows if r.holdout])),
+        "",
+        f"## Training ({sum(not r.holdout for r in main_rows)} cases)",
+        "",
+        format_summary(summarize([r for r in main_rows if not r.holdout])[-1:]),
+        "",
+        f"## Other implementations of the same ops ({len(other)} cases: cuDNN attention, addmm)",
+        "",
+        "The predictor models the default implementation; these rows show the spread between libraries.",
+        "",
+        "| case | measured us | predicted us | SOL fraction |",
+        "|---|---:|---:|---:|",
+        *[f"| {r.id} | {r.measured * 1e6:.1f} | {r.predicted * 1e6:.1f} | {r.sol_fraction:.3f} |" for r in other],
+        "",
+        "## The 15 worst predictions",
+        "",
+        "| case | measured us | predicted us | log(pred/meas) |",
+        "|---|---:|---:|---:|",
+        *[f"| {r.id} | {r.measured * 1e6:.1f} | {r.predicted * 1e6:.1f} | {np.log(r.predicted / r.measured):+.2f} |" for r in worst],
+        "",
+    ]
+    text = "\n".join(lines)
+    REPORT.write_text(text)
+    print(text)
+    sol_max = max(r.sol_fraction for r in results)
+    print(f"\nmax SOL fraction over all {len(results)} cases: {sol_max:.3f} (must be <= 1)")
+    return 0 if sol_max <= 1.0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

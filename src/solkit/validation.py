@@ -1,0 +1,212 @@
+"""Check the model against committed measurements: SOL fraction and prediction error per family.
+
+A measurement file (``data/h200_measurements.json``, written by ``benchmarks/measure_h200.py``
+on the GPU) lists cases, each naming the ``solkit.ops`` function and keyword arguments that
+model it and the median measured seconds. Errors are symmetric: ``error = exp(|log(pred/meas)|) - 1``
+(0.10 is 10% too fast or too slow).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
+
+from . import ops
+from .errors import SpecError
+from .hardware import as_gpu
+from .predict import predict
+from .roofline import roofline
+from .workload import Workload
+
+__all__ = [
+    "MeasuredCase",
+    "MeasurementSet",
+    "CaseResult",
+    "GroupSummary",
+    "load_measurements",
+    "is_holdout",
+    "group_of",
+    "workload_of",
+    "evaluate",
+    "summarize",
+    "format_summary",
+]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class KernelRecord(BaseModel):
+    """One kernel the profiler saw during a case (name, launches, total microseconds)."""
+
+    model_config = _FROZEN
+    name: str
+    count: int
+    us: float
+
+
+class MeasuredCase(BaseModel):
+    """One measured case: what ran, the solkit op that models it, and its median time."""
+
+    model_config = _FROZEN
+    id: str
+    family: str
+    op: str
+    params: dict[str, Any]
+    impl_note: str
+    seconds: Optional[PositiveFloat] = None
+    q20: Optional[float] = None
+    q80: Optional[float] = None
+    mean_s: Optional[float] = None
+    min_s: Optional[float] = None
+    n_reps: Optional[int] = None
+    rep_ms: Optional[float] = None
+    wall_s: Optional[float] = None
+    ok: bool
+    error: Optional[str] = None
+    extra_kernels: int = 0
+    tier: int = 0
+    primary: bool = True
+    check: Optional[dict[str, Any]] = None
+    kernels: Optional[tuple[KernelRecord, ...]] = None
+    n_kernels: Optional[int] = None
+
+
+class MeasurementSet(BaseModel):
+    """A measurement file: how it was made (meta), the ceilings, the cases."""
+
+    model_config = _FROZEN
+    meta: dict[str, Any]
+    ceilings: dict[str, Any]
+    cases: tuple[MeasuredCase, ...]
+
+
+def load_measurements(path: Any) -> MeasurementSet:
+    """Load and validate a measurement file; problems raise ``SpecError`` naming the file."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        return MeasurementSet.model_validate(data)
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such measurement file") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}: not valid JSON: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise SpecError(f"{p}: field '{loc}': {first['msg']}") from None
+
+
+def is_holdout(case_id: str) -> bool:
+    """A fixed third of the cases, chosen by hash of the id, never used in fitting."""
+    return hashlib.sha256(case_id.encode()).digest()[0] % 3 == 0
+
+
+def group_of(case: MeasuredCase) -> str:
+    """Reporting group: the family, split by layout for conv2d and by impl for attention."""
+    if case.family == "conv2d":
+        return f"conv2d/{case.params.get('layout', 'nhwc')}"
+    if case.family == "attention":
+        return f"attention/{case.params.get('impl', 'flash')}"
+    return case.family
+
+
+def workload_of(case: MeasuredCase) -> Workload:
+    """The solkit workload that models a case."""
+    fn = getattr(ops, case.op, None)
+    if fn is None:
+        raise SpecError(f"case {case.id}: op {case.op!r} is not in solkit.ops")
+    return fn(**case.params)
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """A case set beside its bound and prediction."""
+
+    id: str
+    group: str
+    holdout: bool
+    measured: float
+    t_sol: float
+    predicted: float
+
+    @property
+    def sol_fraction(self) -> float:
+        """T_SOL / measured."""
+        return self.t_sol / self.measured
+
+    @property
+    def error(self) -> float:
+        """exp(|log(predicted / measured)|) - 1."""
+        return float(np.expm1(abs(np.log(self.predicted / self.measured))))
+
+
+def evaluate(mset: MeasurementSet, gpu: Any) -> list[CaseResult]:
+    """Bound and prediction of every successful case on ``gpu``."""
+    g = as_gpu(gpu)
+    out = []
+    for case in mset.cases:
+        if not case.ok or case.seconds is None:
+            continue
+        w = workload_of(case)
+        out.append(
+            CaseResult(
+                id=case.id,
+                group=group_of(case),
+                holdout=is_holdout(case.id),
+                measured=case.seconds,
+                t_sol=float(roofline(w, g).t_sol),
+                predicted=float(predict(w, g, warn=False).seconds),
+            )
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    """Accuracy of one group of cases."""
+
+    group: str
+    n: int
+    median_error: float
+    p90_error: float
+    median_log_ratio: float
+    sol_median: float
+    sol_max: float
+
+
+def _summary(group: str, rows: Sequence[CaseResult]) -> GroupSummary:
+    errors = np.array([r.error for r in rows])
+    logs = np.array([np.log(r.predicted / r.measured) for r in rows])
+    sol = np.array([r.sol_fraction for r in rows])
+    return GroupSummary(group, len(rows), float(np.median(errors)), float(np.percentile(errors, 90)),
+                        float(np.median(logs)), float(np.median(sol)), float(sol.max()))
+
+
+def summarize(results: Iterable[CaseResult]) -> list[GroupSummary]:
+    """One summary per group, then 'all'."""
+    rows = list(results)
+    groups = sorted({r.group for r in rows})
+    out = [_summary(g, [r for r in rows if r.group == g]) for g in groups]
+    if rows:
+        out.append(_summary("all", rows))
+    return out
+
+
+def format_summary(summaries: Sequence[GroupSummary]) -> str:
+    """A Markdown table of group summaries."""
+    lines = [
+        "| group | cases | median error | p90 error | median log(pred/meas) | median SOL fraction | max SOL fraction |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for s in summaries:
+        lines.append(
+            f"| {s.group} | {s.n} | {s.median_error:.1%} | {s.p90_error:.1%} | {s.median_log_ratio:+.3f} | "
+            f"{s.sol_median:.3f} | {s.sol_max:.3f} |"
+        )
+    return "\n".join(lines)
