@@ -148,3 +148,35 @@ def test_file_name_must_match(tmp_path):
     _write(tmp_path, "other", _h200_data())
     with pytest.raises(SpecError, match="is named 'other'"):
         sk.list_gpus(spec_path=tmp_path)
+
+
+def test_shipped_specs_are_consistent():
+    """Every shipped spec passes the per-SM and precision-ratio checks."""
+    from solkit.hardware import consistency_issues
+
+    for name in sk.list_gpus():
+        assert consistency_issues(sk.load_gpu(name)) == [], name
+
+
+def test_sparse_bf16_entered_as_dense_warns(tmp_path):
+    """bf16 1979 'dense' on 132 SMs at 1980 MHz implies 7572 FLOP/clk/SM, Hopper does 4096: a warning."""
+    from solkit.errors import SpecConsistencyWarning
+
+    data = _h200_data()
+    for p in data["peaks"]:
+        if p["precision"] in ("bf16", "fp16") and p["unit"] == "matrix":
+            p["tflops"] = 1979  # 1979e12 / (132 * 1.98e9) = 7572 FLOP/clock/SM
+            p.pop("sparse_tflops", None)
+    with pytest.warns(SpecConsistencyWarning, match=r"implies 7572 FLOP/clock/SM .* hopper does 4096"):
+        sk.load_gpu(_write(tmp_path, "h200-sxm", data))
+
+
+def test_precision_ratio_check_warns(tmp_path):
+    """fp8 3958 'dense' against bf16 989.4 is 4.0x; Hopper's fp8 is 2x bf16: a warning."""
+    from solkit.errors import SpecConsistencyWarning
+
+    data = _h200_data()
+    fp8 = next(p for p in data["peaks"] if p["precision"] == "fp8")
+    fp8["tflops"], fp8["sparse_tflops"] = 3958, 7916
+    with pytest.warns(SpecConsistencyWarning, match=r"fp8 matrix peak 3958 is 4 x bf16"):
+        sk.load_gpu(_write(tmp_path, "h200-sxm", data))

@@ -14,6 +14,7 @@ __all__ = [
     "MeasurementError",
     "SolkitWarning",
     "PerformanceWarning",
+    "SpecConsistencyWarning",
 ]
 
 
@@ -59,3 +60,7 @@ class SolkitWarning(UserWarning):
 
 class PerformanceWarning(SolkitWarning):
     """A shape that runs slower than its roofline suggests (e.g. a leading dimension not a multiple of 8)."""
+
+
+class SpecConsistencyWarning(SolkitWarning):
+    """A spec's figures disagree with each other (e.g. a sparse peak entered as dense)."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 import datetime as _dt
 import functools
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal, Union
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError, model_validator
 
-from .errors import SpecError, UnknownGPUError, UnsupportedPrecisionError
+from .errors import SpecConsistencyWarning, SpecError, UnknownGPUError, UnsupportedPrecisionError
 from .precision import RATE_CLASSES, normalize, rate_class
 from ._validate import choice
 
@@ -39,6 +40,7 @@ __all__ = [
     "list_gpus",
     "spec_dirs",
     "SPEC_PATH_ENV",
+    "consistency_issues",
 ]
 
 #: environment variable holding extra spec folders (os.pathsep-separated); they take precedence
@@ -264,6 +266,56 @@ class GPU(BaseModel):
         )
 
 
+# ---- consistency of a spec's figures ------------------------------------------------------
+
+#: dense bf16 matrix FLOP per clock per SM/CU by architecture (a multiply-add is 2):
+#: A100 whitepaper 1024 FMA/clk/SM; H100 whitepaper 2048; Ada (L40S) 512; CDNA 3 1024 per CU;
+#: Blackwell (B200) 4096, as its 2.25 PFLOP/s over 148 SMs at ~1.9 GHz implies
+MATRIX_BF16_FLOP_PER_CLOCK: dict[str, int] = {"ampere": 2048, "ada": 1024, "hopper": 4096, "blackwell": 8192, "cdna3": 2048}
+
+#: dense matrix peak of a rate class relative to bf16, where the architecture has it
+MATRIX_RATIO_TO_BF16: dict[str, float] = {"fp16": 1.0, "tf32": 0.5, "fp8": 2.0, "int8": 2.0, "fp4": 4.0}
+
+#: the implied per-clock rate may fall this far below the table (peaks quoted at a lower clock
+#: than the max boost: H100 SXM tensor figures at 1830 MHz of 1980) and no further; a sparse
+#: figure entered as dense lands at about 2x
+PER_CLOCK_TOLERANCE = (0.7, 1.15)
+RATIO_TOLERANCE = 0.12
+
+
+def consistency_issues(gpu: GPU) -> list[str]:
+    """Figures that disagree with the part's own SM count and clock, or with each other.
+
+    Catches a sparse figure entered as dense: the bf16 matrix peak against SM count x boost
+    clock x the architecture's per-SM rate, and each other matrix precision against bf16.
+    """
+    issues: list[str] = []
+    bf16 = gpu._peak("bf16", "matrix")
+    if bf16 is None:
+        return issues
+    expected = MATRIX_BF16_FLOP_PER_CLOCK.get(gpu.architecture.lower())
+    if expected is not None:
+        implied = bf16.tflops * TERA / (gpu.chip.compute_units * gpu.chip.boost_clock_mhz * 1e6)
+        low, high = PER_CLOCK_TOLERANCE
+        if not low * expected <= implied <= high * expected:
+            issues.append(
+                f"{gpu.name}: bf16 matrix peak {bf16.tflops:g} TFLOP/s implies {implied:.0f} FLOP/clock/"
+                f"{gpu.chip.compute_unit_name} at {gpu.chip.boost_clock_mhz:g} MHz on {gpu.chip.compute_units} "
+                f"{gpu.chip.compute_unit_name}s; {gpu.architecture} does {expected} (a sparse figure entered as dense?)"
+            )
+    for rate, ratio in MATRIX_RATIO_TO_BF16.items():
+        peak = gpu._peak(rate, "matrix")
+        if peak is None:
+            continue
+        actual = peak.tflops / bf16.tflops
+        if abs(actual / ratio - 1.0) > RATIO_TOLERANCE:
+            issues.append(
+                f"{gpu.name}: {rate} matrix peak {peak.tflops:g} is {actual:.3g} x bf16 ({bf16.tflops:g}); "
+                f"expected {ratio:g} x (a sparse figure entered as dense, or a typo?)"
+            )
+    return issues
+
+
 # ---- finding and loading spec files -----------------------------------------------------
 
 
@@ -320,9 +372,13 @@ def _load_file_cached(path: str, mtime_ns: int, size: int) -> GPU:
     if not isinstance(data, dict):
         raise SpecError(f"{p}: expected a mapping of spec fields at the top level, got {type(data).__name__}")
     try:
-        return GPU.model_validate(data)
+        gpu = GPU.model_validate(data)
     except ValidationError as exc:
         raise SpecError(_format_validation(p, exc)) from None
+    issues = consistency_issues(gpu)
+    if issues:
+        warnings.warn(f"{p}: " + "; ".join(issues), SpecConsistencyWarning, stacklevel=4)
+    return gpu
 
 
 def load_spec_file(path: Any) -> GPU:
