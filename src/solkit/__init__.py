@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from . import errors, ops
+from . import errors, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import GPU, list_gpus, load_gpu
 from .precision import storage_bytes
 from .predict import Prediction, predict
+from .report import sweep
 from .roofline import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
 from .workload import Kernel, Workload, chain
 
@@ -30,9 +31,11 @@ __all__ = [
     "load_gpu",
     "mfu",
     "ops",
+    "plot",
     "predict",
     "Prediction",
     "roofline",
     "sol_fraction",
     "storage_bytes",
+    "sweep",
 ]

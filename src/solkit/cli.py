@@ -1,16 +1,122 @@
-"""The ``solkit`` command. With no arguments it prints the standard operator table on H200 and A100."""
+"""The ``solkit`` command.
+
+    solkit                                   roofline table of the standard operators on H200 and A100
+    solkit table [--gpu G ...]               the same on other GPUs
+    solkit gpus                              the shipped specs, key peaks and bandwidth
+    solkit gpu NAME                          one spec, every figure with its source
+    solkit op OP --PARAM VALUE ... [--gpu G] [--dtype D] [--json]
+    solkit compare OP --PARAM VALUE ... --baseline K=V[,K=V] --variant K=V[,K=V] [--gpu G ...] [--json]
+    solkit compare OP --PARAM VALUE ... --gpu G1 --gpu G2      the same op across GPUs
+    solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
+    solkit plot --gpu G [--op OP --PARAM VALUE ...] --out FILE.png
+
+Errors are one line on stderr and exit code 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import sys
-from typing import Sequence
+from typing import Any, Callable, NoReturn, Sequence
+
+import numpy as np
 
 from .errors import SolkitError
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser", "parse_value"]
 
 DEFAULT_GPUS = ("h200", "a100")
+
+
+class CLIError(SolkitError, ValueError):
+    """A command-line mistake (unknown op, missing parameter, bad value)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CLIError(message if self.prog == "solkit" else f"{self.prog.removeprefix('solkit ')}: {message}")
+
+
+def parse_value(text: str) -> Any:
+    """A command-line value: int, float, true/false, none, 'r,s' pair of ints, or the string itself."""
+    low = text.strip().lower()
+    if low in ("true", "yes"):
+        return True
+    if low in ("false", "no"):
+        return False
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if "," in text:
+        return tuple(parse_value(part) for part in text.split(","))
+    return text
+
+
+def _op_function(name: str) -> Callable[..., Any]:
+    from . import ops
+
+    fn = getattr(ops, name.replace("-", "_"), None)
+    if fn is None or name.startswith("_") or name not in ops.__all__ and name.replace("-", "_") not in ops.__all__:
+        known = ", ".join(n for n in ops.__all__ if n not in ("attention_pairs", "conv_output_size", "qkv_widths"))
+        raise CLIError(f"op must be one of {known}; got {name!r}")
+    return fn
+
+
+def _op_params(fn: Callable[..., Any], rest: Sequence[str]) -> dict[str, Any]:
+    """--name value pairs checked against the op's signature (dashes or underscores)."""
+    sig = inspect.signature(fn)
+    params: dict[str, Any] = {}
+    i = 0
+    items = list(rest)
+    while i < len(items):
+        flag = items[i]
+        if not flag.startswith("--"):
+            raise CLIError(f"expected --PARAMETER VALUE, got {flag!r}")
+        key = flag[2:].replace("-", "_")
+        if "=" in key:
+            key, value = key.split("=", 1)
+            i += 1
+        else:
+            if i + 1 >= len(items):
+                raise CLIError(f"--{key} needs a value")
+            value = items[i + 1]
+            i += 2
+        if key not in sig.parameters:
+            raise CLIError(f"{fn.__name__} has no parameter {key!r}; it takes: {', '.join(sig.parameters)}")
+        params[key] = parse_value(value)
+    missing = [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params]
+    if missing:
+        raise CLIError(f"{fn.__name__} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+    return params
+
+
+def _assignments(text: str | None) -> dict[str, Any]:
+    if not text:
+        return {}
+    out = {}
+    for part in text.split(";") if ";" in text else text.split(" "):
+        for item in part.split("|"):
+            if not item:
+                continue
+            if "=" not in item:
+                raise CLIError(f"variants are KEY=VALUE (e.g. fused=false), got {item!r}")
+            k, v = item.split("=", 1)
+            out[k.strip().replace("-", "_")] = parse_value(v)
+    return out
+
+
+def _emit(obj: Any) -> None:
+    from ._display import plain
+
+    print(json.dumps(plain(obj), indent=2, default=str))
 
 
 def _cmd_table(args: argparse.Namespace) -> int:
@@ -18,7 +124,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
     from .report import roofline_table
     from .standard import standard_workloads
 
-    gpus = [load_gpu(g) for g in args.gpu]
+    gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS)]
     print("Speed-of-light bounds of the standard operators (dense datasheet peaks, compulsory DRAM bytes)")
     for g in gpus:
         print(f"  {g}; bf16 {g.peak_flops('bf16') / 1e12:g} TFLOP/s")
@@ -34,38 +140,287 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     rows = []
     for name in list_gpus():
         g = load_gpu(name)
-        bf16 = f"{g.peak_flops('bf16') / 1e12:g}" if "bf16" in g.precisions else "-"
-        rows.append((name, g.full_name, bf16, f"{g.memory.bandwidth_tb_s:g}", f"{g.memory.capacity_gb:g}"))
-    print(format_table(rows, ("name", "full name", "bf16 TFLOP/s", "TB/s", "GB")))
+
+        def peak(p: str) -> str:
+            return f"{g.peak_flops(p) / 1e12:g}" if p in g.precisions else "-"
+
+        rows.append((name, g.full_name, peak("bf16"), peak("fp8"), f"{g.memory.bandwidth_tb_s:g}",
+                     f"{g.memory.capacity_gb:g}", ", ".join(g.aliases) or "-", "yes" if g.measured else "-"))
+    print(format_table(rows, ("name", "full name", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "GB", "aliases", "measured")))
+    print("\nDense peaks. `solkit gpu NAME` shows every figure with its source.")
+    return 0
+
+
+def _cmd_gpu(args: argparse.Namespace) -> int:
+    from .hardware import load_gpu
+    from .report import format_table
+
+    g = load_gpu(args.name)
+    if args.json:
+        _emit(g.model_dump(mode="json"))
+        return 0
+    print(f"{g.full_name} ({g.name}), {g.vendor} {g.architecture}; aliases: {', '.join(g.aliases) or '-'}")
+    c, m, i = g.chip, g.memory, g.interconnect
+    print(f"  {c.compute_units} {c.compute_unit_name}s, boost {c.boost_clock_mhz:g} MHz, L2 {c.l2_cache_mb:g} MB, "
+          f"TDP {c.tdp_w:g} W   [{c.source}]")
+    print(f"  memory {m.capacity_gb:g} GB {m.type} at {m.bandwidth_tb_s:g} TB/s   [{m.source}]")
+    print(f"  {i.name} {i.bandwidth_gb_s or '-'} GB/s, {i.pcie} {i.pcie_bandwidth_gb_s:g} GB/s   [{i.source}]")
+    rows = [(p.precision, p.unit, f"{p.tflops:g}", f"{p.sparse_tflops:g}" if p.sparse_tflops else "-", p.source,
+             p.note or "") for p in g.peaks]
+    print()
+    print(format_table(rows, ("precision", "unit", "dense TFLOP/s", "sparse", "source", "note")))
+    print("\nsources:")
+    for s in g.sources:
+        print(f"  [{s.id}] {s.title}{' (preliminary)' if s.preliminary else ''}\n      {s.url}")
+    if g.measured:
+        ms = g.measured
+        print(f"\nmeasured {ms.date}: matmul {', '.join(f'{k} {v:g}' for k, v in ms.matmul_tflops.items())} TFLOP/s; "
+              f"copy {ms.copy_bandwidth_tb_s:g} TB/s; launch floor {ms.launch_floor_us:g} us")
+        print(f"  stack: {', '.join(f'{k} {v}' for k, v in ms.stack.items())}")
+    return 0
+
+
+def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
+    """Roofline and prediction of one op as a JSON-ready dict (times in seconds)."""
+    from .predict import predict
+    from .roofline import roofline
+
+    w = _op_function(name)(**params)
+    r = roofline(w, gpu)
+    if np.ndim(r.t_sol):
+        raise CLIError("the CLI takes scalar shapes; use solkit.sweep() in Python for sweeps")
+    p = predict(w, gpu, warn=False)
+    out = r.to_dict()
+    out.update(op=name, params=params, predicted_seconds=p.seconds, calibrated=p.calibrated, notes=list(p.notes))
+    for k, kp in zip(out["kernels"], p.kernels):
+        k.update(predicted_seconds=kp.seconds, limiter=kp.limiter)
+    return out
+
+
+def _kernel_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
+    rows = []
+    for k in report["kernels"]:
+        rows.append((k["name"], k["kind"], f"{k['executed_flops'] / 1e9:,.3f}", f"{k['bytes'] / 1e6:,.3f}",
+                     f"{k['intensity']:,.1f}", f"{k['t_compute'] * 1e6:,.2f}", f"{k['t_memory'] * 1e6:,.2f}",
+                     f"{k['t_sol'] * 1e6:,.2f}", k["bound"], f"{k['predicted_seconds'] * 1e6:,.2f}", k["limiter"]))
+    rows.append(("total", "", f"{report['executed_flops'] / 1e9:,.3f}", f"{report['bytes'] / 1e6:,.3f}",
+                 f"{report['intensity']:,.1f}", f"{report['t_compute'] * 1e6:,.2f}", f"{report['t_memory'] * 1e6:,.2f}",
+                 f"{report['t_sol'] * 1e6:,.2f}", report["bound"], f"{report['predicted_seconds'] * 1e6:,.2f}", ""))
+    return rows
+
+
+KERNEL_HEADER = ("kernel", "kind", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound",
+                 "predicted us", "limiter")
+
+
+def _with_dtype(fn: Callable[..., Any], params: dict[str, Any], dtype: str | None) -> dict[str, Any]:
+    if dtype is not None:
+        if "dtype" not in inspect.signature(fn).parameters:
+            raise CLIError(f"{fn.__name__} takes no dtype")
+        params = {**params, "dtype": dtype}
+    return params
+
+
+def _cmd_op(args: argparse.Namespace) -> int:
+    from .hardware import load_gpu
+    from .report import format_table
+
+    fn = _op_function(args.op)
+    params = _with_dtype(fn, _op_params(fn, args.params), args.dtype)
+    gpu = load_gpu(args.gpu or DEFAULT_GPUS[0])
+    report = _op_report(args.op, params, gpu)
+    if args.json:
+        _emit(report)
+        return 0
+    shown = ", ".join(f"{k}={v}" for k, v in params.items())
+    print(f"{args.op}({shown}) on {gpu.full_name}")
+    print(f"model FLOPs {report['flops']:.6g}, executed {report['executed_flops']:.6g}, bytes {report['bytes']:.6g}")
+    print()
+    print(format_table(_kernel_rows(report), KERNEL_HEADER))
+    print(f"\nT_SOL {report['t_sol'] * 1e6:,.2f} us ({report['bound']}-bound); predicted "
+          f"{report['predicted_seconds'] * 1e6:,.2f} us ({'calibrated' if report['calibrated'] else 'uncalibrated defaults'})")
+    for note in report["notes"]:
+        print(f"note: {note}")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from .fusion import compare
+    from .hardware import load_gpu
+    from .report import format_table
+
+    fn = _op_function(args.op)
+    base = _with_dtype(fn, _op_params_partial(fn, args.params), args.dtype)
+    gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
+    a, b = _assignments(args.baseline), _assignments(args.variant)
+    if not a and not b:
+        if len(gpus) < 2:
+            raise CLIError("compare needs --baseline/--variant KEY=VALUE, or two or more --gpu")
+        reports = [_op_report(args.op, _complete(fn, base), g) for g in gpus]
+        if args.json:
+            _emit({"op": args.op, "params": base, "gpus": reports})
+            return 0
+        rows = [(r["gpu"], f"{r['t_sol'] * 1e6:,.2f}", r["bound"], f"{r['predicted_seconds'] * 1e6:,.2f}",
+                 f"{reports[0]['t_sol'] / r['t_sol']:.2f}") for r in reports]
+        print(format_table(rows, ("gpu", "t_sol us", "bound", "predicted us", f"T_SOL speedup vs {gpus[0].name}")))
+        return 0
+    wa = fn(**_complete(fn, {**base, **a}))
+    wb = fn(**_complete(fn, {**base, **b}))
+    results = [compare(wa, wb, g) for g in gpus]
+    if args.json:
+        _emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results]})
+        return 0
+    rows = [(c.gpu, f"{c.kernels_baseline}->{c.kernels_variant}", f"{c.bytes_baseline / 1e6:,.2f}",
+             f"{c.bytes_variant / 1e6:,.2f}", f"{100 * c.bytes_saved_fraction:.1f}", f"{c.t_sol_baseline * 1e6:,.2f}",
+             f"{c.t_sol_variant * 1e6:,.2f}", f"{c.speedup:.2f}") for c in results]
+    print(f"{args.op}: baseline {a or '(defaults)'} vs variant {b or '(defaults)'}")
+    print(format_table(rows, ("gpu", "kernels", "MB before", "MB after", "% bytes saved", "T_SOL before us",
+                              "T_SOL after us", "T_SOL ratio")))
+    return 0
+
+
+def _op_params_partial(fn: Callable[..., Any], rest: Sequence[str]) -> dict[str, Any]:
+    """Like _op_params but without the required-parameter check (variants may supply some)."""
+    sig = inspect.signature(fn)
+    saved = {n: p for n, p in sig.parameters.items()}
+    try:
+        return _op_params(fn, rest)
+    except CLIError as exc:
+        if "needs --" in str(exc):
+            params: dict[str, Any] = {}
+            items = list(rest)
+            for flag, value in zip(items[::2], items[1::2]):
+                key = flag[2:].replace("-", "_")
+                if key not in saved:
+                    raise
+                params[key] = parse_value(value)
+            return params
+        raise
+
+
+def _complete(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
+    sig = inspect.signature(fn)
+    missing = [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params]
+    if missing:
+        raise CLIError(f"{fn.__name__} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+    unknown = [k for k in params if k not in sig.parameters]
+    if unknown:
+        raise CLIError(f"{fn.__name__} has no parameter {unknown[0]!r}; it takes: {', '.join(sig.parameters)}")
+    return params
+
+
+def _cmd_mfu(args: argparse.Namespace) -> int:
+    from .hardware import load_gpu
+    from .roofline import mfu
+
+    gpu = load_gpu(args.gpu)
+    value = mfu(args.flops, args.seconds, gpu, dtype=args.dtype, n_gpus=args.n_gpus)
+    peak = gpu.peak_flops(args.dtype)
+    achieved = args.flops / args.seconds / args.n_gpus
+    if args.json:
+        _emit({"mfu": value, "gpu": gpu.name, "dtype": args.dtype, "n_gpus": args.n_gpus, "flops": args.flops,
+               "seconds": args.seconds, "peak_flops_per_gpu": peak, "achieved_flops_per_gpu": achieved})
+        return 0
+    print(f"MFU {value:.2%}: {args.flops:.4g} FLOP in {args.seconds:g} s on {args.n_gpus} x {gpu.name} = "
+          f"{achieved / 1e12:,.1f} TFLOP/s per GPU of {peak / 1e12:g} dense {args.dtype}")
+    return 0
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from .hardware import load_gpu
+    from .plot import roofline as plot_roofline
+    from .standard import standard_workloads
+
+    gpu = load_gpu(args.gpu)
+    if args.op:
+        fn = _op_function(args.op)
+        params = _with_dtype(fn, _op_params(fn, args.params), args.dtype)
+        label = f"{args.op}(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+        workloads = {label: fn(**params)}
+    else:
+        if args.params:
+            raise CLIError("operator parameters need --op")
+        workloads = standard_workloads()
+    fig = plot_roofline(workloads, gpu)
+    fig.savefig(args.out, dpi=150, bbox_inches="tight")
+    print(f"wrote {args.out}")
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``solkit`` command."""
-    parser = argparse.ArgumentParser(prog="solkit", description="Speed-of-light and MFU modeling of GPU operators.")
-    sub = parser.add_subparsers(dest="command")
-    table = sub.add_parser("table", help="roofline table of the standard operators (the default command)")
-    table.add_argument("--gpu", action="append", help="GPU name or alias (repeatable; default h200 and a100)")
-    table.set_defaults(func=_cmd_table)
-    gpus = sub.add_parser("gpus", help="list the GPU specs")
-    gpus.set_defaults(func=_cmd_gpus)
+    parser = _Parser(prog="solkit", description="Speed-of-light and MFU modeling of GPU operators.",
+                     epilog="With no command: the roofline table of the standard operators on H200 and A100.")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    p = sub.add_parser("table", help="roofline table of the standard operators (the default command)")
+    p.add_argument("--gpu", action="append", help="GPU name, alias or spec path (repeatable; default h200 and a100)")
+    p.set_defaults(func=_cmd_table)
+
+    p = sub.add_parser("gpus", help="list the GPU specs")
+    p.set_defaults(func=_cmd_gpus)
+
+    p = sub.add_parser("gpu", help="one GPU spec with the source of every figure")
+    p.add_argument("name", help="GPU name, alias or path to a YAML spec")
+    p.add_argument("--json", action="store_true", help="print the spec as JSON")
+    p.set_defaults(func=_cmd_gpu)
+
+    p = sub.add_parser("op", help="roofline and prediction of one operator, per kernel",
+                       description="Parameters are the op's own: e.g. solkit op matmul --m 8192 --n 8192 --k 8192")
+    p.add_argument("op", help="an operator in solkit.ops (matmul, attention, conv2d, ...)")
+    p.add_argument("--gpu", help="GPU name, alias or spec path (default h200)")
+    p.add_argument("--dtype", help="precision (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
+    p.add_argument("--json", action="store_true", help="one JSON object; top level has t_sol in seconds")
+    p.set_defaults(func=_cmd_op)
+
+    p = sub.add_parser("compare", help="two variants of an op (fused/unfused, layouts, impls), or one op across GPUs",
+                       description="e.g. solkit compare layernorm_residual --tokens 8192 --d-model 4096 "
+                                   "--baseline fused=false --variant fused=true --gpu a100 --gpu h200")
+    p.add_argument("op")
+    p.add_argument("--baseline", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters")
+    p.add_argument("--variant", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters")
+    p.add_argument("--gpu", action="append", help="repeatable (default h200)")
+    p.add_argument("--dtype")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("mfu", help="model FLOPs utilization of a measured run")
+    p.add_argument("--flops", type=float, required=True, help="model FLOPs of the run (all GPUs together)")
+    p.add_argument("--seconds", type=float, required=True, help="wall-clock seconds")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--n-gpus", type=int, default=1)
+    p.add_argument("--dtype", default="bf16")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_mfu)
+
+    p = sub.add_parser("plot", help="roofline chart (PNG/SVG/PDF) of the standard operators or one op")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--op", help="an operator; its parameters follow as --PARAM VALUE")
+    p.add_argument("--dtype")
+    p.add_argument("--out", required=True, help="output file, e.g. roofline.png")
+    p.set_defaults(func=_cmd_plot)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: errors are one line on stderr and exit code 2."""
+    """Entry point: errors are one line on stderr and exit code 2, never a traceback."""
+    items = list(sys.argv[1:] if argv is None else argv)
+    if not items or (items[0].startswith("-") and items[0] not in ("-h", "--help")):
+        items = ["table", *items]
     parser = build_parser()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not argv or (argv[0].startswith("-") and argv[0] not in ("-h", "--help")):
-        argv = ["table", *argv]
-    args = parser.parse_args(argv)
-    if getattr(args, "gpu", None) is None and args.command == "table":
-        args.gpu = list(DEFAULT_GPUS)
     try:
+        args, rest = parser.parse_known_args(items)
+        if args.command in ("op", "compare", "plot"):
+            args.params = rest
+        elif rest:
+            raise CLIError(f"unrecognized arguments: {' '.join(rest)}")
         return args.func(args)
     except SolkitError as exc:
-        print(f"solkit: error: {exc}", file=sys.stderr)
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"solkit: error: {message}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # pragma: no cover - e.g. `solkit gpus | head`
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

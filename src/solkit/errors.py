@@ -12,6 +12,7 @@ __all__ = [
     "ArgumentTypeError",
     "OptionError",
     "MeasurementError",
+    "OptionalDependencyError",
     "SolkitWarning",
     "PerformanceWarning",
     "SpecConsistencyWarning",
@@ -52,6 +53,10 @@ class OptionError(SolkitError, ValueError):
 
 class MeasurementError(SolkitError, ValueError):
     """A measured quantity is unusable: seconds <= 0, NaN, n_gpus < 1."""
+
+
+class OptionalDependencyError(SolkitError, ImportError):
+    """An optional extra (matplotlib, pandas, torch) is needed and missing; the message names the install."""
 
 
 class SolkitWarning(UserWarning):

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ._display import html_table, plain
 from ._validate import as_result
 from .hardware import as_gpu
 from .roofline import roofline
@@ -43,6 +44,26 @@ class Comparison:
     def kernels_saved(self) -> int:
         """Launches the variant saves."""
         return self.kernels_baseline - self.kernels_variant
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON."""
+        out = {k: plain(v) for k, v in self.__dict__.items()}
+        out["kernels_saved"] = self.kernels_saved
+        return out
+
+    def __repr__(self) -> str:
+        return f"Comparison({self})"
+
+    def _repr_html_(self) -> str:
+        if np.ndim(self.speedup):
+            return f"<p>{self}</p>"
+        rows = [
+            (self.baseline, self.kernels_baseline, self.bytes_baseline / 1e6, self.flops_baseline / 1e9, self.t_sol_baseline * 1e6),
+            (self.variant, self.kernels_variant, self.bytes_variant / 1e6, self.flops_variant / 1e9, self.t_sol_variant * 1e6),
+        ]
+        caption = (f"on {self.gpu}: {100 * self.bytes_saved_fraction:.1f}% of the bytes saved, "
+                   f"T_SOL ratio {self.speedup:.2f}x")
+        return html_table(("variant", "kernels", "MB", "model GFLOP", "T_SOL us"), rows, caption)
 
     def __str__(self) -> str:
         if np.ndim(self.speedup):

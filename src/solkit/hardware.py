@@ -265,6 +265,34 @@ class GPU(BaseModel):
             f"{self.memory.capacity_gb:g} GB {self.memory.type} at {self.memory.bandwidth_tb_s:g} TB/s"
         )
 
+    def __repr__(self) -> str:
+        bf16 = self._peak("bf16", "matrix")
+        peak = f", bf16 {bf16.tflops:g} TFLOP/s dense" if bf16 else ""
+        measured = f", measured {self.measured.date}" if self.measured else ""
+        return f"GPU({self.name!r}: {self.full_name}, {self.sm_count} {self.chip.compute_unit_name}s, " \
+               f"{self.memory.bandwidth_tb_s:g} TB/s{peak}{measured})"
+
+    def _repr_html_(self) -> str:
+        from ._display import html_table
+
+        rows = [(p.precision, p.unit, p.tflops, p.sparse_tflops if p.sparse_tflops is not None else "-",
+                 self.source(p.source).title) for p in self.peaks]
+        facts = html_table(
+            ("figure", "value", "source"),
+            [
+                ("compute units", f"{self.sm_count} {self.chip.compute_unit_name}s at {self.chip.boost_clock_mhz:g} MHz",
+                 self.source(self.chip.source).title),
+                ("memory", f"{self.memory.capacity_gb:g} GB {self.memory.type}, {self.memory.bandwidth_tb_s:g} TB/s",
+                 self.source(self.memory.source).title),
+                ("L2", f"{self.chip.l2_cache_mb:g} MB", self.source(self.chip.source).title),
+                ("interconnect", f"{self.interconnect.name}, {self.interconnect.bandwidth_gb_s or '-'} GB/s",
+                 self.source(self.interconnect.source).title),
+            ],
+            f"{self.full_name} ({self.name})",
+        )
+        peaks = html_table(("precision", "unit", "dense TFLOP/s", "sparse TFLOP/s", "source"), rows, "peaks")
+        return facts + peaks
+
 
 # ---- consistency of a spec's figures ------------------------------------------------------
 

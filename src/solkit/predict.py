@@ -38,6 +38,9 @@ from typing import Any, Mapping
 
 import numpy as np
 
+import html
+
+from ._display import fmt_seconds, html_table, plain
 from ._validate import as_result
 from .errors import PerformanceWarning
 from .hardware import GPU, as_gpu
@@ -294,6 +297,31 @@ class Prediction:
     def sol_fraction(self) -> Any:
         """T_SOL / predicted time: the fraction of the speed of light this prediction reaches."""
         return as_result(np.asarray(self.t_sol) / np.asarray(self.seconds))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON; times in seconds."""
+        out = {k: plain(v) for k, v in self.__dict__.items() if k != "kernels"}
+        out["kernels"] = [{k: plain(v) for k, v in kp.__dict__.items()} for kp in self.kernels]
+        return out
+
+    def __repr__(self) -> str:
+        if np.ndim(self.seconds):
+            return f"Prediction({self.workload!r} on {self.gpu}: sweep of shape {np.shape(self.seconds)})"
+        limits = ", ".join(f"{k.name}: {k.limiter}" for k in self.kernels)
+        cal = "calibrated" if self.calibrated else "UNCALIBRATED defaults"
+        return (f"Prediction({self.workload!r} on {self.gpu}: {fmt_seconds(self.seconds)} ({cal}), "
+                f"T_SOL {fmt_seconds(self.t_sol)}, SOL fraction {self.sol_fraction:.2f}; {limits})")
+
+    def _repr_html_(self) -> str:
+        if np.ndim(self.seconds):
+            return f"<p>{repr(self)}</p>"
+        rows = [(k.name, k.kind, k.seconds * 1e6, k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6,
+                 k.wave_efficiency, k.limiter) for k in self.kernels]
+        rows.append(("launch floor", "", self.launch_floor * 1e6, "", "", "", "", ""))
+        rows.append(("total", "", self.seconds * 1e6, "", "", self.t_sol * 1e6, "", ""))
+        header = ("kernel", "kind", "predicted us", "compute us", "memory us", "t_sol us", "wave eff.", "limiter")
+        notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
+        return html_table(header, rows, f"Prediction of {self.workload} on {self.gpu}") + notes
 
 
 def _limiter(terms: KernelTerms, cal: Calibration, body: np.ndarray, compute: np.ndarray, memory: np.ndarray) -> Any:

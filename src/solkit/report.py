@@ -1,8 +1,9 @@
-"""Plain-text tables of roofline results."""
+"""Tables of roofline results: plain text for terminals, pandas DataFrames for sweeps."""
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+import itertools
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -10,7 +11,7 @@ from .hardware import as_gpu
 from .roofline import Roofline, roofline
 from .workload import Workload
 
-__all__ = ["roofline_rows", "format_table", "roofline_table"]
+__all__ = ["roofline_rows", "format_table", "roofline_table", "sweep"]
 
 COLUMNS = ("op", "gpu", "kernels", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound")
 
@@ -63,3 +64,51 @@ def _is_number(text: str) -> bool:
 def roofline_table(workloads: dict[str, Workload], gpus: Iterable[Any]) -> str:
     """A text table of each workload's roofline on each GPU."""
     return format_table(roofline_rows(workloads, gpus))
+
+
+def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **params: Any) -> Any:
+    """A pandas DataFrame of ``op`` over every combination of the list-valued ``params``.
+
+    Numeric lists form a broadcast grid (one call); lists of strings or bools (dtype, layout,
+    impl, fused, causal) are looped over. One row per configuration; columns are the
+    parameters, then ``t_sol_s``, ``t_compute_s``, ``t_memory_s``, ``bound``,
+    ``intensity_flop_per_byte``, ``model_flops``, ``executed_flops``, ``bytes`` and, with
+    ``predicted``, ``predicted_s`` and ``sol_fraction`` (T_SOL / predicted).
+    Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``.
+    """
+    from .predict import predict as _predict
+    from .roofline import _pandas
+
+    pd = _pandas()
+    g = as_gpu(gpu)
+    numeric = {k: np.asarray(v) for k, v in params.items() if _is_numeric_list(v)}
+    options = {k: list(v) for k, v in params.items() if isinstance(v, (list, tuple)) and k not in numeric}
+    fixed = {k: v for k, v in params.items() if k not in numeric and k not in options}
+    grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
+    flat = {k: grid.reshape(-1) for k, grid in zip(numeric, grids)}
+    frames = []
+    for combo in itertools.product(*options.values()):
+        chosen = dict(zip(options, combo))
+        w = op(**fixed, **chosen, **flat)
+        r = roofline(w, g)
+        n = max(1, int(np.prod(np.shape(r.t_sol))))
+        cols: dict[str, Any] = {k: np.broadcast_to(v, (n,)) for k, v in flat.items()}
+        cols.update({k: [v] * n for k, v in {**fixed, **chosen}.items()})
+        frame = pd.DataFrame(cols)
+        result = r.to_frame().drop(columns=["workload", "gpu"])
+        frame = pd.concat([frame, result.reset_index(drop=True)], axis=1)
+        if predicted:
+            p = _predict(w, g, warn=False)
+            frame["predicted_s"] = np.broadcast_to(np.asarray(p.seconds), (n,))
+            frame["sol_fraction"] = frame["t_sol_s"] / frame["predicted_s"]
+        frame.insert(0, "gpu", g.name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def _is_numeric_list(v: Any) -> bool:
+    if isinstance(v, np.ndarray):
+        return v.dtype.kind in "iuf"
+    if isinstance(v, (list, tuple, range)):
+        return len(v) > 0 and all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) for x in v)
+    return False

@@ -12,8 +12,9 @@ from typing import Any, Union
 
 import numpy as np
 
+from ._display import fmt_seconds, html_table, plain
 from ._validate import as_result, dim, positive
-from .errors import ArgumentTypeError, MeasurementError
+from .errors import ArgumentTypeError, MeasurementError, OptionalDependencyError
 from .hardware import GPU, as_gpu
 from .workload import Kernel, Workload
 
@@ -27,6 +28,14 @@ __all__ = [
     "achieved_flops",
     "achieved_bandwidth",
 ]
+
+
+def _pandas() -> Any:
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - exercised only without pandas
+        raise OptionalDependencyError("to_frame() needs pandas: pip install 'solkit[pandas]'") from exc
+    return pd
 
 
 def _ratio(flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
@@ -82,14 +91,52 @@ class Roofline:
     kernels: tuple[KernelRoofline, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict (arrays become lists) for JSON."""
-
-        def plain(x: Any) -> Any:
-            return x.tolist() if isinstance(x, np.ndarray) else x
-
+        """Plain dict (arrays become lists) for JSON; times in seconds."""
         out = {k: plain(v) for k, v in self.__dict__.items() if k != "kernels"}
         out["kernels"] = [{k: plain(v) for k, v in kr.__dict__.items()} for kr in self.kernels]
         return out
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per configuration of a sweep (needs ``pip install 'solkit[pandas]'``)."""
+        pd = _pandas()
+        shape = np.shape(self.t_sol)
+        columns = {
+            "t_sol_s": self.t_sol,
+            "t_compute_s": self.t_compute,
+            "t_memory_s": self.t_memory,
+            "bound": self.bound,
+            "intensity_flop_per_byte": self.intensity,
+            "model_flops": self.flops,
+            "executed_flops": self.executed_flops,
+            "bytes": self.bytes,
+        }
+        flat = {k: np.broadcast_to(np.asarray(v), shape).reshape(-1) for k, v in columns.items()}
+        frame = pd.DataFrame(flat)
+        frame.insert(0, "gpu", self.gpu)
+        frame.insert(0, "workload", self.workload)
+        return frame
+
+    def __repr__(self) -> str:
+        if np.ndim(self.t_sol):
+            return f"Roofline({self.workload!r} on {self.gpu}: sweep of shape {np.shape(self.t_sol)})"
+        return (
+            f"Roofline({self.workload!r} on {self.gpu}: T_SOL {fmt_seconds(self.t_sol)}, {self.bound}-bound, "
+            f"t_compute {fmt_seconds(self.t_compute)}, t_memory {fmt_seconds(self.t_memory)}, "
+            f"intensity {self.intensity:.4g} FLOP/B (ridge {self.ridge_point:.4g}), {len(self.kernels)} kernel(s))"
+        )
+
+    def _repr_html_(self) -> str:
+        if np.ndim(self.t_sol):
+            return f"<p>{repr(self)}</p>"
+        rows = [
+            (k.name, k.kind, k.precision, k.executed_flops / 1e9, k.bytes / 1e6, k.intensity, k.t_compute * 1e6,
+             k.t_memory * 1e6, k.t_sol * 1e6, k.bound)
+            for k in self.kernels
+        ]
+        rows.append(("total", "", "", self.executed_flops / 1e9, self.bytes / 1e6, self.intensity, self.t_compute * 1e6,
+                     self.t_memory * 1e6, self.t_sol * 1e6, self.bound))
+        header = ("kernel", "kind", "precision", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound")
+        return html_table(header, rows, f"Roofline of {self.workload} on {self.gpu}")
 
 
 def _kernel_times(kernel: Kernel, gpu: GPU, sparse: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

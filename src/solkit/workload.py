@@ -195,6 +195,18 @@ class Workload:
         """The same kernels under another name."""
         return Workload(name, self.kernels)
 
+    def _repr_html_(self) -> str:
+        from ._display import html_table
+
+        if self.shape:
+            return f"<p>{repr(self)}</p>"
+        rows = [(k.name, k.kind, k.precision, float(k.model_flops) / 1e9, float(k.executed_flops) / 1e9,
+                 float(k.bytes_read) / 1e6, float(k.bytes_written) / 1e6) for k in self.kernels]
+        rows.append(("total", "", "", float(self.flops) / 1e9, float(self.executed_flops) / 1e9,
+                     float(self.bytes_read) / 1e6, float(self.bytes_written) / 1e6))
+        header = ("kernel", "kind", "precision", "model GFLOP", "executed GFLOP", "MB read", "MB written")
+        return html_table(header, rows, self.name)
+
     def __repr__(self) -> str:
         def show(x: np.ndarray) -> str:
             return f"{float(x):.4g}" if np.ndim(x) == 0 else f"array{np.shape(x)}"

@@ -1,0 +1,65 @@
+"""Formatting helpers shared by the reprs, the tables and the CLI (no dependencies)."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Sequence
+
+import numpy as np
+
+__all__ = ["fmt_seconds", "fmt_si", "html_table", "plain", "is_scalar"]
+
+
+def is_scalar(x: Any) -> bool:
+    """True for a Python/numpy scalar or a 0-d array."""
+    return np.ndim(x) == 0
+
+
+def fmt_seconds(seconds: Any) -> str:
+    """'1.111 ms', '27.97 us', '5.2 ns'; an array as its shape."""
+    if not is_scalar(seconds):
+        return f"array{np.shape(seconds)} s"
+    s = float(seconds)
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
+        if abs(s) >= scale:
+            return f"{s / scale:.4g} {unit}"
+    return f"{s / 1e-9:.4g} ns"
+
+
+def fmt_si(value: Any, unit: str) -> str:
+    """'1.0995e12 FLOP' -> '1.1 TFLOP'; an array as its shape."""
+    if not is_scalar(value):
+        return f"array{np.shape(value)} {unit}"
+    v = float(value)
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g} {prefix}{unit}"
+    return f"{v:.4g} {unit}"
+
+
+def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:
+    """A small HTML table, numbers right-aligned, every cell escaped."""
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for c in row:
+            align = ' style="text-align:right"' if isinstance(c, (int, float, np.floating, np.integer)) else ""
+            text = f"{c:.4g}" if isinstance(c, (float, np.floating)) else str(c)
+            cells.append(f"<td{align}>{html.escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def plain(x: Any) -> Any:
+    """JSON-ready: arrays to lists, numpy scalars to Python, mappings and sequences recursively."""
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, np.generic):
+        return x.item()
+    if isinstance(x, dict):
+        return {k: plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [plain(v) for v in x]
+    return x

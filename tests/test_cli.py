@@ -1,0 +1,127 @@
+"""The solkit command: every subcommand, JSON output, one-line errors with exit code 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from solkit.cli import main, parse_value
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_default_is_the_standard_table(capsys):
+    """No arguments: the standard operators on H200 and A100."""
+    code, out, _ = run(capsys)
+    assert code == 0
+    assert "gemm 8192^3" in out and "h200-sxm" in out and "a100-sxm4-80gb" in out
+
+
+def test_gpus_and_gpu(capsys):
+    """gpus lists all 11 specs; gpu shows figures with sources and the measured section."""
+    code, out, _ = run(capsys, "gpus")
+    assert code == 0 and "mi300x" in out and "989.4" in out
+    code, out, _ = run(capsys, "gpu", "h200")
+    assert code == 0
+    assert "h200-page" in out and "https://www.nvidia.com/en-us/data-center/h200/" in out
+    assert "measured 2026-11-30" in out
+
+
+def test_op_json_has_t_sol_in_seconds(capsys):
+    """--json: one object, t_sol at the top level: 2*8192^3 / 989.4e12 = 1.1113e-3 s."""
+    code, out, _ = run(capsys, "op", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--gpu", "h200", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["t_sol"] == pytest.approx(2 * 8192**3 / 989.4e12)
+    assert data["bound"] == "compute"
+    assert data["kernels"][0]["limiter"] in ("compute", "wave quantization")
+    assert data["predicted_seconds"] > data["t_sol"]
+
+
+def test_op_table_with_dashes_and_pairs(capsys):
+    """Parameters take dashes; a conv kernel takes 'r,s'; dtype is an option."""
+    code, out, _ = run(capsys, "op", "conv2d", "--batch", "1", "--in-channels", "128", "--height", "17", "--width", "17",
+                       "--out-channels", "128", "--kernel", "1,7", "--padding", "0,3", "--dtype", "fp16")
+    assert code == 0
+    assert "conv (implicit gemm)" in out and "T_SOL" in out
+
+
+def test_compare_variants_and_gpus(capsys):
+    """Fused vs unfused LN+residual: 20.0% of the bytes, T_SOL ratio 1.25 (335,560,704 / 268,451,840)."""
+    code, out, _ = run(capsys, "compare", "layernorm_residual", "--tokens", "8192", "--d-model", "4096",
+                       "--baseline", "fused=false", "--variant", "fused=true", "--gpu", "a100", "--gpu", "h200", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert [c["gpu"] for c in data["comparisons"]] == ["a100-sxm4-80gb", "h200-sxm"]
+    for c in data["comparisons"]:
+        assert c["bytes_saved_fraction"] == pytest.approx(67_108_864 / 335_560_704)  # 0.19999
+        assert c["speedup"] == pytest.approx(335_560_704 / 268_451_840)
+    code, out, _ = run(capsys, "compare", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--gpu", "a100", "--gpu", "h200")
+    assert code == 0 and "3.17" in out  # 989.4 / 312 = 3.171
+
+
+def test_mfu(capsys):
+    """3.2e18 FLOP in 3600 s on 8 H100: 3.2e18 / (989.4e12 * 3600 * 8) = 11.23%."""
+    code, out, _ = run(capsys, "mfu", "--flops", "3.2e18", "--seconds", "3600", "--gpu", "h100", "--n-gpus", "8", "--json")
+    assert code == 0
+    assert json.loads(out)["mfu"] == pytest.approx(3.2e18 / (989.4e12 * 3600 * 8))
+
+
+def test_plot(capsys, tmp_path):
+    """plot writes a PNG of the standard operators (or of one op)."""
+    pytest.importorskip("matplotlib")
+    out_file = tmp_path / "roof.png"
+    code, out, err = run(capsys, "plot", "--gpu", "h200", "--out", str(out_file))
+    assert code == 0, err
+    assert out_file.stat().st_size > 10_000
+    one = tmp_path / "one.png"
+    code, _, err = run(capsys, "plot", "--gpu", "a100", "--op", "attention", "--batch", "1", "--heads", "8",
+                       "--seq-q", "4096", "--out", str(one))
+    assert code == 0, err
+    assert one.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["op", "nope"], "op must be one of"),
+        (["op", "matmul", "--m", "4"], "matmul needs --n, --k"),
+        (["op", "matmul", "--m", "0", "--n", "4", "--k", "4"], "m must be a positive integer, got 0"),
+        (["op", "matmul", "--m", "4", "--n", "4", "--k", "4", "--q", "3"], "matmul has no parameter 'q'"),
+        (["op", "attention", "--batch", "1", "--heads", "8", "--seq-q", "16", "--impl", "xformers"], "impl must be one of"),
+        (["gpu", "h2000"], "is not a known GPU"),
+        (["mfu", "--flops", "1e12", "--seconds", "0", "--gpu", "h200"], "seconds must be a positive finite number"),
+        (["mfu", "--flops", "1e12", "--seconds", "1", "--gpu", "h200", "--n-gpus", "0"], "n_gpus must be a positive integer"),
+        (["frob"], "invalid choice"),
+        (["compare", "matmul", "--m", "4", "--n", "4", "--k", "4"], "compare needs --baseline/--variant"),
+    ],
+)
+def test_errors_are_one_line_exit_2(capsys, argv, expected):
+    """Each mistake: exit code 2, one line on stderr naming the problem, nothing on stdout."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert expected in err
+    assert err.count("\n") == 1 and err.startswith("solkit: error: ")
+    assert out == ""
+
+
+def test_module_and_console_script():
+    """python -m solkit works and never prints a traceback on an error."""
+    proc = subprocess.run([sys.executable, "-m", "solkit", "op", "matmul", "--m", "-3", "--n", "1", "--k", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "m must be a positive integer, got -3" in proc.stderr
+
+
+@pytest.mark.parametrize("text, value", [("8", 8), ("2.5", 2.5), ("true", True), ("False", False), ("none", None),
+                                         ("3,3", (3, 3)), ("bf16", "bf16")])
+def test_parse_value(text, value):
+    """Command-line values become ints, floats, bools, None, pairs or strings."""
+    assert parse_value(text) == value
