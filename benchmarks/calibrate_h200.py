@@ -54,6 +54,11 @@ def ceilings(mset) -> dict:
     }
 
 
+def _key(terms) -> str:
+    """The operator entry a kernel's parameters come from (split-KV flash attention has its own)."""
+    return f"{terms.op}_splitkv" if np.all(terms.split) else terms.op
+
+
 def fit(mset, gpu, ceil: dict) -> tuple[Calibration, dict]:
     """Coordinate descent over the named parameters on the training cases."""
     base = Calibration(
@@ -70,7 +75,7 @@ def fit(mset, gpu, ceil: dict) -> tuple[Calibration, dict]:
     # MIN_CASES_PER_KEY training cases gets its own entry (fewer would fit noise)
     op_count: dict[str, int] = {}
     for c in train:
-        for op in {t.op for t in terms[c.id] if t.kind in ("reduction", "elementwise", "attention")}:
+        for op in {_key(t) for t in terms[c.id] if t.kind in ("reduction", "elementwise", "attention")}:
             op_count[op] = op_count.get(op, 0) + 1
     op_keys = sorted(op for op, n in op_count.items() if n >= MIN_CASES_PER_KEY)
     compute_kinds = sorted({t.kind for c in train for t in terms[c.id] if np.any(t.t_compute > t.t_memory)})
@@ -108,7 +113,7 @@ def fit(mset, gpu, ceil: dict) -> tuple[Calibration, dict]:
         for t in terms[c.id]:
             for table in used:
                 mapping = getattr(cal, table)
-                key = t.op if t.op in mapping else t.kind
+                key = _key(t) if _key(t) in mapping else t.op if t.op in mapping else t.kind
                 used[table].add(key)
     cal = cal.with_params(**{table: {k: v for k, v in getattr(cal, table).items() if k in keys} for table, keys in used.items()})
     return cal, {"train_cases": len(train), "holdout_cases": len(cases) - len(train), "train_mean_abs_log": best}

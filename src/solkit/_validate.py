@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError
 
-__all__ = ["dim", "choice", "positive", "as_result"]
+__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result"]
 
 
 def _as_array(name: str, value: Any) -> np.ndarray:
@@ -26,6 +26,8 @@ def _as_array(name: str, value: Any) -> np.ndarray:
         arr = np.asarray(value)
     except Exception as exc:  # ragged lists and the like
         raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
+    if arr.dtype == object and all(isinstance(x, int) and not isinstance(x, bool) for x in arr.reshape(-1)):
+        arr = arr.astype(np.float64)  # Python ints beyond int64 (2**64 and up): float64, never wrapped
     if arr.dtype == np.bool_:
         raise ArgumentTypeError(f"{name} must hold numbers, got an array of bools")
     if arr.dtype.kind not in "iuf":
@@ -36,6 +38,15 @@ def _as_array(name: str, value: Any) -> np.ndarray:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def first_bad(name: str, arr: np.ndarray, bad: np.ndarray, expected: str, error: type[Exception] = ShapeError) -> None:
+    """Raise ``error`` naming the first element of ``arr`` where ``bad`` holds (none: return)."""
+    arr, bad = np.broadcast_arrays(np.asarray(arr), np.asarray(bad))
+    try:
+        _first_bad(name, arr, bad, expected)
+    except ShapeError as exc:
+        raise error(str(exc)) from None
 
 
 def _first_bad(name: str, arr: np.ndarray, bad: np.ndarray, expected: str) -> None:
@@ -50,8 +61,8 @@ def _first_bad(name: str, arr: np.ndarray, bad: np.ndarray, expected: str) -> No
 
 def _fmt(x: Any) -> str:
     x = x.item() if hasattr(x, "item") else x
-    if isinstance(x, float) and x.is_integer():
-        return repr(x)
+    if isinstance(x, float) and x.is_integer() and abs(x) < 2**53:
+        return repr(int(x))
     return repr(x)
 
 
@@ -85,7 +96,7 @@ def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
     """Validate a string option against its allowed values (case-insensitive)."""
     allowed = tuple(allowed)
     if not isinstance(value, str):
-        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
     key = value.strip().lower()
     if key not in allowed:
         raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
@@ -98,3 +109,18 @@ def as_result(x: Any) -> Any:
     if arr.ndim == 0:
         return arr.item()
     return arr
+
+
+def flag(name: str, value: Any) -> bool:
+    """A True/False option; anything else (1, 'no', None) is a type error."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ArgumentTypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def finite_result(name: str, value: Any, cause: str) -> Any:
+    """``value`` if every element is finite, else a MeasurementError blaming ``name`` (e.g. seconds too small)."""
+    arr = np.asarray(value)
+    if not np.all(np.isfinite(arr)):
+        raise MeasurementError(f"{name} gives a non-finite result: {cause}")
+    return value

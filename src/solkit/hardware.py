@@ -19,14 +19,14 @@ import functools
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeFloat, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from .errors import SpecConsistencyWarning, SpecError, UnknownGPUError, UnsupportedPrecisionError
+from .errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownGPUError, UnsupportedPrecisionError
 from .precision import RATE_CLASSES, normalize, rate_class
-from ._validate import choice
+from ._validate import choice, flag
 
 __all__ = [
     "GPU",
@@ -52,6 +52,19 @@ MIB = 2**20
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
+#: keys a calibration table may use: kernel kinds, then operators (see solkit.workload, solkit.ops)
+CALIBRATION_KEYS: tuple[str, ...] = (
+    "gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col",
+    "matmul", "conv2d", "flash_attention", "flash_attention_splitkv", "layernorm", "rmsnorm", "layernorm_residual",
+    "softmax", "add", "gelu", "silu", "embedding",
+)
+
+#: a figure in human units: a real number (not a bool or a string), finite, positive and below 1e9
+Figure = Annotated[float, Strict(), Field(gt=0, lt=1e9, allow_inf_nan=False)]
+Count = Annotated[int, Strict(), Field(gt=0, le=1_000_000)]
+NonNegativeFigure = Annotated[float, Strict(), Field(ge=0, lt=1e9, allow_inf_nan=False)]
+Flag = Annotated[bool, Strict()]
+
 RateClass = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
 Unit = Literal["matrix", "vector"]
 
@@ -63,18 +76,18 @@ class Source(BaseModel):
     id: str = Field(min_length=1)
     title: str = Field(min_length=1)
     url: str = Field(pattern=r"^https?://")
-    preliminary: bool = False
+    preliminary: Flag = False
 
 
 class Chip(BaseModel):
     """Compute units, clock, L2 and power."""
 
     model_config = _FROZEN
-    compute_units: PositiveInt
+    compute_units: Count
     compute_unit_name: Literal["SM", "CU"]
-    boost_clock_mhz: PositiveFloat
-    l2_cache_mb: PositiveFloat
-    tdp_w: PositiveFloat
+    boost_clock_mhz: Figure
+    l2_cache_mb: Figure
+    tdp_w: Figure
     source: str
 
 
@@ -83,8 +96,8 @@ class Memory(BaseModel):
 
     model_config = _FROZEN
     type: str
-    capacity_gb: PositiveFloat
-    bandwidth_tb_s: PositiveFloat
+    capacity_gb: Figure
+    bandwidth_tb_s: Figure
     source: str
 
 
@@ -93,9 +106,9 @@ class Interconnect(BaseModel):
 
     model_config = _FROZEN
     name: str
-    bandwidth_gb_s: Union[PositiveFloat, None]
+    bandwidth_gb_s: Union[Figure, None]
     pcie: str
-    pcie_bandwidth_gb_s: PositiveFloat
+    pcie_bandwidth_gb_s: Figure
     source: str
 
 
@@ -105,8 +118,8 @@ class Peak(BaseModel):
     model_config = _FROZEN
     precision: RateClass
     unit: Unit
-    tflops: PositiveFloat
-    sparse_tflops: Union[PositiveFloat, None] = None
+    tflops: Figure
+    sparse_tflops: Union[Figure, None] = None
     source: str
     note: Union[str, None] = None
 
@@ -119,7 +132,8 @@ class Measured(BaseModel):
     (see ``solkit.predict`` for the model): ``kernel_gap_us`` per further launch,
     ``kernel_latency_us`` per kernel kind, ``compute_efficiency`` and ``memory_efficiency``
     per kernel kind or operator (an operator's key wins) as fractions of the ceilings,
-    ``overlap_exponent`` p of the soft maximum (t_c**p + t_m**p)**(1/p) (inf: a plain max), ``misaligned_gemm_penalty`` for GEMM leading
+    ``overlap_exponent`` p of the soft maximum (t_c**p + t_m**p)**(1/p) (inf: a plain max),
+    ``misaligned_gemm_penalty`` for GEMM leading
     dimensions not multiples of 16 bytes, ``small_channel_penalty`` for convs with fewer.
     """
 
@@ -127,18 +141,27 @@ class Measured(BaseModel):
     date: _dt.date
     method: str
     stack: dict[str, str]
-    matmul_tflops: dict[RateClass, PositiveFloat]
-    copy_bandwidth_tb_s: PositiveFloat
-    read_bandwidth_tb_s: Union[PositiveFloat, None] = None
-    launch_floor_us: PositiveFloat
-    kernel_gap_us: NonNegativeFloat = 0.0
-    kernel_latency_us: dict[str, NonNegativeFloat] = Field(default_factory=dict)
-    compute_efficiency: dict[str, PositiveFloat] = Field(default_factory=dict)
-    memory_efficiency: dict[str, PositiveFloat] = Field(default_factory=dict)
-    overlap_exponent: PositiveFloat = Field(default=float("inf"))
-    misaligned_gemm_penalty: PositiveFloat = 1.0
-    small_channel_penalty: PositiveFloat = 1.0
+    matmul_tflops: dict[RateClass, Figure]
+    copy_bandwidth_tb_s: Figure
+    read_bandwidth_tb_s: Union[Figure, None] = None
+    launch_floor_us: Figure
+    kernel_gap_us: NonNegativeFigure = 0.0
+    kernel_latency_us: dict[str, NonNegativeFigure] = Field(default_factory=dict)
+    compute_efficiency: dict[str, Figure] = Field(default_factory=dict)
+    memory_efficiency: dict[str, Figure] = Field(default_factory=dict)
+    overlap_exponent: Union[Figure, Literal["inf"]] = "inf"
+    misaligned_gemm_penalty: Figure = 1.0
+    small_channel_penalty: Figure = 1.0
     fit: Union[str, None] = None
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> "Measured":
+        for table in ("kernel_latency_us", "compute_efficiency", "memory_efficiency"):
+            for key in getattr(self, table):
+                if key not in CALIBRATION_KEYS:
+                    raise ValueError(f"{table}: {key!r} is neither a kernel kind nor an operator; "
+                                     f"known: {', '.join(CALIBRATION_KEYS)}")
+        return self
 
 
 class GPU(BaseModel):
@@ -150,7 +173,7 @@ class GPU(BaseModel):
     vendor: Literal["nvidia", "amd"]
     architecture: str
     aliases: tuple[str, ...] = ()
-    structured_sparsity: bool
+    structured_sparsity: Flag
     chip: Chip
     memory: Memory
     interconnect: Interconnect
@@ -220,14 +243,14 @@ class GPU(BaseModel):
     def peak_record(self, precision: Any = "bf16", unit: str = "matrix") -> Peak:
         """The spec entry that gives ``peak_flops(precision, unit)`` (after the CUDA-core fallback)."""
         unit = choice("unit", unit, ("matrix", "vector"))
-        rate = rate_class(precision)
+        rate = rate_class(precision, "precision")
         found = self._peak(rate, unit)
         if found is None and unit == "matrix":
             found = self._peak(rate, "vector")
         if found is None:
             have = ", ".join(f"{p.precision}/{p.unit}" for p in self.peaks)
             raise UnsupportedPrecisionError(
-                f"{self.name} has no {unit} peak for precision {normalize(precision)!r} (rate class {rate!r});"
+                f"{self.name} has no {unit} peak for precision {normalize(precision, 'precision')!r} (rate class {rate!r});"
                 f" it lists: {have}"
             )
         return found
@@ -239,12 +262,12 @@ class GPU(BaseModel):
         cores, vector units) has no sparse mode and raises ``UnsupportedPrecisionError``.
         """
         record = self.peak_record(precision, unit)
-        if not sparse:
+        if not flag("sparse", sparse):
             return record.tflops * TERA
         if record.sparse_tflops is not None and record.unit == unit:
             return record.sparse_tflops * TERA
         raise UnsupportedPrecisionError(
-            f"{self.name} states no 2:4 sparse {unit} rate for {normalize(precision)!r}"
+            f"{self.name} states no 2:4 sparse {unit} rate for {normalize(precision, 'precision')!r}"
             " (sparse peaks are taken only from a stated sparse_tflops, never derived)"
         )
 
@@ -362,7 +385,12 @@ def spec_dirs(extra: Any = None) -> tuple[Path, ...]:
     """Spec folders in search order: ``extra`` (a path or list), then $SOLKIT_SPEC_PATH, then the shipped one."""
     dirs: list[Path] = []
     if extra is not None:
-        items = [extra] if isinstance(extra, (str, os.PathLike)) else list(extra)
+        if isinstance(extra, (str, os.PathLike)):
+            items = [extra]
+        elif isinstance(extra, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in extra):
+            items = list(extra)
+        else:
+            raise ArgumentTypeError(f"spec_path must be a folder path or a list of folder paths, got {extra!r}")
         dirs.extend(Path(p) for p in items)
     env = os.environ.get(SPEC_PATH_ENV, "")
     dirs.extend(Path(p) for p in env.split(os.pathsep) if p)
@@ -383,20 +411,47 @@ def _format_validation(path: Path, err: ValidationError) -> str:
     return f"{path}: " + "; ".join(lines)
 
 
+class _SpecLoader(yaml.SafeLoader):
+    """Safe YAML that leaves dates as text (pydantic parses and names them) and rejects duplicate keys."""
+
+
+_SpecLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _mapping_without_duplicates(loader: _SpecLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} appears twice (first at line {seen[key] + 1})", key_node.start_mark
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_SpecLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_without_duplicates)
+
+
 @functools.lru_cache(maxsize=256)
-def _load_file_cached(path: str, mtime_ns: int, size: int) -> GPU:
+def _load_text_cached(path: str, raw: bytes) -> GPU:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SpecError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise SpecError(f"{p}: YAML syntax error{where}: {problem}") from None
+    except RecursionError:
+        raise SpecError(f"{p}: YAML nested too deeply to be a spec") from None
     if not isinstance(data, dict):
         raise SpecError(f"{p}: expected a mapping of spec fields at the top level, got {type(data).__name__}")
     try:
@@ -414,8 +469,12 @@ def load_spec_file(path: Any) -> GPU:
     p = Path(path)
     if not p.is_file():
         raise SpecError(f"{p}: no such spec file")
-    st = p.stat()
-    return _load_file_cached(str(p.resolve()), st.st_mtime_ns, st.st_size)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"{p}: cannot read the spec file ({exc.strerror or exc})") from None
+    # keyed by content, so an edit is always seen, whatever the file system's timestamps
+    return _load_text_cached(str(p.resolve()), raw)
 
 
 def _index(extra: Any = None) -> dict[str, Path]:
@@ -443,7 +502,7 @@ def load_gpu(name: Any, spec_path: Any = None) -> GPU:
     if isinstance(name, os.PathLike) or (isinstance(name, str) and name.endswith((".yaml", ".yml"))):
         return load_spec_file(name)
     if not isinstance(name, str):
-        raise UnknownGPUError(f"gpu must be a GPU name, alias or path to a .yaml file, got {name!r}")
+        raise ArgumentTypeError(f"gpu name must be a string (a GPU name, alias or path to a .yaml file) or a GPU, got {name!r}")
     index = _index(spec_path)
     key = name.strip().lower()
     if key not in index:
@@ -457,4 +516,8 @@ def load_gpu(name: Any, spec_path: Any = None) -> GPU:
 
 def as_gpu(gpu: Any) -> GPU:
     """A GPU object from a GPU, a name, an alias or a path."""
-    return gpu if isinstance(gpu, GPU) else load_gpu(gpu)
+    if isinstance(gpu, GPU):
+        return gpu
+    if not isinstance(gpu, (str, os.PathLike)):
+        raise ArgumentTypeError(f"gpu must be a GPU name, alias, GPU object or path to a .yaml file, got {gpu!r}")
+    return load_gpu(gpu)

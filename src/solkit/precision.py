@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import UnknownPrecisionError
+import numpy as np
+
+from .errors import ArgumentTypeError, UnknownPrecisionError
 
 __all__ = [
     "PRECISIONS",
@@ -87,8 +89,14 @@ _DEFAULT_OUT: dict[str, str] = {"fp8_e4m3": "bf16", "fp8_e5m2": "bf16", "int8": 
 def normalize(precision: Any, argument: str = "dtype") -> str:
     """Canonical name of a precision given by name, alias, numpy or torch dtype."""
     if not isinstance(precision, str):
-        text = str(precision)
-        # torch.bfloat16 -> "torch.bfloat16"; numpy dtype('float16') -> "float16"
+        # numpy dtypes and scalar types, torch dtypes: "float16", "torch.bfloat16"
+        is_dtype = type(precision).__name__ in ("dtype",) or type(precision).__module__.startswith("numpy") or (
+            isinstance(precision, type) and issubclass(precision, np.generic))
+        if not is_dtype:
+            raise ArgumentTypeError(
+                f"{argument} must be a precision name such as 'bf16' (or a numpy/torch dtype), got {precision!r}"
+            )
+        text = np.dtype(precision).name if isinstance(precision, type) else str(precision)
         precision = text.rsplit(".", 1)[-1]
     key = precision.strip().lower().replace("-", "_")
     for prefix in ("torch.", "numpy.", "np."):

@@ -41,7 +41,7 @@ import numpy as np
 import html
 
 from ._display import fmt_seconds, html_table, plain
-from ._validate import as_result
+from ._validate import as_result, flag
 from .errors import PerformanceWarning
 from .hardware import GPU, as_gpu
 from .precision import rate_class, storage_bytes
@@ -96,10 +96,17 @@ class Calibration:
     small_channel_penalty: float
     overlap: float = float("inf")
 
-    def lookup(self, table: str, terms: "KernelTerms", default: float) -> float:
-        """A per-kernel parameter: the operator's entry, else the kind's, else ``default``."""
+    def lookup(self, table: str, terms: "KernelTerms", default: float) -> Any:
+        """A per-kernel parameter: the operator's entry, else the kind's, else ``default``.
+
+        Where ``terms.split`` holds (flash attention that splits the KV sequence), the
+        ``<op>_splitkv`` entry is used instead, element by element in a sweep.
+        """
         mapping = getattr(self, table)
-        return mapping.get(terms.op, mapping.get(terms.kind, default))
+        base = mapping.get(terms.op, mapping.get(terms.kind, default))
+        if not np.any(terms.split):
+            return base
+        return np.where(terms.split, mapping.get(f"{terms.op}_splitkv", base), base)
 
     def matmul_rate(self, gpu: GPU, precision: str) -> float:
         """Achievable dense matmul FLOP/s of ``precision``: measured, else the default fraction of peak."""
@@ -149,7 +156,7 @@ def calibration(gpu: Any) -> Calibration:
         memory_efficiency=dict(m.memory_efficiency),
         misaligned_penalty=m.misaligned_gemm_penalty,
         small_channel_penalty=m.small_channel_penalty,
-        overlap=m.overlap_exponent,
+        overlap=float(m.overlap_exponent),
     )
 
 
@@ -181,6 +188,7 @@ class KernelTerms:
 
     kind: str
     op: str
+    split: np.ndarray  # flash attention with fewer work items than SMs: split-KV
     launches: np.ndarray
     present: np.ndarray  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
     t_compute: np.ndarray
@@ -230,9 +238,8 @@ def kernel_terms(kernel: Kernel, gpu: GPU, cal: Calibration) -> KernelTerms:
     def b(x: Any) -> np.ndarray:
         return np.broadcast_to(np.asarray(x), shape)
 
-    # flash attention with fewer work items than SMs splits the KV sequence (flash-decoding): its own entry
-    op = f"{kernel.op}_splitkv" if np.all(split) and kernel.kind == "attention" else kernel.op
-    return KernelTerms(kernel.kind, op, b(kernel.launches), b(present), b(t_compute), b(t_memory), b(wave), b(misaligned), b(small))
+    # flash attention with fewer work items than SMs splits the KV sequence (flash-decoding): its own entries
+    return KernelTerms(kernel.kind, kernel.op, b(split), b(kernel.launches), b(present), b(t_compute), b(t_memory), b(wave), b(misaligned), b(small))
 
 
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -339,6 +346,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (seconds, per-kernel breakdown, limiters)."""
     w = _as_workload(workload)
     g = as_gpu(gpu)
+    flag("warn", warn)
     cal = calibration(g)
     bound = roofline(w, g)
     all_terms = tuple(kernel_terms(k, g, cal) for k in w.kernels)

@@ -13,9 +13,10 @@ from typing import Any, Union
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
-from ._validate import as_result, dim, positive
+from ._validate import as_result, dim, finite_result, flag, positive
 from .errors import ArgumentTypeError, MeasurementError, OptionalDependencyError
 from .hardware import GPU, as_gpu
+from .precision import normalize
 from .workload import Kernel, Workload
 
 __all__ = [
@@ -163,6 +164,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
     w = _as_workload(workload)
     g = as_gpu(gpu)
+    flag("sparse", sparse)
     rows = []
     total_c = total_m = total_sol = compute_share = np.float64(0.0)
     for k in w.kernels:
@@ -212,7 +214,8 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
 def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False) -> Any:
     """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it."""
     seconds = positive("measured_seconds", measured_seconds)
-    return as_result(np.asarray(roofline(workload, gpu, sparse=sparse).t_sol) / seconds)
+    result = np.asarray(roofline(workload, gpu, sparse=sparse).t_sol) / seconds
+    return as_result(finite_result("measured_seconds", result, "it is too small to divide by"))
 
 
 def _n_gpus(n_gpus: Any) -> np.ndarray:
@@ -233,27 +236,31 @@ def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
 
     ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``).
     """
+    normalize(dtype, "dtype")
     f = _flops_of(flops, executed=False)
     s = positive("seconds", seconds)
     n = _n_gpus(n_gpus)
     peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
-    return as_result(f / (peak * s * n))
+    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
 
 
 def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
     """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus)."""
+    normalize(dtype, "dtype")
     f = _flops_of(flops, executed=True)
     s = positive("seconds", seconds)
     n = _n_gpus(n_gpus)
     peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
-    return as_result(f / (peak * s * n))
+    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
 
 
 def achieved_flops(workload: Workload, seconds: Any) -> Any:
     """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``."""
-    return as_result(_as_workload(workload).executed_flops / positive("seconds", seconds))
+    rate = _as_workload(workload).executed_flops / positive("seconds", seconds)
+    return as_result(finite_result("seconds", rate, "it is too small to divide by"))
 
 
 def achieved_bandwidth(workload: Workload, seconds: Any) -> Any:
     """DRAM bytes/s reached (compulsory bytes over the measured time)."""
-    return as_result(_as_workload(workload).bytes / positive("seconds", seconds))
+    rate = _as_workload(workload).bytes / positive("seconds", seconds)
+    return as_result(finite_result("seconds", rate, "it is too small to divide by"))

@@ -12,7 +12,7 @@ from typing import Any, Iterable, Optional
 
 import numpy as np
 
-from .errors import ArgumentTypeError, OptionError
+from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import normalize
 
 __all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS"]
@@ -82,6 +82,10 @@ class Kernel:
         figures = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops")
         shaped = np.broadcast_arrays(*(getattr(self, f) for f in figures))
         for name, arr in zip(figures, shaped):
+            if not np.all(np.isfinite(arr)):
+                raise ShapeError(f"{self.name}: {name} is not finite (a shape too large for float64, about 1.8e308)")
+            if np.any(arr < 0):
+                raise ShapeError(f"{self.name}: {name} must not be negative")
             object.__setattr__(self, name, arr)
 
     @property

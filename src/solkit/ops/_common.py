@@ -6,17 +6,17 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentTypeError, ShapeError
+from .._validate import first_bad, flag
+from ..errors import ShapeError
 from ..precision import normalize
 
-__all__ = ["flag", "divisible", "dtype_of"]
+__all__ = ["flag", "divisible", "dtype_of", "at_most"]
 
 
-def flag(name: str, value: Any) -> bool:
-    """A True/False option; anything else is a type error."""
-    if not isinstance(value, (bool, np.bool_)):
-        raise ArgumentTypeError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
+def at_most(name: str, value: np.ndarray, limit_name: str, limit: np.ndarray) -> None:
+    """Raise unless ``value`` <= ``limit`` everywhere (arrays report the first bad index)."""
+    value, limit = np.broadcast_arrays(value, limit)
+    first_bad(name, value, value > limit, f"at most {limit_name}")
 
 
 def divisible(name: str, value: np.ndarray, by_name: str, by: np.ndarray) -> None:

@@ -18,7 +18,7 @@ from .._validate import choice, dim
 from ..errors import ShapeError
 from ..precision import storage_bytes
 from ..workload import GemmDims, Kernel, Workload
-from ._common import divisible, dtype_of, flag
+from ._common import at_most, divisible, dtype_of, flag
 from .elementwise import FLOPS_PER_ELEMENT
 from .matmul import gemm_kernel
 
@@ -63,8 +63,7 @@ def attention(
     skv = sq if seq_kv is None else dim("seq_kv", seq_kv)
     d = dim("head_dim", head_dim)
     kv = h if kv_heads is None else dim("kv_heads", kv_heads)
-    if np.any(kv > h):
-        raise ShapeError(f"kv_heads must be at most heads, got kv_heads={kv_heads!r} and heads={heads!r}")
+    at_most("kv_heads", kv, "heads", h)
     divisible("heads", h, "kv_heads", kv)
     e = storage_bytes(dt)
     pairs = attention_pairs(sq, skv, is_causal)

@@ -36,15 +36,17 @@ def _pair(name: str, value: Any, minimum: int) -> tuple[np.ndarray, np.ndarray]:
 
 def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> np.ndarray:
     """Output extent along one axis: (size + 2*padding - dilation*(kernel - 1) - 1) // stride + 1."""
+    size, kernel, stride, padding, dilation = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
+                                                                     (size, kernel, stride, padding, dilation)))
     span = dilation * (kernel - 1) + 1
     padded = size + 2 * padding
     bad = padded < span
     if np.any(bad):
-        i = np.argwhere(np.atleast_1d(bad))[0][0]
-        pick = lambda a: np.atleast_1d(np.broadcast_to(a, np.shape(bad)))[i]  # noqa: E731
+        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
+        where = "" if not i else f" at index {i[0] if len(i) == 1 else i}"
         raise ShapeError(
-            f"kernel (dilated extent {pick(span):g}) must fit the padded input along {axis}: "
-            f"{axis} {pick(size):g} + 2*padding {pick(padding):g} = {pick(padded):g} < {pick(span):g}"
+            f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
+            f"{axis} {size[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g}{where}"
         )
     return np.floor((padded - span) / stride) + 1
 

@@ -9,7 +9,7 @@ import numpy as np
 from .._validate import dim
 from ..errors import ShapeError
 from ..workload import Workload
-from ._common import divisible, dtype_of, flag
+from ._common import at_most, divisible, dtype_of, flag
 from .matmul import gemm_kernel
 
 __all__ = ["qkv_projection", "qkv_widths"]
@@ -33,8 +33,7 @@ def qkv_widths(d_model: Any, heads: Any = None, kv_heads: Any = None, head_dim: 
     else:
         hd = dim("head_dim", head_dim)
     kv = h if kv_heads is None else dim("kv_heads", kv_heads)
-    if np.any(kv > h):
-        raise ShapeError(f"kv_heads must be at most heads, got kv_heads={kv_heads!r} and heads={heads!r}")
+    at_most("kv_heads", kv, "heads", h)
     divisible("heads", h, "kv_heads", kv)
     return h * hd, kv * hd
 
