@@ -17,7 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from solkit.hardware import load_gpu  # noqa: E402
-from solkit.validation import evaluate, format_summary, load_measurements, summarize  # noqa: E402
+from solkit.validation import evaluate, format_summary, load_measurements, measured_pairs, summarize  # noqa: E402
+
+PAIRS = (
+    ("fused", False, True, "fusion: unfused -> fused (QKV: 3 GEMMs -> 1; LayerNorm+residual: add + LN -> 1 kernel)"),
+    ("layout", "nchw", "nhwc", "conv layout: NCHW -> NHWC"),
+    ("layout", "im2col", "nhwc", "conv: explicit im2col -> implicit GEMM (NHWC)"),
+    ("impl", "naive", "flash", "attention: naive -> flash"),
+)
 
 DATA = ROOT / "data" / "h200_measurements.json"
 REPORT = ROOT / "data" / "h200_validation.md"
@@ -32,6 +39,14 @@ def main() -> int:
     other = [r for r in results if r.id not in primary]
     meta, m = mset.meta, gpu.measured
     worst = sorted(main_rows, key=lambda r: -r.error)[:15]
+    pair_lines = []
+    for key, a, b, title in PAIRS:
+        pairs = measured_pairs(mset, gpu, key, a, b)
+        pair_lines += [f"### {title}", "", "| op | shape | baseline us | variant us | measured ratio | T_SOL ratio | predicted ratio |",
+                       "|---|---|---:|---:|---:|---:|---:|"]
+        pair_lines += [f"| {p.op} | {p.shape} | {p.baseline_seconds * 1e6:.1f} | {p.variant_seconds * 1e6:.1f} | "
+                       f"{p.measured_ratio:.2f} | {p.t_sol_ratio:.2f} | {p.predicted_ratio:.2f} |" for p in pairs]
+        pair_lines.append("")
     lines = [
         "# solkit on the H200: model vs measurement",
         "",
@@ -64,6 +79,11 @@ def main() -> int:
         "|---|---:|---:|---:|",
         *[f"| {r.id} | {r.measured * 1e6:.1f} | {r.predicted * 1e6:.1f} | {r.sol_fraction:.3f} |" for r in other],
         "",
+        "## What the variants buy, measured",
+        "",
+        "Each row: the same op and shape, two variants. Ratio = baseline time / variant time.",
+        "",
+        *pair_lines,
         "## The 15 worst predictions",
         "",
         "| case | measured us | predicted us | log(pred/meas) |",

@@ -86,3 +86,14 @@ def test_spec_ceilings_match_the_data(mset):
         # a measured ceiling never exceeds the datasheet's dense peak
         assert value < sk.load_gpu("h200").peak_flops(key)
     assert c["copy_bandwidth_bytes_per_s"] < sk.load_gpu("h200").memory_bandwidth  # 4.27 < 4.8 TB/s
+
+
+def test_measured_fusion_pairs(mset):
+    """Fused/unfused pairs are matched by shape; fusing never raises T_SOL, and QKV at 128 BERT tokens ran > 2x faster."""
+    from solkit.validation import measured_pairs
+
+    pairs = measured_pairs(mset, "h200", "fused", False, True)
+    assert len(pairs) >= 10
+    assert all(p.t_sol_ratio >= 1.0 - 1e-12 for p in pairs)
+    small = next(p for p in pairs if p.op == "qkv_projection" and "d_model=768" in p.shape and "tokens=128" in p.shape)
+    assert small.measured_ratio > 2.0  # 19.1 us unfused vs 8.0 us fused in data/h200_measurements.json

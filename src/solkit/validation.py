@@ -36,6 +36,8 @@ __all__ = [
     "evaluate",
     "summarize",
     "format_summary",
+    "MeasuredPair",
+    "measured_pairs",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -210,3 +212,46 @@ def format_summary(summaries: Sequence[GroupSummary]) -> str:
             f"{s.sol_median:.3f} | {s.sol_max:.3f} |"
         )
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MeasuredPair:
+    """Two measured variants of one op at the same shape (e.g. unfused vs fused), with the model's view."""
+
+    op: str
+    shape: str
+    baseline_seconds: float
+    variant_seconds: float
+    t_sol_ratio: float
+    predicted_ratio: float
+
+    @property
+    def measured_ratio(self) -> float:
+        """baseline / variant: how much faster the variant ran."""
+        return self.baseline_seconds / self.variant_seconds
+
+
+def measured_pairs(mset: MeasurementSet, gpu: Any, key: str, baseline: Any, variant: Any) -> list[MeasuredPair]:
+    """Primary cases that differ only in ``key`` (baseline vs variant value), matched by their other params."""
+    g = as_gpu(gpu)
+    by_rest: dict[tuple, dict[Any, MeasuredCase]] = {}
+    for c in mset.cases:
+        if not (c.ok and c.primary and c.seconds and key in c.params):
+            continue
+        rest = tuple(sorted((k, str(v)) for k, v in c.params.items() if k != key))
+        by_rest.setdefault((c.op, rest), {})[c.params[key]] = c
+    pairs = []
+    for (op, rest), variants in sorted(by_rest.items(), key=lambda kv: str(kv[0])):
+        if baseline in variants and variant in variants:
+            a, b = variants[baseline], variants[variant]
+            wa, wb = workload_of(a), workload_of(b)
+            pa, pb = predict(wa, g, warn=False), predict(wb, g, warn=False)
+            pairs.append(MeasuredPair(
+                op=op,
+                shape=", ".join(f"{k}={v}" for k, v in rest if k not in ("dtype",)),
+                baseline_seconds=a.seconds,
+                variant_seconds=b.seconds,
+                t_sol_ratio=float(roofline(wa, g).t_sol / roofline(wb, g).t_sol),
+                predicted_ratio=float(pa.seconds / pb.seconds),
+            ))
+    return pairs
