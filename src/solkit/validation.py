@@ -38,6 +38,7 @@ __all__ = [
     "format_summary",
     "MeasuredPair",
     "measured_pairs",
+    "run_to_run",
 ]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
@@ -255,3 +256,14 @@ def measured_pairs(mset: MeasurementSet, gpu: Any, key: str, baseline: Any, vari
                 predicted_ratio=float(pa.seconds / pb.seconds),
             ))
     return pairs
+
+
+def run_to_run(first: MeasurementSet, second: MeasurementSet) -> tuple[int, float, float, float]:
+    """(cases, median, p90, max) of exp|log(t2/t1)| - 1 over the cases both runs measured: the noise floor."""
+    a = {c.id: c.seconds for c in first.cases if c.ok and c.seconds}
+    b = {c.id: c.seconds for c in second.cases if c.ok and c.seconds}
+    common = sorted(set(a) & set(b))
+    if not common:
+        raise SpecError("the two measurement files share no case")
+    spread = np.expm1(np.abs(np.log(np.array([b[i] / a[i] for i in common]))))
+    return len(common), float(np.median(spread)), float(np.percentile(spread, 90)), float(spread.max())
