@@ -7,8 +7,8 @@ Direct measurements (no fitting): the dense matmul rate per precision (best medi
 sizes), the device-to-device copy bandwidth, the read bandwidth and the launch floor.
 Fitted, on the training two thirds of the cases only (``solkit.validation.is_holdout`` keeps a
 fixed third out): the kernel gap, a latency and a compute/memory efficiency per kernel kind, the
-misaligned-GEMM and small-channel penalties. The fit is coordinate descent on a grid, minimising
-the mean |log(predicted / measured)|.
+misaligned-GEMM and small-channel penalties, the overlap exponent. The fit is coordinate descent
+on a grid, minimising mean + p90 of |log(predicted / measured)| (the p90 term keeps the tail in view).
 """
 
 from __future__ import annotations

@@ -47,10 +47,15 @@ def test_op_json_has_t_sol_in_seconds(capsys):
 
 def test_op_table_with_dashes_and_pairs(capsys):
     """Parameters take dashes; a conv kernel takes 'r,s'; dtype is an option."""
-    code, out, _ = run(capsys, "op", "conv2d", "--batch", "1", "--in-channels", "128", "--height", "17", "--width", "17",
-                       "--out-channels", "128", "--kernel", "1,7", "--padding", "0,3", "--dtype", "fp16")
+    argv = ["op", "conv2d", "--batch", "1", "--in-channels", "128", "--height", "17", "--width", "17",
+            "--out-channels", "128", "--kernel", "1,7", "--padding", "0,3", "--dtype", "fp16"]
+    code, out, _ = run(capsys, *argv)
     assert code == 0
     assert "conv (implicit gemm)" in out and "T_SOL" in out
+    code, out, _ = run(capsys, *argv, "--json")
+    data = json.loads(out)
+    assert data["params"]["kernel"] == [1, 7]
+    assert data["flops"] == 2 * 128 * 17 * 17 * 128 * 7  # 66,289,664: a 1x7 kernel, output 17x17
 
 
 def test_compare_variants_and_gpus(capsys):
@@ -63,8 +68,10 @@ def test_compare_variants_and_gpus(capsys):
     for c in data["comparisons"]:
         assert c["bytes_saved_fraction"] == pytest.approx(67_108_864 / 335_560_704)  # 0.19999
         assert c["speedup"] == pytest.approx(335_560_704 / 268_451_840)
-    code, out, _ = run(capsys, "compare", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--gpu", "a100", "--gpu", "h200")
-    assert code == 0 and "3.17" in out  # 989.4 / 312 = 3.171
+    code, out, _ = run(capsys, "compare", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--gpu", "a100",
+                       "--gpu", "h200", "--json")
+    a100, h200 = json.loads(out)["gpus"]
+    assert a100["t_sol"] / h200["t_sol"] == pytest.approx(989.4 / 312)  # 3.171: both compute-bound
 
 
 def test_mfu(capsys):

@@ -49,7 +49,7 @@ def test_conv2d(n, c, h, k, r, stride, pad, dil, groups):
     """torch counts 2*N*prod(w.shape)*Ho*Wo; solkit 2*N*K*Ho*Wo*(C/g)*R*S."""
     x, w = _t(n, c, h, h), _t(k, c // groups, r, r)
     counted = _count(lambda x, w: F.conv2d(x, w, stride=stride, padding=pad, dilation=dil, groups=groups), x, w)
-    assert counted == ops.conv2d(n, c, h, h, k, r, stride, pad, dil, groups).flops
+    assert counted == ops.conv2d(n, c, h, h, k, r, stride, pad, groups, dilation=dil).flops
 
 
 def test_attention_non_causal():

@@ -205,13 +205,14 @@ def test_t_sol_monotone_in_flops_and_bytes(mf, vf, nb, extra):
 
 
 @settings(max_examples=200, deadline=None)
-@given(m=dims, n=dims, k=dims, slack=st.floats(min_value=1.0, max_value=1e3))
-def test_mfu_at_most_one_at_or_above_t_sol(m, n, k, slack):
-    """A run no faster than T_SOL has MFU <= 1 (model FLOPs <= executed, at the matrix peak)."""
+@given(m=dims, n=dims, k=dims, slack=st.floats(min_value=1.0, max_value=1e3),
+       dtype=st.sampled_from(["bf16", "fp16", "fp8", "int8", "tf32", "fp32", "fp64"]))
+def test_mfu_at_most_one_at_or_above_t_sol(m, n, k, slack, dtype):
+    """A run no faster than T_SOL has MFU <= 1 (model FLOPs <= executed, at the matrix peak of its precision)."""
     gpu = sk.load_gpu("h200")
-    w = ops.matmul(m, n, k)
+    w = ops.matmul(m, n, k, dtype=dtype)
     seconds = sk.roofline(w, gpu).t_sol * slack
-    assert sk.mfu(w, seconds, gpu) <= 1.0 + 1e-12
+    assert sk.mfu(w, seconds, gpu, dtype=dtype) <= 1.0 + 1e-12
     assert sk.sol_fraction(w, gpu, seconds) <= 1.0 + 1e-12
 
 
@@ -229,3 +230,14 @@ def test_errors_share_a_base():
         ops.matmul(2.5, 1, 1)
     with pytest.raises(TypeError):
         Workload("empty", ())
+
+
+def test_mfu_refuses_a_precision_mismatch(h200):
+    """An fp8 workload measured against the bf16 peak would read MFU 2.0: it is an error naming dtype."""
+    from solkit.errors import OptionError
+
+    w = ops.matmul(8192, 8192, 8192, dtype="fp8")
+    with pytest.raises(OptionError, match="dtype is 'bf16' but the workload's matrix kernels run in fp8"):
+        sk.mfu(w, 1e-3, h200)
+    # 2*8192^3 / (1978.9e12 * 1e-3) = 0.5556
+    assert sk.mfu(w, 1e-3, h200, dtype="fp8") == pytest.approx(2 * 8192**3 / (1978.9e12 * 1e-3))

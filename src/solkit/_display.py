@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["fmt_seconds", "fmt_si", "html_table", "plain", "is_scalar"]
+__all__ = ["fmt_seconds", "html_table", "plain", "is_scalar"]
 
 
 def is_scalar(x: Any) -> bool:
@@ -24,17 +24,6 @@ def fmt_seconds(seconds: Any) -> str:
         if abs(s) >= scale:
             return f"{s / scale:.4g} {unit}"
     return f"{s / 1e-9:.4g} ns"
-
-
-def fmt_si(value: Any, unit: str) -> str:
-    """'1.0995e12 FLOP' -> '1.1 TFLOP'; an array as its shape."""
-    if not is_scalar(value):
-        return f"array{np.shape(value)} {unit}"
-    v = float(value)
-    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= scale:
-            return f"{v / scale:.4g} {prefix}{unit}"
-    return f"{v:.4g} {unit}"
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:

@@ -9,7 +9,7 @@ import numpy as np
 
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError
 
-__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result"]
+__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast"]
 
 
 def _as_array(name: str, value: Any) -> np.ndarray:
@@ -124,3 +124,12 @@ def finite_result(name: str, value: Any, cause: str) -> Any:
     if not np.all(np.isfinite(arr)):
         raise MeasurementError(f"{name} gives a non-finite result: {cause}")
     return value
+
+
+def broadcast(**named: Any) -> tuple[int, ...]:
+    """The broadcast shape of named array arguments; a ShapeError naming each shape if they do not broadcast."""
+    try:
+        return np.broadcast_shapes(*(np.shape(v) for v in named.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in named.items() if np.ndim(v))
+        raise ShapeError(f"the array arguments do not broadcast together: {shapes}") from None

@@ -5,7 +5,7 @@
     solkit gpus                              the shipped specs, key peaks and bandwidth
     solkit gpu NAME                          one spec, every figure with its source
     solkit op OP --PARAM VALUE ... [--gpu G] [--dtype D] [--json]
-    solkit compare OP --PARAM VALUE ... --baseline K=V[,K=V] --variant K=V[,K=V] [--gpu G ...] [--json]
+    solkit compare OP --PARAM VALUE ... --baseline K=V[|K=V] --variant K=V[|K=V] [--gpu G ...] [--json]
     solkit compare OP --PARAM VALUE ... --gpu G1 --gpu G2      the same op across GPUs
     solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
     solkit plot --gpu G [--op OP --PARAM VALUE ...] --out FILE.png
@@ -63,15 +63,14 @@ def parse_value(text: str) -> Any:
 def _op_function(name: str) -> Callable[..., Any]:
     from . import ops
 
-    fn = getattr(ops, name.replace("-", "_"), None)
-    if fn is None or name.startswith("_") or name not in ops.__all__ and name.replace("-", "_") not in ops.__all__:
-        known = ", ".join(n for n in ops.__all__ if n not in ("attention_pairs", "conv_output_size", "qkv_widths"))
-        raise CLIError(f"op must be one of {known}; got {name!r}")
-    return fn
+    key = name.replace("-", "_")
+    if key not in ops.OPERATORS:
+        raise CLIError(f"op must be one of {', '.join(sorted(ops.OPERATORS))}; got {name!r}")
+    return getattr(ops, key)
 
 
-def _op_params(fn: Callable[..., Any], rest: Sequence[str]) -> dict[str, Any]:
-    """--name value pairs checked against the op's signature (dashes or underscores)."""
+def _op_params(fn: Callable[..., Any], rest: Sequence[str], require: bool = True) -> dict[str, Any]:
+    """--name value (or --name=value) pairs checked against the op's signature (dashes or underscores)."""
     sig = inspect.signature(fn)
     params: dict[str, Any] = {}
     i = 0
@@ -92,10 +91,7 @@ def _op_params(fn: Callable[..., Any], rest: Sequence[str]) -> dict[str, Any]:
         if key not in sig.parameters:
             raise CLIError(f"{fn.__name__} has no parameter {key!r}; it takes: {', '.join(sig.parameters)}")
         params[key] = parse_value(value)
-    missing = [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params]
-    if missing:
-        raise CLIError(f"{fn.__name__} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
-    return params
+    return _complete(fn, params) if require else params
 
 
 def _assignments(text: str | None) -> dict[str, Any]:
@@ -141,14 +137,15 @@ def _cmd_gpus(args: argparse.Namespace) -> int:
     for name in list_gpus():
         g = load_gpu(name)
 
-        def peak(p: str) -> str:
-            return f"{g.peak_flops(p) / 1e12:g}" if p in g.precisions else "-"
-
-        rows.append((name, g.full_name, peak("bf16"), peak("fp8"), f"{g.memory.bandwidth_tb_s:g}",
+        rows.append((name, g.full_name, _peak_text(g, "bf16"), _peak_text(g, "fp8"), f"{g.memory.bandwidth_tb_s:g}",
                      f"{g.memory.capacity_gb:g}", ", ".join(g.aliases) or "-", "yes" if g.measured else "-"))
     print(format_table(rows, ("name", "full name", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "GB", "aliases", "measured")))
     print("\nDense peaks. `solkit gpu NAME` shows every figure with its source.")
     return 0
+
+
+def _peak_text(gpu: Any, precision: str) -> str:
+    return f"{gpu.peak_flops(precision) / 1e12:g}" if precision in gpu.precisions else "-"
 
 
 def _cmd_gpu(args: argparse.Namespace) -> int:
@@ -250,7 +247,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import format_table
 
     fn = _op_function(args.op)
-    base = _with_dtype(fn, _op_params_partial(fn, args.params), args.dtype)
+    base = _with_dtype(fn, _op_params(fn, args.params, require=False), args.dtype)
     gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
     a, b = _assignments(args.baseline), _assignments(args.variant)
     if not a and not b:
@@ -277,25 +274,6 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(format_table(rows, ("gpu", "kernels", "MB before", "MB after", "% bytes saved", "T_SOL before us",
                               "T_SOL after us", "T_SOL ratio")))
     return 0
-
-
-def _op_params_partial(fn: Callable[..., Any], rest: Sequence[str]) -> dict[str, Any]:
-    """Like _op_params but without the required-parameter check (variants may supply some)."""
-    sig = inspect.signature(fn)
-    saved = {n: p for n, p in sig.parameters.items()}
-    try:
-        return _op_params(fn, rest)
-    except CLIError as exc:
-        if "needs --" in str(exc):
-            params: dict[str, Any] = {}
-            items = list(rest)
-            for flag, value in zip(items[::2], items[1::2]):
-                key = flag[2:].replace("-", "_")
-                if key not in saved:
-                    raise
-                params[key] = parse_value(value)
-            return params
-        raise
 
 
 def _complete(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
@@ -329,6 +307,7 @@ def _cmd_mfu(args: argparse.Namespace) -> int:
 def _cmd_plot(args: argparse.Namespace) -> int:
     from .hardware import load_gpu
     from .plot import roofline as plot_roofline
+    from .plot import save
     from .standard import standard_workloads
 
     gpu = load_gpu(args.gpu)
@@ -342,7 +321,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
             raise CLIError("operator parameters need --op")
         workloads = standard_workloads()
     fig = plot_roofline(workloads, gpu)
-    fig.savefig(args.out, dpi=150, bbox_inches="tight")
+    try:
+        save(fig, args.out)
+    except (OSError, ValueError) as exc:
+        raise CLIError(f"cannot write {args.out}: {exc}") from None
     print(f"wrote {args.out}")
     return 0
 

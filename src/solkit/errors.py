@@ -6,6 +6,7 @@ __all__ = [
     "SolkitError",
     "SpecError",
     "UnknownGPUError",
+    "UnknownSourceError",
     "UnknownPrecisionError",
     "UnsupportedPrecisionError",
     "ShapeError",
@@ -29,6 +30,10 @@ class SpecError(SolkitError, ValueError):
 
 class UnknownGPUError(SolkitError, LookupError):
     """No spec matches the requested GPU name; the message lists the known names."""
+
+
+class UnknownSourceError(SolkitError, LookupError):
+    """A source id that the GPU spec does not list."""
 
 
 class UnknownPrecisionError(SolkitError, ValueError):

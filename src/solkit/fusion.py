@@ -15,7 +15,7 @@ from ._display import html_table, plain
 from ._validate import as_result
 from .hardware import as_gpu
 from .roofline import roofline
-from .workload import Workload
+from .workload import Workload, as_workload
 
 __all__ = ["Comparison", "compare"]
 
@@ -29,14 +29,12 @@ class Comparison:
     gpu: str
     bytes_baseline: Any
     bytes_variant: Any
-    bytes_saved: Any
-    bytes_saved_fraction: Any
-    bytes_read_saved_fraction: Any
+    bytes_read_baseline: Any
+    bytes_read_variant: Any
     kernels_baseline: int
     kernels_variant: int
     t_sol_baseline: Any
     t_sol_variant: Any
-    speedup: Any
     flops_baseline: Any
     flops_variant: Any
 
@@ -45,10 +43,31 @@ class Comparison:
         """Launches the variant saves."""
         return self.kernels_baseline - self.kernels_variant
 
+    @property
+    def bytes_saved(self) -> Any:
+        """DRAM bytes the variant saves (negative: it moves more)."""
+        return as_result(np.asarray(self.bytes_baseline) - np.asarray(self.bytes_variant))
+
+    @property
+    def bytes_saved_fraction(self) -> Any:
+        """bytes_saved / bytes_baseline."""
+        return as_result(np.asarray(self.bytes_saved) / np.asarray(self.bytes_baseline))
+
+    @property
+    def bytes_read_saved_fraction(self) -> Any:
+        """The share of the baseline's DRAM reads the variant saves."""
+        return as_result(1.0 - np.asarray(self.bytes_read_variant) / np.asarray(self.bytes_read_baseline))
+
+    @property
+    def speedup(self) -> Any:
+        """T_SOL ratio baseline / variant (the bound's speed-up; > 1: the variant is faster)."""
+        return as_result(np.asarray(self.t_sol_baseline) / np.asarray(self.t_sol_variant))
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
         out = {k: plain(v) for k, v in self.__dict__.items()}
-        out["kernels_saved"] = self.kernels_saved
+        for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup"):
+            out[name] = plain(getattr(self, name))
         return out
 
     def __repr__(self) -> str:
@@ -70,7 +89,7 @@ class Comparison:
             return f"Comparison({self.baseline!r} -> {self.variant!r} on {self.gpu}, shape {np.shape(self.speedup)})"
         return (
             f"{self.baseline} -> {self.variant} on {self.gpu}: bytes {self.bytes_baseline:.4g} -> "
-            f"{self.bytes_variant:.4g} (-{100 * self.bytes_saved_fraction:.1f}%), kernels "
+            f"{self.bytes_variant:.4g} ({-100 * self.bytes_saved_fraction:+.1f}%), kernels "
             f"{self.kernels_baseline} -> {self.kernels_variant}, T_SOL {self.t_sol_baseline * 1e6:.2f} us -> "
             f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x)"
         )
@@ -78,23 +97,22 @@ class Comparison:
 
 def compare(baseline: Workload, variant: Workload, gpu: Any) -> Comparison:
     """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``."""
+    baseline = as_workload(baseline, "baseline")
+    variant = as_workload(variant, "variant")
     g = as_gpu(gpu)
     rb, rv = roofline(baseline, g), roofline(variant, g)
-    bb, bv = np.asarray(rb.bytes), np.asarray(rv.bytes)
     return Comparison(
         baseline=baseline.name,
         variant=variant.name,
         gpu=g.name,
-        bytes_baseline=as_result(bb),
-        bytes_variant=as_result(bv),
-        bytes_saved=as_result(bb - bv),
-        bytes_saved_fraction=as_result((bb - bv) / bb),
-        bytes_read_saved_fraction=as_result((baseline.bytes_read - variant.bytes_read) / baseline.bytes_read),
+        bytes_baseline=rb.bytes,
+        bytes_variant=rv.bytes,
+        bytes_read_baseline=as_result(baseline.bytes_read),
+        bytes_read_variant=as_result(variant.bytes_read),
         kernels_baseline=len(baseline.kernels),
         kernels_variant=len(variant.kernels),
         t_sol_baseline=rb.t_sol,
         t_sol_variant=rv.t_sol,
-        speedup=as_result(np.asarray(rb.t_sol) / np.asarray(rv.t_sol)),
         flops_baseline=rb.flops,
         flops_variant=rv.flops,
     )

@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationError, model_validator
 
-from .errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownGPUError, UnsupportedPrecisionError
+from .errors import ArgumentTypeError, UnknownSourceError, SpecConsistencyWarning, SpecError, UnknownGPUError, UnsupportedPrecisionError
 from .precision import RATE_CLASSES, normalize, rate_class
 from ._validate import choice, flag
 
@@ -52,9 +52,14 @@ MIB = 2**20
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
-#: keys a calibration table may use: kernel kinds, then operators (see solkit.workload, solkit.ops)
-CALIBRATION_KEYS: tuple[str, ...] = (
-    "gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col",
+#: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
+#: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
+#: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
+KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
+
+#: keys a calibration table may use: kernel kinds, then the operators kernels name in ``Kernel.op``
+#: (a test checks that every operator in solkit.ops emits only these)
+CALIBRATION_KEYS: tuple[str, ...] = KERNEL_KINDS + (
     "matmul", "conv2d", "flash_attention", "flash_attention_splitkv", "layernorm", "rmsnorm", "layernorm_residual",
     "softmax", "add", "gelu", "silu", "embedding",
 )
@@ -280,7 +285,7 @@ class GPU(BaseModel):
         for s in self.sources:
             if s.id == source_id:
                 return s
-        raise LookupError(f"{self.name} has no source {source_id!r}")
+        raise UnknownSourceError(f"{self.name} has no source {source_id!r}; it lists: {', '.join(s.id for s in self.sources)}")
 
     def __str__(self) -> str:
         return (
@@ -444,7 +449,7 @@ def _load_text_cached(path: str, raw: bytes) -> GPU:
     except UnicodeDecodeError as exc:
         raise SpecError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        data = yaml.load(text, Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_SpecLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -478,16 +483,31 @@ def load_spec_file(path: Any) -> GPU:
 
 
 def _index(extra: Any = None) -> dict[str, Path]:
-    """Map of every canonical name and alias (lower case) to its file; earlier folders win."""
+    """Map of every canonical name and alias (lower case) to its file; earlier folders win.
+
+    Cached on the folders' listing and each file's modification time and size, so a lookup by
+    name costs a directory scan, not a parse of every spec.
+    """
+    files = tuple(
+        (str(f), st.st_mtime_ns, st.st_size)
+        for d in reversed(spec_dirs(extra))
+        for f in sorted(d.glob("*.yaml"))
+        for st in (f.stat(),)
+    )
+    return dict(_index_cached(files))
+
+
+@functools.lru_cache(maxsize=64)
+def _index_cached(files: tuple[tuple[str, int, int], ...]) -> tuple[tuple[str, Path], ...]:
     index: dict[str, Path] = {}
-    for d in reversed(spec_dirs(extra)):
-        for f in sorted(d.glob("*.yaml")):
-            gpu = load_spec_file(f)
-            if gpu.name != f.stem:
-                raise SpecError(f"{f}: field 'name' is {gpu.name!r} but the file is named {f.stem!r}.yaml")
-            for key in (gpu.name, *gpu.aliases):
-                index[key.lower()] = f
-    return index
+    for name, _, _ in files:
+        f = Path(name)
+        gpu = load_spec_file(f)
+        if gpu.name != f.stem:
+            raise SpecError(f"{f}: field 'name' is {gpu.name!r} but the file is named {f.stem!r}.yaml")
+        for key in (gpu.name, *gpu.aliases):
+            index[key.lower()] = f
+    return tuple(index.items())
 
 
 def list_gpus(spec_path: Any = None) -> list[str]:

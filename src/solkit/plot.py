@@ -35,12 +35,18 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 
 import numpy as np
 
-from . import errors as _errors
 from ._validate import positive
-from .errors import ArgumentTypeError, MeasurementError, OptionError, SolkitError, SolkitWarning, UnsupportedPrecisionError
+from .errors import (
+    ArgumentTypeError,
+    MeasurementError,
+    OptionalDependencyError,
+    OptionError,
+    SolkitWarning,
+    UnsupportedPrecisionError,
+)
 from .hardware import GPU, as_gpu
 from .roofline import roofline as _roofline
-from .workload import Kernel, Workload
+from .workload import Kernel, Workload, as_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
@@ -67,22 +73,15 @@ LABEL_FONTSIZE = 7.5
 ROOF_FONTSIZE = 7.5
 
 
-# errors.OptionalDependencyError (SolkitError, ImportError) is the shared class for a missing extra;
-# PlotDependencyError is one, and stays a SolkitError and an ImportError where that class is absent.
-_DependencyError: type = getattr(_errors, "OptionalDependencyError", None) or type(
-    "_DependencyError", (SolkitError, ImportError), {"__doc__": "An optional extra is missing."}
-)
-
-
-class PlotDependencyError(_DependencyError):  # type: ignore[misc, valid-type]
+class PlotDependencyError(OptionalDependencyError):
     """matplotlib, needed for charts, is not installed; the message gives the install command."""
 
 
 def _require_matplotlib() -> None:
     """Import matplotlib or raise ``PlotDependencyError`` with the install hint."""
     try:
-        import matplotlib  # noqa: F401
-        from matplotlib.figure import Figure  # noqa: F401
+        import matplotlib
+        from matplotlib.figure import Figure
     except ImportError as exc:
         raise PlotDependencyError(
             f"solkit.plot needs matplotlib, which is not installed ({exc}); install it with: {INSTALL_HINT}"
@@ -92,25 +91,16 @@ def _require_matplotlib() -> None:
 # ---- arguments ---------------------------------------------------------------------------
 
 
-def _as_workload(label: str, w: Any) -> Workload:
-    """A Workload from a Workload or a single Kernel."""
-    if isinstance(w, Workload):
-        return w
-    if isinstance(w, Kernel):
-        return Workload(w.name, (w,))
-    raise ArgumentTypeError(f"workloads[{label!r}] must be a solkit Workload or Kernel, got {type(w).__name__}")
-
-
 def _labelled(workloads: Any) -> dict[str, Workload]:
     """label -> Workload from a dict, a single Workload/Kernel, or a sequence of them (labels: names)."""
     if isinstance(workloads, (Workload, Kernel)):
-        return {workloads.name: _as_workload(workloads.name, workloads)}
+        return {workloads.name: as_workload(workloads, f"workloads[{workloads.name!r}]")}
     if isinstance(workloads, Mapping):
         out: dict[str, Workload] = {}
         for label, w in workloads.items():
             if not isinstance(label, str):
                 raise ArgumentTypeError(f"workloads keys must be str labels, got {label!r}")
-            out[label] = _as_workload(label, w)
+            out[label] = as_workload(w, f"workloads[{label!r}]")
         return out
     if isinstance(workloads, (str, bytes)) or not isinstance(workloads, Iterable):
         raise ArgumentTypeError(
@@ -118,7 +108,7 @@ def _labelled(workloads: Any) -> dict[str, Workload]:
         )
     out = {}
     for i, w in enumerate(workloads):
-        wl = _as_workload(f"#{i}", w)
+        wl = as_workload(w, f"workloads['#{i}']")
         label, n = wl.name, 2
         while label in out:  # two workloads of one name: "name (2)"
             label, n = f"{wl.name} ({n})", n + 1

@@ -45,8 +45,8 @@ from ._validate import as_result, flag
 from .errors import PerformanceWarning
 from .hardware import GPU, as_gpu
 from .precision import rate_class, storage_bytes
-from .roofline import _as_workload, roofline
-from .workload import KERNEL_KINDS, Kernel, Workload
+from .roofline import roofline
+from .workload import Kernel, Workload, as_workload
 
 __all__ = [
     "Calibration",
@@ -344,7 +344,7 @@ def _limiter(terms: KernelTerms, cal: Calibration, body: np.ndarray, compute: np
 
 def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (seconds, per-kernel breakdown, limiters)."""
-    w = _as_workload(workload)
+    w = as_workload(workload)
     g = as_gpu(gpu)
     flag("warn", warn)
     cal = calibration(g)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from .errors import ArgumentTypeError, OptionError
 from .hardware import as_gpu
 from .roofline import Roofline, roofline
 from .workload import Workload
@@ -18,7 +20,7 @@ COLUMNS = ("op", "gpu", "kernels", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_m
 
 def _row(label: str, r: Roofline, n_kernels: int) -> tuple[str, ...]:
     if np.ndim(r.t_sol):
-        raise ValueError(f"{label}: a table row needs scalar shapes; use roofline() directly for sweeps")
+        raise OptionError(f"{label}: a table row needs scalar shapes; use solkit.sweep() for sweeps")
     return (
         label,
         r.gpu,
@@ -82,7 +84,14 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     pd = _pandas()
     g = as_gpu(gpu)
     numeric = {k: np.asarray(v) for k, v in params.items() if _is_numeric_list(v)}
-    options = {k: list(v) for k, v in params.items() if isinstance(v, (list, tuple)) and k not in numeric}
+    signature = inspect.signature(op)
+    for key, value in params.items():
+        if key not in signature.parameters:
+            raise ArgumentTypeError(f"{getattr(op, '__name__', op)} has no parameter {key!r}; it takes: "
+                                    f"{', '.join(signature.parameters)}")
+        if isinstance(value, (list, range, np.ndarray)) and len(value) == 0:
+            raise OptionError(f"{key} is an empty list: a sweep needs at least one value")
+    options = {k: list(v) for k, v in params.items() if isinstance(v, list) and k not in numeric}
     fixed = {k: v for k, v in params.items() if k not in numeric and k not in options}
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
     flat = {k: grid.reshape(-1) for k, grid in zip(numeric, grids)}
@@ -109,6 +118,6 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
 def _is_numeric_list(v: Any) -> bool:
     if isinstance(v, np.ndarray):
         return v.dtype.kind in "iuf"
-    if isinstance(v, (list, tuple, range)):
+    if isinstance(v, (list, range)):  # a tuple is a fixed value (a conv kernel (3, 1)), never an axis
         return len(v) > 0 and all(isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool) for x in v)
     return False

@@ -8,16 +8,16 @@ run one after another). Peaks are dense datasheet figures unless ``sparse=True``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
 from ._validate import as_result, dim, finite_result, flag, positive
-from .errors import ArgumentTypeError, MeasurementError, OptionalDependencyError
+from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
 from .hardware import GPU, as_gpu
-from .precision import normalize
-from .workload import Kernel, Workload
+from .precision import normalize, rate_class
+from .workload import Kernel, Workload, as_workload
 
 __all__ = [
     "KernelRoofline",
@@ -152,17 +152,9 @@ def _kernel_times(kernel: Kernel, gpu: GPU, sparse: bool) -> tuple[np.ndarray, n
     return t_matrix, t_vector, t_memory
 
 
-def _as_workload(w: Any) -> Workload:
-    if isinstance(w, Workload):
-        return w
-    if isinstance(w, Kernel):
-        return Workload(w.name, (w,))
-    raise ArgumentTypeError(f"workload must be a solkit Workload or Kernel, got {type(w).__name__}")
-
-
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
-    w = _as_workload(workload)
+    w = as_workload(workload)
     g = as_gpu(gpu)
     flag("sparse", sparse)
     rows = []
@@ -193,7 +185,10 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
             )
         )
     memory_share = total_sol - compute_share
-    ridge = g.ridge_point(w.precision) if any(np.any(k.matrix_flops > 0) for k in w.kernels) else g.ridge_point("fp32", "vector")
+    if any(np.any(k.matrix_flops > 0) for k in w.kernels):
+        ridge = g.peak_flops(w.precision, "matrix", sparse=sparse) / g.memory_bandwidth
+    else:
+        ridge = g.ridge_point("fp32", "vector")
     shape = w.shape
     return Roofline(
         workload=w.name,
@@ -214,7 +209,13 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
 def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False) -> Any:
     """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it."""
     seconds = positive("measured_seconds", measured_seconds)
-    result = np.asarray(roofline(workload, gpu, sparse=sparse).t_sol) / seconds
+    t_sol = np.asarray(roofline(workload, gpu, sparse=sparse).t_sol)
+    try:
+        result = t_sol / seconds
+    except ValueError:
+        raise ShapeError(
+            f"measured_seconds of shape {np.shape(seconds)} does not broadcast with the workload's shape {np.shape(t_sol)}"
+        ) from None
     return as_result(finite_result("measured_seconds", result, "it is too small to divide by"))
 
 
@@ -225,42 +226,51 @@ def _n_gpus(n_gpus: Any) -> np.ndarray:
         raise MeasurementError(str(exc)) from None
 
 
-def _flops_of(flops: Union[Workload, Any], executed: bool) -> np.ndarray:
+def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sparse: bool, executed: bool) -> Any:
+    """FLOPs / (matrix peak of ``dtype`` x seconds x n_gpus), shared by ``mfu`` and ``hfu``.
+
+    A Workload whose matrix kernels all run in another precision than ``dtype`` is refused: an
+    fp8 workload measured against the bf16 peak would read as MFU 2.0.
+    """
+    precision = normalize(dtype, "dtype")
+    g = as_gpu(gpu)
     if isinstance(flops, Workload):
-        return flops.executed_flops if executed else flops.flops
-    return positive("flops", flops)
+        f = flops.executed_flops if executed else flops.flops
+        classes = {rate_class(k.precision) for k in flops.kernels if np.any(k.matrix_flops > 0)}
+        if classes and rate_class(precision) not in classes:
+            raise OptionError(
+                f"dtype is {precision!r} but the workload's matrix kernels run in {', '.join(sorted(classes))}; "
+                f"pass dtype= the precision whose peak the utilization should be measured against"
+            )
+    else:
+        f = positive("flops", flops)
+    s = positive("seconds", seconds)
+    n = _n_gpus(n_gpus)
+    peak = g.peak_flops(precision, "matrix", sparse=sparse)
+    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
 
 
 def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
 
-    ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``).
+    ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``; its matrix
+    kernels must include ``dtype``'s precision).
     """
-    normalize(dtype, "dtype")
-    f = _flops_of(flops, executed=False)
-    s = positive("seconds", seconds)
-    n = _n_gpus(n_gpus)
-    peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
-    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
+    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, executed=False)
 
 
 def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
     """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus)."""
-    normalize(dtype, "dtype")
-    f = _flops_of(flops, executed=True)
-    s = positive("seconds", seconds)
-    n = _n_gpus(n_gpus)
-    peak = as_gpu(gpu).peak_flops(dtype, "matrix", sparse=sparse)
-    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
+    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, executed=True)
 
 
 def achieved_flops(workload: Workload, seconds: Any) -> Any:
     """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``."""
-    rate = _as_workload(workload).executed_flops / positive("seconds", seconds)
+    rate = as_workload(workload).executed_flops / positive("seconds", seconds)
     return as_result(finite_result("seconds", rate, "it is too small to divide by"))
 
 
 def achieved_bandwidth(workload: Workload, seconds: Any) -> Any:
     """DRAM bytes/s reached (compulsory bytes over the measured time)."""
-    rate = _as_workload(workload).bytes / positive("seconds", seconds)
+    rate = as_workload(workload).bytes / positive("seconds", seconds)
     return as_result(finite_result("seconds", rate, "it is too small to divide by"))

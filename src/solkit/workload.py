@@ -15,12 +15,9 @@ import numpy as np
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import normalize
 
-__all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS"]
+__all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS", "as_workload", "chain"]
 
-#: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
-#: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
-#: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
-KERNEL_KINDS = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
+from .hardware import KERNEL_KINDS
 
 
 def _f64(x: Any) -> np.ndarray:
@@ -75,12 +72,22 @@ class Kernel:
         object.__setattr__(self, "precision", normalize(self.precision, "precision"))
         object.__setattr__(self, "vector_precision", normalize(self.vector_precision, "vector_precision"))
         for name in ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "launches"):
-            object.__setattr__(self, name, _f64(getattr(self, name)))
-        useful = self.matrix_flops + self.vector_flops if self.model_flops is None else _f64(self.model_flops)
+            try:
+                object.__setattr__(self, name, _f64(getattr(self, name)))
+            except (TypeError, ValueError):
+                raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {getattr(self, name)!r}") from None
+        try:
+            useful = self.matrix_flops + self.vector_flops if self.model_flops is None else _f64(self.model_flops)
+        except (TypeError, ValueError):
+            raise ArgumentTypeError(f"model_flops must be a number or an array of numbers, got {self.model_flops!r}") from None
         object.__setattr__(self, "model_flops", useful)
         # every figure takes the kernel's broadcast shape, so a sweep never mixes 0-d and n-d
         figures = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops")
-        shaped = np.broadcast_arrays(*(getattr(self, f) for f in figures))
+        try:
+            shaped = np.broadcast_arrays(*(getattr(self, f) for f in figures))
+        except ValueError:
+            shapes = ", ".join(f"{f} {np.shape(getattr(self, f))}" for f in figures)
+            raise ShapeError(f"{self.name}: the shape arguments do not broadcast together ({shapes})") from None
         for name, arr in zip(figures, shaped):
             if not np.all(np.isfinite(arr)):
                 raise ShapeError(f"{self.name}: {name} is not finite (a shape too large for float64, about 1.8e308)")
@@ -129,6 +136,8 @@ class Workload:
     kernels: tuple[Kernel, ...]
 
     def __post_init__(self) -> None:
+        if not isinstance(self.kernels, (tuple, list)):
+            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {self.kernels!r}")
         kernels = tuple(self.kernels)
         if not kernels or not all(isinstance(k, Kernel) for k in kernels):
             raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {self.kernels!r}")
@@ -222,6 +231,16 @@ class Workload:
         )
 
 
+def as_workload(w: Any, argument: str = "workload") -> Workload:
+    """A Workload from a Workload or a single Kernel; anything else is a type error naming ``argument``."""
+    if isinstance(w, Workload):
+        return w
+    if isinstance(w, Kernel):
+        return Workload(w.name, (w,))
+    raise ArgumentTypeError(f"{argument} must be a solkit Workload or Kernel, got {type(w).__name__}")
+
+
 def chain(name: str, *workloads: Workload) -> Workload:
-    """Workloads run back to back, as one workload named ``name``."""
-    return Workload(name, tuple(k for w in workloads for k in w.kernels))
+    """Workloads (or kernels) run back to back, as one workload named ``name``."""
+    parts = [as_workload(w, f"workloads[{i}]") for i, w in enumerate(workloads)]
+    return Workload(name, tuple(k for w in parts for k in w.kernels))

@@ -15,7 +15,14 @@ from .matmul import matmul
 from .norm import layernorm, layernorm_residual, rmsnorm
 from .projection import qkv_projection, qkv_widths
 
+#: the functions that map shapes to a Workload (the rest of __all__ are helpers)
+OPERATORS: tuple[str, ...] = (
+    "matmul", "qkv_projection", "layernorm", "rmsnorm", "layernorm_residual", "softmax", "add", "gelu", "silu",
+    "copy", "elementwise", "embedding", "conv2d", "attention",
+)
+
 __all__ = [
+    "OPERATORS",
     "add",
     "attention",
     "attention_pairs",

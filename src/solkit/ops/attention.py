@@ -14,11 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import choice, dim
-from ..errors import ShapeError
+from .._validate import broadcast, choice, dim, flag
 from ..precision import storage_bytes
 from ..workload import GemmDims, Kernel, Workload
-from ._common import at_most, divisible, dtype_of, flag
+from ._common import at_most, divisible, dtype_of
 from .elementwise import FLOPS_PER_ELEMENT
 from .matmul import gemm_kernel
 
@@ -29,8 +28,9 @@ IMPLS = ("flash", "naive")
 
 def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> np.ndarray:
     """Unmasked (query, key) pairs per head: sq*skv, or the bottom-right causal count."""
-    sq, skv = np.asarray(seq_q, dtype=np.float64), np.asarray(seq_kv, dtype=np.float64)
-    if not causal:
+    sq, skv = dim("seq_q", seq_q), dim("seq_kv", seq_kv)
+    broadcast(seq_q=sq, seq_kv=skv)
+    if not flag("causal", causal):
         return sq * skv
     return np.where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)
 
@@ -63,6 +63,7 @@ def attention(
     skv = sq if seq_kv is None else dim("seq_kv", seq_kv)
     d = dim("head_dim", head_dim)
     kv = h if kv_heads is None else dim("kv_heads", kv_heads)
+    broadcast(batch=b, heads=h, seq_q=sq, seq_kv=skv, head_dim=d, kv_heads=kv)
     at_most("kv_heads", kv, "heads", h)
     divisible("heads", h, "kv_heads", kv)
     e = storage_bytes(dt)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import choice, dim
+from .._validate import broadcast, choice, dim
 from ..errors import ArgumentTypeError, ShapeError
 from ..precision import storage_bytes
 from ..workload import GemmDims, Kernel, Workload
@@ -36,6 +36,9 @@ def _pair(name: str, value: Any, minimum: int) -> tuple[np.ndarray, np.ndarray]:
 
 def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> np.ndarray:
     """Output extent along one axis: (size + 2*padding - dilation*(kernel - 1) - 1) // stride + 1."""
+    size, kernel, stride = dim(axis, size), dim("kernel", kernel), dim("stride", stride)
+    padding, dilation = dim("padding", padding, 0), dim("dilation", dilation)
+    broadcast(**{axis: size, "kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation})
     size, kernel, stride, padding, dilation = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
                                                                      (size, kernel, stride, padding, dilation)))
     span = dilation * (kernel - 1) + 1
@@ -60,10 +63,10 @@ def conv2d(
     kernel: Any = 3,
     stride: Any = 1,
     padding: Any = 0,
-    dilation: Any = 1,
     groups: Any = 1,
     layout: str = "nhwc",
     dtype: Any = "bf16",
+    dilation: Any = 1,
 ) -> Workload:
     """A 2-D convolution. ``kernel``, ``stride``, ``padding``, ``dilation``: an int or a pair (h, w).
 
@@ -85,6 +88,8 @@ def conv2d(
     ph, pw = _pair("padding", padding, 0)
     dh, dw = _pair("dilation", dilation, 1)
     g = dim("groups", groups)
+    broadcast(batch=n, in_channels=c, height=h, width=w_, out_channels=k, kernel_h=r, kernel_w=s, stride_h=sh,
+              stride_w=sw, padding_h=ph, padding_w=pw, dilation_h=dh, dilation_w=dw, groups=g)
     divisible("in_channels", c, "groups", g)
     divisible("out_channels", k, "groups", g)
     ho = conv_output_size(h, r, sh, ph, dh, "height")
@@ -115,8 +120,8 @@ def conv2d(
         if np.all(direct):
             return Workload("conv2d (nchw, direct 1x1)", (conv.renamed("conv (nchw 1x1 gemm)"),))
         extra = np.where(direct, 0.0, 1.0)  # broadcast sweeps: transforms only where needed
-        to_nhwc = Kernel("nchw->nhwc (x)", "layout", dt, bytes_read=extra * x_bytes, bytes_written=extra * x_bytes)
-        to_nchw = Kernel("nhwc->nchw (y)", "layout", dt, bytes_read=extra * y_bytes, bytes_written=extra * y_bytes)
+        to_nhwc = Kernel("nchw->nhwc (x)", "layout", dt, bytes_read=extra * x_bytes, bytes_written=extra * x_bytes, op="layout")
+        to_nchw = Kernel("nhwc->nchw (y)", "layout", dt, bytes_read=extra * y_bytes, bytes_written=extra * y_bytes, op="layout")
         return Workload("conv2d (nchw)", (to_nhwc, conv, to_nchw))
     # im2col: cols [N*Ho*Wo, C*R*S]; per group cols [N*Ho*Wo, (C/g)*R*S] @ w [(C/g)*R*S, K/g]
     cols_bytes = n * ho * wo * c * r * s * e

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import dim
+from .._validate import broadcast, dim
 from ..errors import ArgumentTypeError
 from ..precision import storage_bytes
 from ..workload import Kernel, Workload
@@ -37,6 +37,7 @@ def elementwise(
     i = dim("inputs", inputs, minimum=0)
     o = dim("outputs", outputs)
     f = dim("flops_per_element", flops_per_element, minimum=0)
+    broadcast(elements=n, inputs=i, outputs=o, flops_per_element=f)
     if not isinstance(name, str) or not name:
         raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
     e = storage_bytes(dt)
@@ -78,6 +79,7 @@ def softmax(rows: Any, cols: Any, dtype: Any = "bf16") -> Workload:
     """
     dt = dtype_of(dtype)
     r, c = dim("rows", rows), dim("cols", cols)
+    broadcast(rows=r, cols=c)
     e = storage_bytes(dt)
     kernel = Kernel(
         name="softmax",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import dim
+from .._validate import broadcast, dim
 from ..precision import storage_bytes
 from ..workload import Kernel, Workload
 from ._common import dtype_of
@@ -23,7 +23,8 @@ def embedding(tokens: Any, vocab: Any, d_model: Any, dtype: Any = "bf16") -> Wor
     (vocab) does not change the compulsory traffic.
     """
     dt = dtype_of(dtype)
-    t, _, d = dim("tokens", tokens), dim("vocab", vocab), dim("d_model", d_model)
+    t, v, d = dim("tokens", tokens), dim("vocab", vocab), dim("d_model", d_model)
+    broadcast(tokens=t, vocab=v, d_model=d)
     e = storage_bytes(dt)
     kernel = Kernel(
         name="embedding",

@@ -6,7 +6,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._validate import choice, dim, flag
+from .._validate import broadcast, choice, dim, flag
 from ..precision import default_out_precision, normalize, storage_bytes
 from ..workload import GemmDims, Kernel, Workload
 
@@ -80,6 +80,7 @@ def matmul(
     """
     dt = normalize(dtype)
     mm, nn, kk, bb = dim("m", m), dim("n", n), dim("k", k), dim("batch", batch)
+    broadcast(m=mm, n=nn, k=kk, batch=bb)
     flag("bias", bias)
     # a [b,m,k] @ b [b,k,n] -> c [b,m,n]
     kernel = gemm_kernel("matmul", mm, nn, kk, bb, dt, out_dtype, bias=bool(bias), epilogue=epilogue)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import dim
+from .._validate import broadcast, dim
 from ..precision import storage_bytes
 from ..workload import Kernel, Workload
 from ._common import dtype_of, flag
@@ -42,6 +42,7 @@ def layernorm(tokens: Any, d_model: Any, dtype: Any = "bf16") -> Workload:
     """
     dt = dtype_of(dtype)
     t, d = dim("tokens", tokens), dim("d_model", d_model)
+    broadcast(tokens=t, d_model=d)
     return Workload("layernorm", (_norm_kernel("layernorm", t, d, dt, params=2, flops=LAYERNORM_FLOPS),))
 
 
@@ -52,6 +53,7 @@ def rmsnorm(tokens: Any, d_model: Any, dtype: Any = "bf16") -> Workload:
     """
     dt = dtype_of(dtype)
     t, d = dim("tokens", tokens), dim("d_model", d_model)
+    broadcast(tokens=t, d_model=d)
     return Workload("rmsnorm", (_norm_kernel("rmsnorm", t, d, dt, params=1, flops=RMSNORM_FLOPS),))
 
 
@@ -65,6 +67,7 @@ def layernorm_residual(tokens: Any, d_model: Any, fused: bool = True, dtype: Any
     """
     dt = dtype_of(dtype)
     t, d = dim("tokens", tokens), dim("d_model", d_model)
+    broadcast(tokens=t, d_model=d)
     if flag("fused", fused):
         kernel = _norm_kernel(
             "add+layernorm", t, d, dt, params=2, flops=1 + LAYERNORM_FLOPS, extra_in=1, extra_out=1,
