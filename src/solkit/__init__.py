@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import errors, ops, plot
+from . import errors, models, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import GPU, list_gpus, load_gpu
@@ -30,6 +30,7 @@ __all__ = [
     "list_gpus",
     "load_gpu",
     "mfu",
+    "models",
     "ops",
     "plot",
     "predict",

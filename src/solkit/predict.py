@@ -27,11 +27,13 @@ The model, with every parameter named and measured or fitted (``measured:`` in t
   CUDA cores.
 
 A GPU with no ``measured:`` section uses ``DEFAULTS`` (fractions of its datasheet figures,
-taken from the H200 measurements) and says so in ``Prediction.notes``.
+taken from the H200 measurements) for its ceilings, borrows the per-kind efficiencies and
+latencies of ``REFERENCE_GPU``'s calibration, and says so in ``Prediction.notes``.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -121,27 +123,34 @@ class Calibration:
 
 
 def calibration(gpu: Any) -> Calibration:
-    """The predictor's parameters for ``gpu``: its ``measured:`` section, else ``DEFAULTS``."""
+    """The predictor's parameters for ``gpu``: its ``measured:`` section, else defaults.
+
+    Defaults: the ceilings are ``DEFAULTS`` fractions of the GPU's own datasheet peaks and
+    bandwidth; the per-kind efficiencies, latencies, penalties and overlap are borrowed from the
+    reference calibration (``REFERENCE_GPU``, measured), since they describe the software's
+    kernels more than the chip (NB: a different GPU generation can differ).
+    """
     g = as_gpu(gpu)
     m = g.measured
     if m is None:
+        reference = _reference_calibration()
+        borrowed = {} if reference is None else dict(
+            gap_s=reference.gap_s, latency_s=reference.latency_s, compute_efficiency=reference.compute_efficiency,
+            memory_efficiency=reference.memory_efficiency, misaligned_penalty=reference.misaligned_penalty,
+            small_channel_penalty=reference.small_channel_penalty, overlap=reference.overlap)
         return Calibration(
             gpu=g.name,
             calibrated=False,
             source=(
-                f"{g.name} has no measured section: default efficiencies (matmul {DEFAULTS['matmul_fraction']:.0%} of the "
-                f"dense peak, bandwidth {DEFAULTS['bandwidth_fraction']:.0%} of the datasheet, launch floor "
-                f"{DEFAULTS['launch_floor_s'] * 1e6:g} us, taken from the H200)"
+                f"{g.name} has no measured section: uncalibrated defaults (matmul {DEFAULTS['matmul_fraction']:.0%} "
+                f"of the dense peak, bandwidth {DEFAULTS['bandwidth_fraction']:.0%} of the datasheet, launch floor "
+                f"{DEFAULTS['launch_floor_s'] * 1e6:g} us; kernel efficiencies borrowed from {REFERENCE_GPU}'s calibration)"
             ),
             matmul_flops={},
             bandwidth=DEFAULTS["bandwidth_fraction"] * g.memory_bandwidth,
             launch_s=DEFAULTS["launch_floor_s"],
-            gap_s=DEFAULTS["kernel_gap_s"],
-            latency_s={},
-            compute_efficiency={},
-            memory_efficiency={},
-            misaligned_penalty=1.0,
-            small_channel_penalty=1.0,
+            **{"gap_s": DEFAULTS["kernel_gap_s"], "latency_s": {}, "compute_efficiency": {}, "memory_efficiency": {},
+               "misaligned_penalty": 1.0, "small_channel_penalty": 1.0, **borrowed},
         )
     return Calibration(
         gpu=g.name,
@@ -158,6 +167,21 @@ def calibration(gpu: Any) -> Calibration:
         small_channel_penalty=m.small_channel_penalty,
         overlap=float(m.overlap_exponent),
     )
+
+
+#: the measured GPU whose kernel efficiencies an uncalibrated GPU borrows
+REFERENCE_GPU = "h200-sxm"
+
+
+@functools.lru_cache(maxsize=1)
+def _reference_calibration() -> "Calibration | None":
+    from .hardware import load_spec_file, spec_dirs
+
+    path = spec_dirs()[-1] / f"{REFERENCE_GPU}.yaml"
+    if not path.is_file():
+        return None
+    reference = load_spec_file(path)
+    return calibration(reference) if reference.measured is not None else None
 
 
 def _ceil(a: Any, b: Any) -> np.ndarray:

@@ -204,8 +204,10 @@ class Workload:
             return NotImplemented
         return Workload(f"{self.name} + {other.name}", self.kernels + other.kernels)
 
-    def renamed(self, name: str) -> "Workload":
-        """The same kernels under another name."""
+    def renamed(self, name: str, kernels: bool = False) -> "Workload":
+        """The same kernels under another name; ``kernels=True`` renames a single-kernel workload's kernel too."""
+        if kernels and len(self.kernels) == 1:
+            return Workload(name, (self.kernels[0].renamed(name),))
         return Workload(name, self.kernels)
 
     def _repr_html_(self) -> str:

@@ -1,0 +1,122 @@
+"""Transformer layers and models from ops: pre-norm decoders (Llama) and post-norm encoders (BERT)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._validate import choice, dim, flag
+from ..errors import OptionError
+from ..ops import add, attention, elementwise, embedding, gelu, layernorm, layernorm_residual, matmul, qkv_projection, rmsnorm
+from ..ops.projection import qkv_widths
+from ..workload import Workload, chain
+
+__all__ = ["decoder_layer", "transformer", "preset", "PRESETS"]
+
+#: SwiGLU's combine step silu(gate) * up: silu 4 FLOPs + 1 multiply per element
+SWIGLU_FLOPS = 5
+
+#: published shapes. Llama-3-8B: Meta's model card / config.json (32 layers, d 4096, 32 heads, 8 KV
+#: heads, MLP 14336, vocab 128256, RMSNorm, SwiGLU). BERT-base: Devlin et al. 2018 (12 layers,
+#: d 768, 12 heads, MLP 3072, vocab 30522, LayerNorm, GELU, post-norm, not causal).
+PRESETS: dict[str, dict[str, Any]] = {
+    "llama3-8b": dict(layers=32, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256,
+                      mlp="swiglu", norm="rmsnorm", causal=True),
+    "llama3-70b": dict(layers=80, d_model=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=128256,
+                       mlp="swiglu", norm="rmsnorm", causal=True),
+    "bert-base": dict(layers=12, d_model=768, heads=12, kv_heads=12, head_dim=64, ffn=3072, vocab=30522,
+                      mlp="gelu", norm="layernorm", causal=False),
+    "bert-large": dict(layers=24, d_model=1024, heads=16, kv_heads=16, head_dim=64, ffn=4096, vocab=30522,
+                       mlp="gelu", norm="layernorm", causal=False),
+}
+
+
+def decoder_layer(
+    batch: Any,
+    seq: Any,
+    d_model: Any,
+    heads: Any,
+    kv_heads: Any = None,
+    head_dim: Any = None,
+    ffn: Any = None,
+    mlp: str = "swiglu",
+    norm: str = "rmsnorm",
+    causal: bool = True,
+    fused_qkv: bool = True,
+    fused_norm: bool = False,
+    attention_impl: str = "flash",
+    dtype: Any = "bf16",
+) -> Workload:
+    """One transformer layer's forward pass over T = batch*seq tokens.
+
+    Pre-norm, as Llama: norm, QKV projection, attention, output projection [T,q] @ [q,d],
+    residual add, norm, MLP, residual add. MLP "swiglu": gate and up as one GEMM
+    [T,d] @ [d,2*ffn], silu(gate)*up (5 FLOPs per element), down [T,ffn] @ [ffn,d]; "gelu":
+    [T,d] @ [d,ffn], gelu, [T,ffn] @ [ffn,d]. ``fused_norm`` (layernorm only) fuses each
+    residual add into the following LayerNorm (``layernorm_residual``). ``ffn`` defaults to 4*d.
+    """
+    b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
+    t = b * s
+    f = 4 * d if ffn is None else dim("ffn", ffn)
+    kind = choice("mlp", mlp, ("swiglu", "gelu"))
+    norm_kind = choice("norm", norm, ("rmsnorm", "layernorm"))
+    fuse = flag("fused_norm", fused_norm)
+    if fuse and norm_kind != "layernorm":
+        raise OptionError(f"fused_norm=True needs norm='layernorm' (layernorm_residual), got norm={norm!r}")
+    q, _ = qkv_widths(d, heads, kv_heads, head_dim)
+    hd = q / dim("heads", heads)
+    normalize = rmsnorm if norm_kind == "rmsnorm" else layernorm
+    parts = [
+        normalize(t, d, dtype),
+        qkv_projection(t, d, heads, kv_heads, hd, fused=flag("fused_qkv", fused_qkv), dtype=dtype),
+        attention(b, heads, s, head_dim=hd, kv_heads=kv_heads, causal=causal, impl=attention_impl, dtype=dtype),
+        matmul(t, d, q, dtype=dtype).renamed("o_proj", kernels=True),  # attn [T,q] @ w_o [q,d] -> [T,d]
+        layernorm_residual(t, d, fused=True, dtype=dtype) if fuse else chain("residual + norm", add(t * d, dtype),
+                                                                            normalize(t, d, dtype)),
+    ]
+    if kind == "swiglu":
+        parts += [
+            matmul(t, 2 * f, d, dtype=dtype).renamed("gate_up", kernels=True),  # x [T,d] @ w [d,2*ffn] -> [T,2*ffn]
+            elementwise(t * f, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS, dtype=dtype, name="silu*up"),
+            matmul(t, d, f, dtype=dtype).renamed("down", kernels=True),  # h [T,ffn] @ w [ffn,d] -> [T,d]
+        ]
+    else:
+        parts += [
+            matmul(t, f, d, dtype=dtype).renamed("up", kernels=True),  # x [T,d] @ w [d,ffn] -> [T,ffn]
+            gelu(t * f, dtype),
+            matmul(t, d, f, dtype=dtype).renamed("down", kernels=True),  # h [T,ffn] @ w [ffn,d] -> [T,d]
+        ]
+    parts.append(add(t * d, dtype))  # residual
+    return chain("decoder layer", *parts)
+
+
+def transformer(
+    layers: Any,
+    vocab: Any,
+    batch: Any,
+    seq: Any,
+    d_model: Any,
+    heads: Any,
+    lm_head: bool = True,
+    **layer_options: Any,
+) -> Workload:
+    """A whole model's forward pass: embedding, ``layers`` x ``decoder_layer``, final norm, LM head [T,d] @ [d,vocab]."""
+    n = int(dim("layers", layers))
+    v = dim("vocab", vocab)
+    b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
+    t = b * s
+    layer = decoder_layer(batch, seq, d_model, heads, **layer_options)
+    dtype = layer_options.get("dtype", "bf16")
+    normalize = rmsnorm if layer_options.get("norm", "rmsnorm") == "rmsnorm" else layernorm
+    parts = [embedding(t, v, d, dtype), Workload("layers", layer.kernels * n), normalize(t, d, dtype)]
+    if flag("lm_head", lm_head):
+        parts.append(matmul(t, v, d, dtype=dtype).renamed("lm_head", kernels=True))  # h [T,d] @ w [d,vocab] -> logits [T,vocab]
+    return chain(f"transformer ({n} layers)", *parts)
+
+
+def preset(name: str, batch: Any = 1, seq: Any = 2048, **overrides: Any) -> Workload:
+    """The forward pass of a published model ("llama3-8b", "llama3-70b", "bert-base", "bert-large")."""
+    key = name.strip().lower() if isinstance(name, str) else name
+    if key not in PRESETS:
+        raise OptionError(f"preset must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
+    config = {**PRESETS[key], **overrides}
+    return transformer(batch=batch, seq=seq, **config).renamed(f"{key} forward")

@@ -1,0 +1,100 @@
+"""Whole models: hand-counted FLOPs of a Llama-3-8B layer and model, ResNet-50 against its published count, training steps."""
+
+from __future__ import annotations
+
+import pytest
+
+import solkit as sk
+from solkit import models, ops
+from solkit.errors import OptionError
+
+T = 8192  # tokens: batch 1 x seq 8192
+
+
+def test_llama3_8b_layer_flops():
+    """GEMMs 2*T*d*(q + 2kv + q + 2*ffn + ffn) = 2*8192*4096*53248 = 3,573,412,790,272; causal attention 549,827,739,648."""
+    w = models.decoder_layer(1, T, 4096, 32, kv_heads=8, head_dim=128, ffn=14336)
+    gemm = 2 * T * 4096 * (6144 + 4096 + 2 * 14336 + 14336)  # qkv, o_proj, gate_up, down
+    pairs = T * T - T * (T - 1) // 2  # 33,558,528
+    attn = 4 * 32 * 128 * pairs  # 549,827,739,648
+    assert w.matrix_flops == gemm + attn
+    vector = 2 * 4 * T * 4096 + 2 * 1 * T * 4096 + 5 * T * 14336  # two rmsnorms, two residual adds, silu*up
+    assert w.vector_flops == vector  # 966,787,072
+    assert [k.name for k in w.kernels] == ["rmsnorm", "qkv", "flash attention", "o_proj", "add", "rmsnorm", "gate_up",
+                                           "silu*up", "down", "add"]
+
+
+def test_llama3_8b_model_matches_parameter_count():
+    """Forward GEMM FLOPs per token = 2 x matmul parameters: 2 x (32 x 218,103,808 + 4096 x 128256) = 15,009,316,864."""
+    w = models.preset("llama3-8b", batch=1, seq=T)
+    per_layer = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336  # 218,103,808
+    matmul_params = 32 * per_layer + 4096 * 128256  # 7,504,658,432
+    attention = 32 * 4 * 32 * 128 * (T * T - T * (T - 1) // 2)
+    assert (w.matrix_flops - attention) / T == 2 * matmul_params
+    assert len(w.kernels) == 1 + 32 * 10 + 2  # embedding, 32 layers, final norm, lm head
+
+
+def test_bert_base_is_post_norm_gelu_not_causal():
+    """BERT-base preset: LayerNorm, GELU MLP, full attention: pairs = seq^2."""
+    w = models.preset("bert-base", batch=8, seq=512)
+    names = {k.name for k in w.kernels}
+    assert {"layernorm", "gelu", "up", "down"} <= names
+    attn = [k for k in w.kernels if k.kind == "attention"][0]
+    assert attn.model_flops == 4 * 8 * 12 * 64 * 512 * 512  # 6,442,450,944 per layer
+
+
+def test_resnet50_matches_published_count():
+    """Conv + FC multiply-adds per 224x224 image: 4.089e9 (torchvision's ResNet50 table: 4.09 GFLOPS, i.e. GMACs)."""
+    w = models.resnet50(1)
+    macs = sum(float(k.matrix_flops) for k in w.kernels if k.kind in ("conv", "gemm")) / 2
+    assert macs == pytest.approx(4.09e9, rel=2e-3)
+    stem = w.kernels[0]
+    assert stem.matrix_flops == 2 * 64 * 112 * 112 * 3 * 49  # 236,027,904
+    convs = [k for k in w.kernels if k.kind == "conv"]
+    assert len(convs) == 1 + 16 * 3 + 4  # stem, 16 bottlenecks of 3 convs, 4 projections
+    assert models.resnet50(32).flops == pytest.approx(32 * w.flops)
+
+
+def test_training_step_of_a_gemm():
+    """C[m,n] = A[m,k] B[k,n]: dgrad (m,k,n), wgrad (k,n,m); model FLOPs 3 x 2*m*n*k."""
+    m, n, k = 4096, 1024, 512
+    step = models.training_step(ops.matmul(m, n, k))
+    assert [x.name for x in step.kernels] == ["matmul", "matmul dgrad", "matmul wgrad"]
+    dgrad, wgrad = step.kernels[1].gemm, step.kernels[2].gemm
+    assert (dgrad.m, dgrad.n, dgrad.k) == (m, k, n)
+    assert (wgrad.m, wgrad.n, wgrad.k) == (k, n, m)
+    assert step.flops == 3 * 2 * m * n * k  # 12,884,901,888
+    assert step.kernels[1].bytes == (m * n + n * k + m * k) * 2  # dC, B, dA in bf16: 15,728,640
+
+
+def test_training_step_attention_and_norm():
+    """Flash backward executes 2.5x, counts 2x; a norm's backward reads inputs + dy and writes dx (and dgamma)."""
+    fwd = ops.attention(1, 8, 1024)
+    step = models.training_step(fwd)
+    back = step.kernels[1]
+    assert back.matrix_flops == 2.5 * fwd.executed_flops
+    assert back.model_flops == 2 * fwd.flops
+    assert back.bytes == fwd.bytes_read + 2 * fwd.bytes_written + fwd.bytes_read  # Q,K,V,O,dO in; dQ,dK,dV out
+    ln = ops.layernorm(8192, 4096)
+    lb = models.training_step(ln).kernels[1]
+    # reads x, gamma, beta, dy: (2*T*d + 2*d)*2; writes dx, dgamma, dbeta: (T*d + 2*d)*2 -> 201,359,360
+    assert lb.bytes == (2 * 8192 * 4096 + 2 * 4096) * 2 + (8192 * 4096 + 2 * 4096) * 2
+
+
+def test_models_feed_the_rest_of_the_library():
+    """A model step goes through roofline, predict and mfu like any workload."""
+    step = models.training_step(models.preset("llama3-8b", batch=1, seq=4096))
+    r = sk.roofline(step, "h100")
+    assert r.bound == "compute"
+    assert sk.predict(step, "h200").seconds > sk.roofline(step, "h200").t_sol
+    assert 0 < sk.mfu(step, 2 * r.t_sol, "h100") <= 0.5 + 1e-12
+
+
+def test_bad_model_arguments():
+    """Unknown preset, unknown MLP, fused_norm with RMSNorm: errors naming the argument."""
+    with pytest.raises(OptionError, match="preset must be one of"):
+        models.preset("gpt-5")
+    with pytest.raises(OptionError, match="mlp must be one of 'swiglu', 'gelu'"):
+        models.decoder_layer(1, 128, 768, 12, mlp="relu2")
+    with pytest.raises(OptionError, match="fused_norm=True needs norm='layernorm'"):
+        models.decoder_layer(1, 128, 768, 12, fused_norm=True)
