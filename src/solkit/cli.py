@@ -123,9 +123,11 @@ def _cmd_table(args: argparse.Namespace) -> int:
     gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS)]
     print("Speed-of-light bounds of the standard operators (dense datasheet peaks, compulsory DRAM bytes)")
     for g in gpus:
-        print(f"  {g}; bf16 {g.peak_flops('bf16') / 1e12:g} TFLOP/s")
+        calibrated = f"calibrated {g.measured.date}" if g.measured else "uncalibrated: predictions marked ~"
+        print(f"  {g}; bf16 {g.peak_flops('bf16') / 1e12:g} TFLOP/s; {calibrated}")
     print()
     print(roofline_table(standard_workloads(), gpus))
+    print("\npredicted us: the calibrated expected time (solkit.predict); `solkit op NAME ...` shows one op per kernel.")
     return 0
 
 

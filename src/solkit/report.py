@@ -15,10 +15,11 @@ from .workload import Workload
 
 __all__ = ["roofline_rows", "format_table", "roofline_table", "sweep"]
 
-COLUMNS = ("op", "gpu", "kernels", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound")
+COLUMNS = ("op", "gpu", "kernels", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound",
+           "predicted us")
 
 
-def _row(label: str, r: Roofline, n_kernels: int) -> tuple[str, ...]:
+def _row(label: str, r: Roofline, n_kernels: int, predicted: Any = None) -> tuple[str, ...]:
     if np.ndim(r.t_sol):
         raise OptionError(f"{label}: a table row needs scalar shapes; use solkit.sweep() for sweeps")
     return (
@@ -32,13 +33,17 @@ def _row(label: str, r: Roofline, n_kernels: int) -> tuple[str, ...]:
         f"{r.t_memory * 1e6:,.2f}",
         f"{r.t_sol * 1e6:,.2f}",
         r.bound,
+        "" if predicted is None else (f"{predicted.seconds * 1e6:,.2f}" + ("" if predicted.calibrated else " ~")),
     )
 
 
 def roofline_rows(workloads: dict[str, Workload], gpus: Iterable[Any]) -> list[tuple[str, ...]]:
-    """One row per (workload, GPU), GPUs varying fastest."""
+    """One row per (workload, GPU), GPUs varying fastest; predicted times end in ' ~' where uncalibrated."""
+    from .predict import predict
+
     specs = [as_gpu(g) for g in gpus]
-    return [_row(label, roofline(w, g), len(w.kernels)) for label, w in workloads.items() for g in specs]
+    return [_row(label, roofline(w, g), len(w.kernels), predict(w, g, warn=False)) for label, w in workloads.items()
+            for g in specs]
 
 
 def format_table(rows: Sequence[Sequence[str]], header: Sequence[str] = COLUMNS) -> str:
