@@ -32,7 +32,7 @@ from solkit.validation import is_holdout, load_measurements, workload_of  # noqa
 DATA = ROOT / "data" / "h200_measurements.json"
 SPEC = ROOT / "hardware_specs" / "h200-sxm.yaml"
 
-EFF_GRID = np.geomspace(0.03, 1.2, 90)
+EFF_GRID = np.geomspace(0.03, 1.1, 90)  # 1.1 x 4.27 TB/s = 4.7 < 4.8 datasheet; 1.1 x 691 < 989 TFLOP/s
 LAT_GRID = np.linspace(0.0, 20e-6, 81)
 PEN_GRID = np.geomspace(1.0, 40.0, 60)
 MIN_CASES_PER_KEY = 5
@@ -55,8 +55,8 @@ def ceilings(mset) -> dict:
 
 
 def _key(terms) -> str:
-    """The operator entry a kernel's parameters come from (split-KV flash attention has its own)."""
-    return f"{terms.op}_splitkv" if np.all(terms.split) else terms.op
+    """The operator entry a kernel's parameters come from (split-KV attention, depthwise convs have their own)."""
+    return f"{terms.op}_{terms.variant}" if terms.variant and np.all(terms.variant_mask) else terms.op
 
 
 def fit(mset, gpu, ceil: dict) -> tuple[Calibration, dict]:
@@ -75,7 +75,7 @@ def fit(mset, gpu, ceil: dict) -> tuple[Calibration, dict]:
     # MIN_CASES_PER_KEY training cases gets its own entry (fewer would fit noise)
     op_count: dict[str, int] = {}
     for c in train:
-        for op in {_key(t) for t in terms[c.id] if t.kind in ("reduction", "elementwise", "attention")}:
+        for op in {_key(t) for t in terms[c.id] if t.kind in ("reduction", "elementwise", "attention", "conv")}:
             op_count[op] = op_count.get(op, 0) + 1
     op_keys = sorted(op for op, n in op_count.items() if n >= MIN_CASES_PER_KEY)
     compute_kinds = sorted({t.kind for c in train for t in terms[c.id] if np.any(t.t_compute > t.t_memory)})

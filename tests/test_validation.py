@@ -54,14 +54,14 @@ def test_prediction_targets_on_full_set(mset, results):
 
 
 def test_prediction_on_held_out_third(mset, results):
-    """Held-out cases (never fitted): median <= 10%; p90 within 35% (32.3% as calibrated; the issue's 30% is for the full set)."""
+    """Held-out cases (never fitted): median <= 10% and p90 <= 30% (7.9% and 29.4% as calibrated)."""
     primary = {c.id for c in mset.cases if c.primary}
     held = [r for r in results if r.id in primary and r.holdout]
     assert len(held) >= 60
     summary = summarize(held)[-1]
     print(f"held out: median {summary.median_error:.1%}, p90 {summary.p90_error:.1%} over {summary.n}")
     assert summary.median_error <= 0.10
-    assert summary.p90_error <= 0.35
+    assert summary.p90_error <= 0.30
 
 
 def test_holdout_split_is_a_third():

@@ -60,7 +60,7 @@ KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "re
 #: keys a calibration table may use: kernel kinds, then the operators kernels name in ``Kernel.op``
 #: (a test checks that every operator in solkit.ops emits only these)
 CALIBRATION_KEYS: tuple[str, ...] = KERNEL_KINDS + (
-    "matmul", "conv2d", "flash_attention", "flash_attention_splitkv", "layernorm", "rmsnorm", "layernorm_residual",
+    "matmul", "conv2d", "conv2d_depthwise", "flash_attention", "flash_attention_splitkv", "layernorm", "rmsnorm", "layernorm_residual",
     "softmax", "add", "gelu", "silu", "embedding",
 )
 

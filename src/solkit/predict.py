@@ -101,14 +101,15 @@ class Calibration:
     def lookup(self, table: str, terms: "KernelTerms", default: float) -> Any:
         """A per-kernel parameter: the operator's entry, else the kind's, else ``default``.
 
-        Where ``terms.split`` holds (flash attention that splits the KV sequence), the
-        ``<op>_splitkv`` entry is used instead, element by element in a sweep.
+        Where ``terms.variant_mask`` holds (flash attention that splits the KV sequence,
+        a depthwise conv on CUDA cores) the ``<op>_<variant>`` entry is used instead, element by
+        element in a sweep, if the calibration has one.
         """
         mapping = getattr(self, table)
         base = mapping.get(terms.op, mapping.get(terms.kind, default))
-        if not np.any(terms.split):
+        if not terms.variant or not np.any(terms.variant_mask):
             return base
-        return np.where(terms.split, mapping.get(f"{terms.op}_splitkv", base), base)
+        return np.where(terms.variant_mask, mapping.get(f"{terms.op}_{terms.variant}", base), base)
 
     def matmul_rate(self, gpu: GPU, precision: str) -> float:
         """Achievable dense matmul FLOP/s of ``precision``: measured, else the default fraction of peak."""
@@ -212,7 +213,8 @@ class KernelTerms:
 
     kind: str
     op: str
-    split: np.ndarray  # flash attention with fewer work items than SMs: split-KV
+    variant: str  # "splitkv": flash attention with fewer work items than SMs; "depthwise": conv on CUDA cores
+    variant_mask: np.ndarray  # where the variant applies
     launches: np.ndarray
     present: np.ndarray  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
     t_compute: np.ndarray
@@ -234,7 +236,7 @@ def kernel_terms(kernel: Kernel, gpu: GPU, cal: Calibration) -> KernelTerms:
     misaligned = np.zeros(shape, dtype=bool)
     small = np.zeros(shape, dtype=bool)
     g = kernel.gemm
-    split: Any = False
+    variant, variant_mask = "", np.zeros(shape, dtype=bool)
     if np.any(kernel.matrix_flops > 0):
         rate = cal.matmul_rate(gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
@@ -249,11 +251,12 @@ def kernel_terms(kernel: Kernel, gpu: GPU, cal: Calibration) -> KernelTerms:
             t_cuda = kernel.matrix_flops / gpu.peak_flops("fp32", "vector")
             t_mat = np.where(depthwise, t_cuda, t_tc)
             wave = np.where(depthwise, 1.0, wave)
+            variant, variant_mask = "depthwise", depthwise
         elif g is not None and kernel.kind == "attention":
             items = _ceil(g.m, ATTENTION_QUERY_TILE) * g.batch
             wave = items / (_ceil(items, gpu.sm_count) * gpu.sm_count)
             t_mat = kernel.matrix_flops / rate / wave
-            split = items < gpu.sm_count
+            variant, variant_mask = "splitkv", items < gpu.sm_count
         else:
             t_mat = kernel.matrix_flops / rate
         t_compute = np.maximum(t_compute, t_mat)
@@ -262,8 +265,7 @@ def kernel_terms(kernel: Kernel, gpu: GPU, cal: Calibration) -> KernelTerms:
     def b(x: Any) -> np.ndarray:
         return np.broadcast_to(np.asarray(x), shape)
 
-    # flash attention with fewer work items than SMs splits the KV sequence (flash-decoding): its own entries
-    return KernelTerms(kernel.kind, kernel.op, b(split), b(kernel.launches), b(present), b(t_compute), b(t_memory), b(wave), b(misaligned), b(small))
+    return KernelTerms(kernel.kind, kernel.op, variant, b(variant_mask), b(kernel.launches), b(present), b(t_compute), b(t_memory), b(wave), b(misaligned), b(small))
 
 
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
