@@ -131,7 +131,7 @@ def _cmd_table(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_gpus(args: argparse.Namespace) -> int:
+def _cmd_gpus(_args: argparse.Namespace) -> int:
     from .hardware import list_gpus, load_gpu
     from .report import format_table
 

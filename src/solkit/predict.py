@@ -357,7 +357,7 @@ class Prediction:
         return html_table(header, rows, f"Prediction of {self.workload} on {self.gpu}") + notes
 
 
-def _limiter(terms: KernelTerms, cal: Calibration, body: np.ndarray, compute: np.ndarray, memory: np.ndarray) -> Any:
+def _limiter(terms: KernelTerms, cal: Calibration, compute: np.ndarray, memory: np.ndarray) -> Any:
     work = np.maximum(compute, memory)
     overhead = cal.lookup("latency_s", terms, 0.0) + cal.gap_s
     name = np.where(compute >= memory, "compute", "memory")
@@ -388,7 +388,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
                 t_memory=as_result(memory),
                 t_sol=kr.t_sol,
                 wave_efficiency=as_result(t.wave_efficiency),
-                limiter=_limiter(t, cal, body, compute, memory),
+                limiter=_limiter(t, cal, compute, memory),
                 misaligned=as_result(t.misaligned),
             )
         )

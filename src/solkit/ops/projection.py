@@ -59,8 +59,8 @@ def qkv_projection(
     """
     dt = dtype_of(dtype)
     t = dim("tokens", tokens)
-    q, kv = qkv_widths(d_model, heads, kv_heads, head_dim)
     d = dim("d_model", d_model)
+    q, kv = qkv_widths(d, heads, kv_heads, head_dim)  # d is already float64: its check there is a no-op pass
     broadcast(tokens=t, d_model=d, q_width=q, kv_width=kv)
     if flag("fused", fused):
         # x [T,d] @ w_qkv [d, q+2kv] -> qkv [T, q+2kv]
