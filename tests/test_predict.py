@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import solkit as sk
 from solkit import ops
 from solkit.errors import PerformanceWarning
-from solkit.predict import calibration, gemm_compute_time, predict, soft_max
+from solkit.prediction import calibration, gemm_compute_time, predict, soft_max
 
 
 def test_wave_quantization_by_hand():
@@ -112,18 +112,3 @@ def test_predicted_never_below_t_sol_others(b, h, s, causal, t, d):
     for w in (ops.attention(b, h, s, head_dim=128, causal=causal), ops.layernorm_residual(t, d, fused=False),
               ops.softmax(t, d), ops.add(t * d), ops.conv2d(b, 64, 56, 56, 64, 3, padding=1, layout="nchw")):
         assert predict(w, "h200").seconds >= sk.roofline(w, "h200").t_sol
-
-
-def test_every_kernel_has_calibration_keys():
-    """Each op's kernels name a kind and an operator the calibration tables accept (else a typo check would reject them)."""
-    from solkit.hardware import CALIBRATION_KEYS
-
-    sample = [ops.matmul(64, 64, 64), ops.qkv_projection(64, 256, fused=False), ops.layernorm(8, 64), ops.rmsnorm(8, 64),
-              ops.layernorm_residual(8, 64), ops.layernorm_residual(8, 64, fused=False), ops.softmax(8, 64),
-              ops.add(64), ops.gelu(64), ops.silu(64), ops.copy(64), ops.embedding(8, 100, 64),
-              ops.conv2d(1, 8, 8, 8, 8, layout="nchw"), ops.conv2d(1, 8, 8, 8, 8, layout="im2col"),
-              ops.attention(1, 8, 64), ops.attention(1, 8, 64, impl="naive")]
-    for w in sample:
-        for k in w.kernels:
-            assert k.kind in CALIBRATION_KEYS, (w.name, k.kind)
-            assert k.op in CALIBRATION_KEYS, (w.name, k.op)

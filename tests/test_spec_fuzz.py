@@ -86,7 +86,7 @@ def _assert_sane(gpu: sk.GPU) -> None:
         if p.sparse_tflops is not None:
             figures[f"sparse {p.precision}/{p.unit}"] = p.sparse_tflops * 1e12
     if gpu.measured is not None:
-        figures.update({f"measured matmul {k}": v for k, v in gpu.measured.matmul_tflops.items()})
+        figures.update({f"measured matmul {k}": v for k, v in gpu.measured.matmul_rate_tflops.items()})
         figures.update(copy=gpu.measured.copy_bandwidth_tb_s, launch=gpu.measured.launch_floor_us)
     bad = {k: v for k, v in figures.items() if not (math.isfinite(v) and v > 0)}
     assert not bad, f"{gpu.name} loaded with non-finite or non-positive figures: {bad}"

@@ -5,14 +5,23 @@ from __future__ import annotations
 from . import errors, models, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
-from .hardware import GPU, list_gpus, load_gpu
+from .hardware import list_gpus, load_gpu
 from .precision import storage_bytes
-from .predict import Prediction, predict
+from .prediction import Prediction, predict
 from .report import sweep
-from .roofline import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
+from .sol import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
 from .workload import Kernel, Workload, chain
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``GPU`` (the pydantic schema) is imported on first use."""
+    if name == "GPU":
+        from .hardware.schema import GPU
+
+        return GPU
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "GPU",

@@ -173,7 +173,7 @@ def _cmd_gpu(args: argparse.Namespace) -> int:
         print(f"  [{s.id}] {s.title}{' (preliminary)' if s.preliminary else ''}\n      {s.url}")
     if g.measured:
         ms = g.measured
-        print(f"\nmeasured {ms.date}: matmul {', '.join(f'{k} {v:g}' for k, v in ms.matmul_tflops.items())} TFLOP/s; "
+        print(f"\nmeasured {ms.date}: matmul {', '.join(f'{k} {v:g}' for k, v in ms.matmul_rate_tflops.items())} TFLOP/s; "
               f"copy {ms.copy_bandwidth_tb_s:g} TB/s; launch floor {ms.launch_floor_us:g} us")
         print(f"  stack: {', '.join(f'{k} {v}' for k, v in ms.stack.items())}")
     return 0
@@ -181,8 +181,8 @@ def _cmd_gpu(args: argparse.Namespace) -> int:
 
 def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
     """Roofline and prediction of one op as a JSON-ready dict (times in seconds)."""
-    from .predict import predict
-    from .roofline import roofline
+    from .prediction import predict
+    from .sol import roofline
 
     w = _op_function(name)(**params)
     r = roofline(w, gpu)
@@ -291,7 +291,7 @@ def _complete(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
 
 def _cmd_mfu(args: argparse.Namespace) -> int:
     from .hardware import load_gpu
-    from .roofline import mfu
+    from .sol import mfu
 
     gpu = load_gpu(args.gpu)
     value = mfu(args.flops, args.seconds, gpu, dtype=args.dtype, n_gpus=args.n_gpus)

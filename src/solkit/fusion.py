@@ -14,7 +14,7 @@ import numpy as np
 from ._display import html_table, plain
 from ._validate import as_result
 from .hardware import as_gpu
-from .roofline import roofline
+from .sol import roofline
 from .workload import Workload, as_workload
 
 __all__ = ["Comparison", "compare"]

@@ -44,11 +44,12 @@ from .errors import (
     SolkitWarning,
     UnsupportedPrecisionError,
 )
-from .hardware import GPU, as_gpu
-from .roofline import roofline as _roofline
+from .hardware import as_gpu
+from .sol import roofline as _roofline
 from .workload import Kernel, Workload, as_workload
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .hardware.schema import GPU
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -575,8 +576,8 @@ def roofline(
     m = g.measured
     if show_measured_ceilings and m is not None:
         copy_t = m.copy_bandwidth_tb_s
-        mm_prec = "bf16" if "bf16" in m.matmul_tflops else None
-        mm = m.matmul_tflops[mm_prec] if mm_prec else None
+        mm_prec = "bf16" if "bf16" in m.matmul_rate_tflops else None
+        mm = m.matmul_rate_tflops[mm_prec] if mm_prec else None
         mem_top = mm if mm is not None else top
         dashes = (0, (5, 3))
         (ml,) = ax.plot([x_lo, mem_top / copy_t], [copy_t * x_lo, mem_top], color=MEASURED_COLOR, lw=1.2, ls=dashes)

@@ -10,7 +10,7 @@ import numpy as np
 
 from .errors import ArgumentTypeError, OptionError
 from .hardware import as_gpu
-from .roofline import Roofline, roofline
+from .sol import Roofline, roofline
 from .workload import Workload
 
 __all__ = ["roofline_rows", "format_table", "roofline_table", "sweep"]
@@ -39,7 +39,7 @@ def _row(label: str, r: Roofline, n_kernels: int, predicted: Any = None) -> tupl
 
 def roofline_rows(workloads: dict[str, Workload], gpus: Iterable[Any]) -> list[tuple[str, ...]]:
     """One row per (workload, GPU), GPUs varying fastest; predicted times end in ' ~' where uncalibrated."""
-    from .predict import predict
+    from .prediction import predict
 
     specs = [as_gpu(g) for g in gpus]
     return [_row(label, roofline(w, g), len(w.kernels), predict(w, g, warn=False)) for label, w in workloads.items()
@@ -83,8 +83,8 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     ``predicted``, ``predicted_s`` and ``sol_fraction`` (T_SOL / predicted).
     Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``.
     """
-    from .predict import predict as _predict
-    from .roofline import _pandas
+    from .prediction import predict as _predict
+    from .sol import _pandas
 
     pd = _pandas()
     g = as_gpu(gpu)

@@ -20,8 +20,8 @@ from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
 from . import ops
 from .errors import SpecError
 from .hardware import as_gpu
-from .predict import predict
-from .roofline import roofline
+from .prediction import predict
+from .sol import roofline
 from .workload import Workload
 
 __all__ = [

@@ -17,7 +17,11 @@ from .precision import normalize
 
 __all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS", "as_workload", "chain"]
 
-from .hardware import KERNEL_KINDS
+#: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
+#: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
+#: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
+KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
+
 
 
 def _f64(x: Any) -> np.ndarray:

@@ -45,9 +45,10 @@ import html
 from ._display import fmt_seconds, html_table, plain
 from ._validate import as_result, flag
 from .errors import PerformanceWarning
-from .hardware import GPU, as_gpu
+from .hardware import as_gpu
+from .hardware.schema import GPU
 from .precision import rate_class, storage_bytes
-from .roofline import roofline
+from .sol import roofline
 from .workload import Kernel, Workload, as_workload
 
 __all__ = [
@@ -157,7 +158,7 @@ def calibration(gpu: Any) -> Calibration:
         gpu=g.name,
         calibrated=True,
         source=f"measured on {g.name} {m.date}: {m.method}",
-        matmul_flops={k: v * 1e12 for k, v in m.matmul_tflops.items()},
+        matmul_flops={k: v * 1e12 for k, v in m.matmul_rate_tflops.items()},
         bandwidth=m.copy_bandwidth_tb_s * 1e12,
         launch_s=m.launch_floor_us * 1e-6,
         gap_s=m.kernel_gap_us * 1e-6,

@@ -8,16 +8,18 @@ run one after another). Peaks are dense datasheet figures unless ``sparse=True``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
 from ._validate import as_result, dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
-from .hardware import GPU, as_gpu
+from .hardware import as_gpu
 from .precision import normalize, rate_class
 from .workload import Kernel, Workload, as_workload
+if TYPE_CHECKING:  # pragma: no cover
+    from .hardware.schema import GPU
 
 __all__ = [
     "KernelRoofline",

@@ -1,0 +1,33 @@
+"""GPU specs: the schema of ``hardware_specs/*.yaml``, the loader, and consistency checks.
+
+``load_gpu`` and ``list_gpus`` are cheap to import; the pydantic schema (``GPU`` and the
+models of its sections) is imported on first use, so ``import solkit`` stays light.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .loader import SPEC_PATH_ENV, as_gpu, clear_cache, list_gpus, load_gpu, load_spec_file, shipped_dir, spec_dirs
+
+__all__ = [
+    "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "PARAMETERS", "Parameter",
+    "load_gpu", "list_gpus", "as_gpu", "load_spec_file", "spec_dirs", "shipped_dir", "clear_cache", "SPEC_PATH_ENV",
+    "consistency_issues",
+]
+
+_SCHEMA_NAMES = frozenset(["GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration",
+                           "PARAMETERS", "Parameter"])
+
+
+def __getattr__(name: str) -> Any:
+    """The schema's names, imported on first use."""
+    if name in _SCHEMA_NAMES:
+        from . import schema
+
+        return getattr(schema, name)
+    if name == "consistency_issues":
+        from .consistency import consistency_issues
+
+        return consistency_issues
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,395 @@
+"""The spec schema: strict, frozen pydantic models of ``hardware_specs/*.yaml``.
+
+Files use human units (TFLOP/s, TB/s, GB, MB, us); the accessors return SI units (FLOP/s,
+bytes/s, bytes, seconds). Peaks are dense unless ``sparse=True`` is asked for.
+
+Unit rules (see ``hardware_specs/README.md``):
+
+- ``unit="matrix"`` is the tensor-core (matrix-core) rate. A precision with no matrix entry
+  but a vector entry falls back to the vector rate, because such matmuls run on CUDA cores:
+  plain fp32 matmul (no tf32) runs at the fp32 vector rate; fp64 matmul on a part without
+  FP64 tensor cores runs at the fp64 vector rate.
+- ``unit="vector"`` is the CUDA-core (SIMD) rate; it has no fallback.
+
+The ``measured:`` section holds the predictor's parameters. Each has one name (``PARAMETERS``):
+the file spells it with its unit as a suffix (``launch_floor_us``), Python without it, in SI
+units (``Calibration.launch_floor``, seconds), converted once, at load.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Annotated, Any, Literal, Mapping, NamedTuple, Union
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, model_validator
+
+from .._validate import choice, flag
+from ..errors import UnknownSourceError, UnsupportedPrecisionError
+from ..precision import RATE_CLASSES, normalize, rate_class
+
+__all__ = [
+    "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "Parameter", "PARAMETERS",
+    "UNIT_FACTORS",
+]
+
+TERA = 1e12
+GIGA = 1e9
+MIB = 2**20
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+#: a figure in human units: a real number (not a bool or a string), finite, positive and below 1e9
+Figure = Annotated[float, Strict(), Field(gt=0, lt=1e9, allow_inf_nan=False)]
+Count = Annotated[int, Strict(), Field(gt=0, le=1_000_000)]
+NonNegativeFigure = Annotated[float, Strict(), Field(ge=0, lt=1e9, allow_inf_nan=False)]
+Flag = Annotated[bool, Strict()]
+
+RateClass = Literal["fp64", "fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4"]
+Unit = Literal["matrix", "vector"]
+
+
+def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(mapping))
+
+
+#: a table read from a file, handed out read-only (a caller cannot change the cached spec)
+FigureTable = Annotated[Mapping[str, Figure], AfterValidator(_read_only)]
+LatencyTable = Annotated[Mapping[str, NonNegativeFigure], AfterValidator(_read_only)]
+RateTable = Annotated[Mapping[RateClass, Figure], AfterValidator(_read_only)]
+TextTable = Annotated[Mapping[str, str], AfterValidator(_read_only)]
+
+
+class Source(BaseModel):
+    """A document a figure comes from."""
+
+    model_config = _FROZEN
+    id: str = Field(min_length=1)
+    title: str = Field(min_length=1)
+    url: str = Field(pattern=r"^https?://")
+    preliminary: Flag = False
+
+
+class Chip(BaseModel):
+    """Compute units, clock, L2 and power."""
+
+    model_config = _FROZEN
+    compute_units: Count
+    compute_unit_name: Literal["SM", "CU"]
+    boost_clock_mhz: Figure
+    l2_cache_mb: Figure
+    tdp_w: Figure
+    source: str
+
+
+class Memory(BaseModel):
+    """Device memory: type, capacity and datasheet bandwidth."""
+
+    model_config = _FROZEN
+    type: str
+    capacity_gb: Figure
+    bandwidth_tb_s: Figure
+    source: str
+
+
+class Interconnect(BaseModel):
+    """GPU-to-GPU link and host link (bidirectional totals per GPU)."""
+
+    model_config = _FROZEN
+    name: str
+    bandwidth_gb_s: Union[Figure, None]
+    pcie: str
+    pcie_bandwidth_gb_s: Figure
+    source: str
+
+
+class Peak(BaseModel):
+    """One datasheet peak: precision, unit, dense TFLOP/s (TOPS for int8), optional stated sparse figure."""
+
+    model_config = _FROZEN
+    precision: RateClass
+    unit: Unit
+    tflops: Figure
+    sparse_tflops: Union[Figure, None] = None
+    source: str
+    note: Union[str, None] = None
+
+
+# ---- the predictor's parameters ------------------------------------------------------------
+
+#: unit suffix of a ``measured:`` key -> factor to SI ("" : a dimensionless number)
+UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "us": 1e-6, "": 1.0})
+
+
+class Parameter(NamedTuple):
+    """One parameter of the predictor: its name, its unit in the file, and how it is obtained."""
+
+    name: str  # the Python name, in SI units
+    unit: str  # the file's unit suffix (a key of UNIT_FACTORS)
+    keyed: bool  # a table: per rate class (matmul_rate) or per calibration key
+    fitted: bool  # fitted on the training cases (else measured directly)
+    meaning: str
+
+    @property
+    def file_key(self) -> str:
+        """The key in a spec's ``measured:`` section: the name with its unit suffix."""
+        return f"{self.name}_{self.unit}" if self.unit else self.name
+
+
+#: every parameter of the predictor, once (solkit.prediction says how each is used)
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("matmul_rate", "tflops", True, False, "dense matmul FLOP/s per rate class, best median of large squares"),
+    Parameter("copy_bandwidth", "tb_s", False, False, "device-to-device copy, bytes read + written per second"),
+    Parameter("read_bandwidth", "tb_s", False, False, "a large sum reduction, bytes read per second"),
+    Parameter("launch_floor", "us", False, False, "the timer's reading for a one-element kernel"),
+    Parameter("kernel_gap", "us", False, True, "what each further launch in a workload adds"),
+    Parameter("kernel_latency", "us", True, True, "a kernel's fixed cost beyond its work, per calibration key"),
+    Parameter("compute_efficiency", "", True, True, "share of the compute ceiling a kernel reaches, per key"),
+    Parameter("memory_efficiency", "", True, True, "share of the copy bandwidth a kernel reaches, per key"),
+    Parameter("misaligned_gemm_penalty", "", False, True, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
+    Parameter("small_channel_penalty", "", False, True, "slowdown of convs with fewer than 16 bytes of channels"),
+    Parameter("overlap_exponent", "", False, True, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
+)
+
+
+class Measured(BaseModel):
+    """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
+
+    Its keys are ``PARAMETERS``' file keys plus where they come from: ``date``, ``method``,
+    ``stack`` (the software) and ``fit`` (what the fit used). The loader checks ranges only; the
+    calibration keys of the per-key tables come from the operator registry and are checked
+    where they are used (``solkit.prediction.calibration``).
+    """
+
+    model_config = _FROZEN
+    date: _dt.date
+    method: str
+    stack: TextTable
+    matmul_rate_tflops: RateTable
+    copy_bandwidth_tb_s: Figure
+    read_bandwidth_tb_s: Union[Figure, None] = None
+    launch_floor_us: Figure
+    kernel_gap_us: NonNegativeFigure = 0.0
+    kernel_latency_us: LatencyTable = Field(default_factory=dict)
+    compute_efficiency: FigureTable = Field(default_factory=dict)
+    memory_efficiency: FigureTable = Field(default_factory=dict)
+    misaligned_gemm_penalty: Figure = 1.0
+    small_channel_penalty: Figure = 1.0
+    overlap_exponent: Union[Figure, Literal["inf"]] = "inf"
+    fit: Union[str, None] = None
+
+    def calibration(self, gpu: str) -> "Calibration":
+        """The parameters in SI units, converted once."""
+        values: dict[str, Any] = {}
+        for p in PARAMETERS:
+            raw = getattr(self, p.file_key)
+            factor = UNIT_FACTORS[p.unit]
+            if p.keyed:
+                values[p.name] = MappingProxyType({k: v * factor for k, v in raw.items()})
+            elif raw is None or raw == "inf":
+                values[p.name] = float("inf") if raw == "inf" else None
+            else:
+                values[p.name] = raw * factor
+        return Calibration(gpu=gpu, calibrated=True, source=f"measured on {gpu} {self.date}: {self.method}", **values)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The predictor's parameters for one GPU in SI units, and where they came from (``PARAMETERS`` names)."""
+
+    gpu: str
+    calibrated: bool
+    source: str
+    matmul_rate: Mapping[str, float]  # FLOP/s per rate class
+    copy_bandwidth: float  # bytes/s
+    read_bandwidth: Union[float, None]  # bytes/s
+    launch_floor: float  # s
+    kernel_gap: float  # s
+    kernel_latency: Mapping[str, float]  # s per calibration key
+    compute_efficiency: Mapping[str, float]
+    memory_efficiency: Mapping[str, float]
+    misaligned_gemm_penalty: float
+    small_channel_penalty: float
+    overlap_exponent: float
+
+    def replace(self, **changes: Any) -> "Calibration":
+        """A copy with some parameters replaced (the fit tries values this way)."""
+        return Calibration(**{**self.__dict__, **changes})
+
+
+# ---- the GPU ---------------------------------------------------------------------------------
+
+
+class GPU(BaseModel):
+    """One GPU SKU. Figures in the file's human units; accessors return SI units."""
+
+    model_config = _FROZEN
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
+    full_name: str
+    vendor: Literal["nvidia", "amd"]
+    architecture: str
+    aliases: tuple[str, ...] = ()
+    structured_sparsity: Flag
+    chip: Chip
+    memory: Memory
+    interconnect: Interconnect
+    peaks: tuple[Peak, ...] = Field(min_length=1)
+    sources: tuple[Source, ...] = Field(min_length=1)
+    measured: Union[Measured, None] = None
+    notes: Union[str, None] = None
+
+    #: (precision, unit, sparse) -> FLOP/s, filled as asked (derived figures, never handed out)
+    _peak_memo: dict[tuple[Any, str, bool], float] = PrivateAttr(default_factory=dict)
+    #: the file the spec came from ("" when built in Python)
+    _path: str = PrivateAttr(default="")
+
+    @model_validator(mode="after")
+    def _check_references(self) -> "GPU":
+        ids = [s.id for s in self.sources]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"sources: duplicate id in {ids}")
+        cited = {"chip": self.chip.source, "memory": self.memory.source, "interconnect": self.interconnect.source}
+        cited.update({f"peaks[{i}]": p.source for i, p in enumerate(self.peaks)})
+        for where, sid in cited.items():
+            if sid not in ids:
+                raise ValueError(f"{where}.source: {sid!r} is not one of the listed sources {ids}")
+        seen: set[tuple[str, str]] = set()
+        for i, p in enumerate(self.peaks):
+            key = (p.precision, p.unit)
+            if key in seen:
+                raise ValueError(f"peaks[{i}]: {p.precision} {p.unit} is listed twice")
+            seen.add(key)
+            if p.sparse_tflops is not None and not self.structured_sparsity:
+                raise ValueError(f"peaks[{i}].sparse_tflops: given, but structured_sparsity is false")
+            if p.sparse_tflops is not None and p.sparse_tflops < p.tflops:
+                raise ValueError(
+                    f"peaks[{i}]: sparse_tflops {p.sparse_tflops} is below the dense tflops {p.tflops};"
+                    " was a sparse figure entered as dense?"
+                )
+        return self
+
+    # ---- SI accessors -------------------------------------------------------------------
+    @property
+    def memory_bandwidth(self) -> float:
+        """Datasheet DRAM bandwidth in bytes/s."""
+        return self.memory.bandwidth_tb_s * TERA
+
+    @property
+    def memory_capacity(self) -> float:
+        """DRAM capacity in bytes (decimal GB, as datasheets print)."""
+        return self.memory.capacity_gb * GIGA
+
+    @property
+    def l2_cache(self) -> float:
+        """L2 cache in bytes; vendors' cache "MB" are MiB (an H200 reports 62,914,560 B for its 60 MB)."""
+        return self.chip.l2_cache_mb * MIB
+
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors (NVIDIA) or compute units (AMD)."""
+        return self.chip.compute_units
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """Rate classes with a matrix or vector peak on this part."""
+        have = {p.precision for p in self.peaks}
+        return tuple(r for r in RATE_CLASSES if r in have)
+
+    @property
+    def path(self) -> str:
+        """The spec file this GPU was loaded from ("" for one built in Python)."""
+        return self._path
+
+    def _peak(self, rate: str, unit: str) -> Peak | None:
+        for p in self.peaks:
+            if p.precision == rate and p.unit == unit:
+                return p
+        return None
+
+    def peak_record(self, precision: Any = "bf16", unit: str = "matrix") -> Peak:
+        """The spec entry that gives ``peak_flops(precision, unit)`` (after the CUDA-core fallback)."""
+        unit = choice("unit", unit, ("matrix", "vector"))
+        rate = rate_class(precision, "precision")
+        found = self._peak(rate, unit)
+        if found is None and unit == "matrix":
+            found = self._peak(rate, "vector")
+        if found is None:
+            have = ", ".join(f"{p.precision}/{p.unit}" for p in self.peaks)
+            raise UnsupportedPrecisionError(
+                f"{self.name} has no {unit} peak for precision {normalize(precision, 'precision')!r} (rate class {rate!r});"
+                f" it lists: {have}"
+            )
+        return found
+
+    def peak_flops(self, precision: Any = "bf16", unit: str = "matrix", sparse: bool = False) -> float:
+        """Peak FLOP/s (OP/s for int8) of ``precision`` on ``unit``; dense unless ``sparse=True``.
+
+        The sparse peak is the file's stated ``sparse_tflops``; a peak without one (fp64 tensor
+        cores, vector units) has no sparse mode and raises ``UnsupportedPrecisionError``.
+        """
+        key = (precision, unit, sparse)
+        try:
+            return self._peak_memo[key]
+        except (KeyError, TypeError):  # TypeError: an unhashable argument, which the slow path names
+            pass
+        value = self._peak_flops(precision, unit, sparse)
+        if type(precision) is str and type(unit) is str and type(sparse) is bool:
+            self._peak_memo[key] = value
+        return value
+
+    def _peak_flops(self, precision: Any, unit: str, sparse: bool) -> float:
+        record = self.peak_record(precision, unit)
+        if not flag("sparse", sparse):
+            return record.tflops * TERA
+        if record.sparse_tflops is not None and record.unit == unit:
+            return record.sparse_tflops * TERA
+        raise UnsupportedPrecisionError(
+            f"{self.name} states no 2:4 sparse {unit} rate for {normalize(precision, 'precision')!r}"
+            " (sparse peaks are taken only from a stated sparse_tflops, never derived)"
+        )
+
+    def ridge_point(self, precision: Any = "bf16", unit: str = "matrix") -> float:
+        """Arithmetic intensity (FLOP/byte) where the compute and memory roofs meet."""
+        return self.peak_flops(precision, unit) / self.memory_bandwidth
+
+    def source(self, source_id: str) -> Source:
+        """The source record with this id."""
+        for s in self.sources:
+            if s.id == source_id:
+                return s
+        raise UnknownSourceError(f"{self.name} has no source {source_id!r}; it lists: {', '.join(s.id for s in self.sources)}")
+
+    def __str__(self) -> str:
+        return (
+            f"{self.full_name} ({self.name}): {self.sm_count} {self.chip.compute_unit_name}s, "
+            f"{self.memory.capacity_gb:g} GB {self.memory.type} at {self.memory.bandwidth_tb_s:g} TB/s"
+        )
+
+    def __repr__(self) -> str:
+        bf16 = self._peak("bf16", "matrix")
+        peak = f", bf16 {bf16.tflops:g} TFLOP/s dense" if bf16 else ""
+        measured = f", measured {self.measured.date}" if self.measured else ""
+        return (f"GPU({self.name!r}: {self.full_name}, {self.sm_count} {self.chip.compute_unit_name}s, "
+                f"{self.memory.bandwidth_tb_s:g} TB/s{peak}{measured})")
+
+    def _repr_html_(self) -> str:
+        from .._display import html_table
+
+        rows = [(p.precision, p.unit, p.tflops, p.sparse_tflops if p.sparse_tflops is not None else "-",
+                 self.source(p.source).title) for p in self.peaks]
+        facts = html_table(
+            ("figure", "value", "source"),
+            [
+                ("compute units", f"{self.sm_count} {self.chip.compute_unit_name}s at {self.chip.boost_clock_mhz:g} MHz",
+                 self.source(self.chip.source).title),
+                ("memory", f"{self.memory.capacity_gb:g} GB {self.memory.type}, {self.memory.bandwidth_tb_s:g} TB/s",
+                 self.source(self.memory.source).title),
+                ("L2", f"{self.chip.l2_cache_mb:g} MB", self.source(self.chip.source).title),
+                ("interconnect", f"{self.interconnect.name}, {self.interconnect.bandwidth_gb_s or '-'} GB/s",
+                 self.source(self.interconnect.source).title),
+            ],
+            f"{self.full_name} ({self.name})",
+        )
+        peaks = html_table(("precision", "unit", "dense TFLOP/s", "sparse TFLOP/s", "source"), rows, "peaks")
+        return facts + peaks
