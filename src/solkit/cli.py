@@ -23,15 +23,11 @@ from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
-from .errors import SolkitError
+from .errors import CLIError, SolkitError
 
 __all__ = ["main", "build_parser", "parse_value"]
 
 DEFAULT_GPUS = ("h200", "a100")
-
-
-class CLIError(SolkitError, ValueError):
-    """A command-line mistake (unknown op, missing parameter, bad value)."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -14,6 +14,8 @@ __all__ = [
     "OptionError",
     "MeasurementError",
     "OptionalDependencyError",
+    "PlotDependencyError",
+    "CLIError",
     "SolkitWarning",
     "PerformanceWarning",
     "SpecConsistencyWarning",
@@ -62,6 +64,14 @@ class MeasurementError(SolkitError, ValueError):
 
 class OptionalDependencyError(SolkitError, ImportError):
     """An optional extra (matplotlib, pandas, torch) is needed and missing; the message names the install."""
+
+
+class PlotDependencyError(OptionalDependencyError):
+    """matplotlib, needed for charts, is not installed; the message gives the install command."""
+
+
+class CLIError(SolkitError, ValueError):
+    """A command-line mistake (unknown op, missing parameter, bad value)."""
 
 
 class SolkitWarning(UserWarning):

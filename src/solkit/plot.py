@@ -41,6 +41,7 @@ from .errors import (
     MeasurementError,
     OptionalDependencyError,
     OptionError,
+    PlotDependencyError,
     SolkitWarning,
     UnsupportedPrecisionError,
 )
@@ -72,10 +73,6 @@ MEASURED_COLOR = "#009E73"
 RIDGE_COLOR = "0.20"
 LABEL_FONTSIZE = 7.5
 ROOF_FONTSIZE = 7.5
-
-
-class PlotDependencyError(OptionalDependencyError):
-    """matplotlib, needed for charts, is not installed; the message gives the install command."""
 
 
 def _require_matplotlib() -> None:
