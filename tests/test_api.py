@@ -17,13 +17,17 @@ def test_top_level_names():
 
 
 def test_ops_names():
-    """solkit.ops exports every operator of DESIGN.md and issue 3."""
+    """solkit.ops exports every operator of DESIGN.md, and its operator list is the registry's."""
     contract = {"matmul", "qkv_projection", "layernorm", "rmsnorm", "softmax", "layernorm_residual", "conv2d",
                 "attention", "add", "gelu", "silu", "elementwise", "embedding", "copy"}
-    assert contract <= set(ops.__all__)
+    assert contract <= set(ops.OPERATORS)
+    assert ops.OPERATORS == tuple(ops.REGISTRY)
+    for name in ops.OPERATORS:
+        function = getattr(ops, name)
+        assert function.operator is ops.REGISTRY[name] and ops.REGISTRY[name].function is function, name
+        assert name in ops.__all__
     for name in ops.__all__:
-        assert callable(getattr(ops, name)) or name == "OPERATORS", name
-    assert set(ops.OPERATORS) == contract  # the workload-returning functions the CLI and sweeps accept
+        assert hasattr(ops, name), name
 
 
 def _params(fn) -> list[tuple[str, object]]:

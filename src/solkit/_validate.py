@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Iterable
 
@@ -66,35 +67,59 @@ def _fmt(x: Any) -> str:
     return repr(x)
 
 
-def dim(name: str, value: Any, minimum: int = 1) -> np.ndarray:
-    """Validate an integer dimension (scalar or array) >= ``minimum``; return it as float64.
+def dim(name: str, value: Any, minimum: int = 1) -> Any:
+    """Validate an integer dimension (scalar or array) >= ``minimum``: a float for a scalar, a float64 array for an array.
 
     Float64 holds every product of dimensions exactly up to 2**53 and never wraps around,
     unlike int64 (2*m*n*k for m = n = k = 2**21 is 2**64).
     """
+    kind = type(value)
+    if kind is int or kind is float:  # the fast path of a scalar call
+        if value >= minimum and (kind is int or value.is_integer()):
+            try:
+                return float(value)
+            except OverflowError:
+                raise ShapeError(f"{name} must be {_integer(minimum)} that float64 can hold (below 1.8e308), "
+                                 f"got an integer of {len(str(value))} digits") from None
     arr = _as_array(name, value)
-    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    if arr.size:
+        low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
+        integral = arr.dtype.kind != "f" or not (np.floor(arr) != arr).any()
+        if low >= minimum and high - high == 0 and integral:
+            out = arr.astype(np.float64)
+            return float(out) if out.ndim == 0 else out
+    expected = _integer(minimum)
     if arr.dtype.kind == "f":
         _first_bad(name, arr, ~np.isfinite(arr), expected)
         _first_bad(name, arr, arr != np.floor(arr), expected)
     _first_bad(name, arr, arr < minimum, expected)
-    return arr.astype(np.float64)
+    out = arr.astype(np.float64)
+    return float(out) if out.ndim == 0 else out
 
 
-def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -> np.ndarray:
-    """Validate a positive finite real (seconds, FLOPs); return it as float64."""
+def _integer(minimum: int) -> str:
+    return "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+
+
+def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -> Any:
+    """Validate a positive finite real (seconds, FLOPs): a float for a scalar, a float64 array for an array."""
+    kind = type(value)
+    if (kind is float or kind is int) and 0 < value < math.inf:
+        return float(value)
     arr = _as_array(name, value).astype(np.float64)
     bad = ~np.isfinite(arr) | (arr <= 0)
     try:
         _first_bad(name, arr, bad, "a positive finite number")
     except ShapeError as exc:
         raise error(str(exc)) from None
-    return arr
+    return float(arr) if arr.ndim == 0 else arr
 
 
 def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
     """Validate a string option against its allowed values (case-insensitive)."""
     allowed = tuple(allowed)
+    if type(value) is str and value in allowed:
+        return value
     if not isinstance(value, str):
         raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
     key = value.strip().lower()
@@ -113,6 +138,8 @@ def as_result(x: Any) -> Any:
 
 def flag(name: str, value: Any) -> bool:
     """A True/False option; anything else (1, 'no', None) is a type error."""
+    if value is True or value is False:
+        return value
     if not isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be True or False, got {value!r}")
     return bool(value)
@@ -120,6 +147,8 @@ def flag(name: str, value: Any) -> bool:
 
 def finite_result(name: str, value: Any, cause: str) -> Any:
     """``value`` if every element is finite, else a MeasurementError blaming ``name`` (e.g. seconds too small)."""
+    if type(value) is float and value - value == 0.0:
+        return value
     arr = np.asarray(value)
     if not np.all(np.isfinite(arr)):
         raise MeasurementError(f"{name} gives a non-finite result: {cause}")

@@ -21,6 +21,7 @@ __all__ = [
     "storage_bytes",
     "rate_class",
     "default_out_precision",
+    "DEFAULT_OUT",
 ]
 
 #: canonical precision -> storage bytes per element
@@ -83,11 +84,14 @@ _RATE_CLASS: dict[str, str | None] = {
     "fp4": "fp4",
 }
 
-_DEFAULT_OUT: dict[str, str] = {"fp8_e4m3": "bf16", "fp8_e5m2": "bf16", "int8": "int32", "fp4": "bf16"}
+#: matmul output precision where it differs from the input's
+DEFAULT_OUT: dict[str, str] = {"fp8_e4m3": "bf16", "fp8_e5m2": "bf16", "int8": "int32", "fp4": "bf16"}
 
 
 def normalize(precision: Any, argument: str = "dtype") -> str:
     """Canonical name of a precision given by name, alias, numpy or torch dtype."""
+    if type(precision) is str and precision in PRECISIONS:
+        return precision
     if not isinstance(precision, str):
         # numpy dtypes and scalar types, torch dtypes: "float16", "torch.bfloat16"
         is_dtype = type(precision).__name__ in ("dtype",) or type(precision).__module__.startswith("numpy") or (
@@ -126,4 +130,4 @@ def rate_class(precision: Any, argument: str = "dtype") -> str:
 def default_out_precision(precision: Any, argument: str = "dtype") -> str:
     """Matmul output precision: the input's, except fp8 -> bf16, int8 -> int32, fp4 -> bf16."""
     name = normalize(precision, argument)
-    return _DEFAULT_OUT.get(name, name)
+    return DEFAULT_OUT.get(name, name)

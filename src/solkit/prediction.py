@@ -1,16 +1,18 @@
 """Calibrated expected time: what a workload will really take on a GPU, not just its bound.
 
-The model, with every parameter named and measured or fitted (``measured:`` in the spec):
+The model, every parameter named once (``solkit.hardware.schema.PARAMETERS``) and measured or
+fitted (``measured:`` in the spec):
 
-    t = launch_floor + sum_k body_k + (launches - 1) * kernel_gap
-    body_k = latency[op] + softmax_p(t_compute_k / compute_efficiency[op],
-                                     t_memory_k / memory_efficiency[op])
+    t = launch_floor + sum_k count_k * body_k + (launches - 1) * kernel_gap
+    body_k = kernel_latency[key] + softmax_p(t_compute_k / compute_efficiency[key],
+                                             t_memory_k / memory_efficiency[key])
 
-  where [op] is the kernel's operator entry if the calibration has one, else its kind's, and
-  softmax_p(a, b) = (a**p + b**p)**(1/p) with the fitted ``overlap_exponent`` p (p = inf is max).
+  where [key] is the kernel's calibration key (``Kernel.op``: its operator, or a variant of
+  it) if the calibration has an entry for it, else its kind's, and softmax_p(a, b) =
+  (a**p + b**p)**(1/p) with the fitted ``overlap_exponent`` p (p = inf is max).
 
 - ``launch_floor``: the measured time of an empty kernel under the same timer; ``kernel_gap``:
-  what each further launch adds; ``latency[kind]``: a kernel's fixed cost (ramp-up, tail,
+  what each further launch adds; ``kernel_latency``: a kernel's fixed cost (ramp-up, tail,
   cross-block reduction) beyond its work.
 - ``t_memory`` = compulsory bytes / measured copy bandwidth.
 - ``t_compute`` of a GEMM or implicit-GEMM conv: the tile/wave model at the measured
@@ -26,30 +28,34 @@ The model, with every parameter named and measured or fitted (``measured:`` in t
   Grouped convs with under 16 bytes of channels per group on both sides (depthwise) run on
   CUDA cores.
 
-A GPU with no ``measured:`` section uses ``DEFAULTS`` (fractions of its datasheet figures,
-taken from the H200 measurements) for its ceilings, borrows the per-kind efficiencies and
-latencies of ``REFERENCE_GPU``'s calibration, and says so in ``Prediction.notes``.
+A GPU with no ``measured:`` section takes ``REFERENCE_GPU``'s measured shares of the datasheet
+as its ceilings (matmul rate per precision, copy bandwidth) and that calibration's launch floor,
+latencies and efficiencies, and says so in ``Prediction.notes``. Cost: one pass over the
+workload's distinct kernels; plain Python for one shape, numpy for a sweep.
 """
 
 from __future__ import annotations
 
-import functools
+import html
+import math
 import warnings
-from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
 
-import html
-
 from ._display import fmt_seconds, html_table, plain
-from ._validate import as_result, flag
-from .errors import PerformanceWarning
-from .hardware import as_gpu
-from .hardware.schema import GPU
-from .precision import rate_class, storage_bytes
+from ._num import Num, any_, broadcast_to, ceil, maximum, not_, product, result, shape_of, where
+from ._validate import flag
+from .errors import PerformanceWarning, SpecError
+from .hardware import as_gpu, load_spec_file, shipped_dir
+from .hardware.parameters import PARAMETERS, Calibration
+from .ops.registry import calibration_keys
+from .precision import PRECISIONS, rate_class
 from .sol import roofline
 from .workload import Kernel, Workload, as_workload
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .hardware.schema import GPU, Measured
 
 __all__ = [
     "Calibration",
@@ -58,8 +64,12 @@ __all__ = [
     "Prediction",
     "calibration",
     "kernel_terms",
+    "kernel_seconds",
+    "combine",
+    "gemm_compute_time",
+    "soft_max",
     "predict",
-    "DEFAULTS",
+    "REFERENCE_GPU",
     "TILES",
 ]
 
@@ -71,240 +81,250 @@ ATTENTION_QUERY_TILE = 128
 MIN_SPLIT_K = 256
 #: leading dimensions and conv channels should be multiples of this many bytes
 ALIGN_BYTES = 16
-
-#: for a GPU whose spec has no ``measured:`` section
-DEFAULTS: dict[str, Any] = {
-    "matmul_fraction": 0.70,  # H200: 691 of 989 TFLOP/s bf16 (fp16 0.68, fp8 0.65, int8 0.47)
-    "bandwidth_fraction": 0.89,  # H200: 4.27 of 4.8 TB/s, device-to-device copy
-    "launch_floor_s": 4.5e-6,  # H200: 4.48 us, do_bench of a one-element kernel
-    "kernel_gap_s": 1.5e-6,
-}
-
-
-@dataclass(frozen=True)
-class Calibration:
-    """The parameters the predictor uses for one GPU, and where they came from."""
-
-    gpu: str
-    calibrated: bool
-    source: str
-    matmul_flops: Mapping[str, float]
-    bandwidth: float
-    launch_s: float
-    gap_s: float
-    latency_s: Mapping[str, float]
-    compute_efficiency: Mapping[str, float]
-    memory_efficiency: Mapping[str, float]
-    misaligned_penalty: float
-    small_channel_penalty: float
-    overlap: float = float("inf")
-
-    def lookup(self, table: str, terms: "KernelTerms", default: float) -> Any:
-        """A per-kernel parameter: the operator's entry, else the kind's, else ``default``.
-
-        Where ``terms.variant_mask`` holds (flash attention that splits the KV sequence,
-        a depthwise conv on CUDA cores) the ``<op>_<variant>`` entry is used instead, element by
-        element in a sweep, if the calibration has one.
-        """
-        mapping = getattr(self, table)
-        base = mapping.get(terms.op, mapping.get(terms.kind, default))
-        if not terms.variant or not np.any(terms.variant_mask):
-            return base
-        return np.where(terms.variant_mask, mapping.get(f"{terms.op}_{terms.variant}", base), base)
-
-    def matmul_rate(self, gpu: GPU, precision: str) -> float:
-        """Achievable dense matmul FLOP/s of ``precision``: measured, else the default fraction of peak."""
-        key = rate_class(precision)
-        if key in self.matmul_flops:
-            return self.matmul_flops[key]
-        return DEFAULTS["matmul_fraction"] * gpu.peak_flops(precision, "matrix")
-
-    def with_params(self, **changes: Any) -> "Calibration":
-        """A copy with some parameters replaced (used when fitting)."""
-        return Calibration(**{**self.__dict__, **changes})
-
-
-def calibration(gpu: Any) -> Calibration:
-    """The predictor's parameters for ``gpu``: its ``measured:`` section, else defaults.
-
-    Defaults: the ceilings are ``DEFAULTS`` fractions of the GPU's own datasheet peaks and
-    bandwidth; the per-kind efficiencies, latencies, penalties and overlap are borrowed from the
-    reference calibration (``REFERENCE_GPU``, measured), since they describe the software's
-    kernels more than the chip (NB: a different GPU generation can differ).
-    """
-    g = as_gpu(gpu)
-    m = g.measured
-    if m is None:
-        reference = _reference_calibration()
-        borrowed = {} if reference is None else dict(
-            gap_s=reference.gap_s, latency_s=reference.latency_s, compute_efficiency=reference.compute_efficiency,
-            memory_efficiency=reference.memory_efficiency, misaligned_penalty=reference.misaligned_penalty,
-            small_channel_penalty=reference.small_channel_penalty, overlap=reference.overlap)
-        return Calibration(
-            gpu=g.name,
-            calibrated=False,
-            source=(
-                f"{g.name} has no measured section: uncalibrated defaults (matmul {DEFAULTS['matmul_fraction']:.0%} "
-                f"of the dense peak, bandwidth {DEFAULTS['bandwidth_fraction']:.0%} of the datasheet, launch floor "
-                f"{DEFAULTS['launch_floor_s'] * 1e6:g} us; kernel efficiencies borrowed from {REFERENCE_GPU}'s calibration)"
-            ),
-            matmul_flops={},
-            bandwidth=DEFAULTS["bandwidth_fraction"] * g.memory_bandwidth,
-            launch_s=DEFAULTS["launch_floor_s"],
-            **{"gap_s": DEFAULTS["kernel_gap_s"], "latency_s": {}, "compute_efficiency": {}, "memory_efficiency": {},
-               "misaligned_penalty": 1.0, "small_channel_penalty": 1.0, **borrowed},
-        )
-    return Calibration(
-        gpu=g.name,
-        calibrated=True,
-        source=f"measured on {g.name} {m.date}: {m.method}",
-        matmul_flops={k: v * 1e12 for k, v in m.matmul_rate_tflops.items()},
-        bandwidth=m.copy_bandwidth_tb_s * 1e12,
-        launch_s=m.launch_floor_us * 1e-6,
-        gap_s=m.kernel_gap_us * 1e-6,
-        latency_s={k: v * 1e-6 for k, v in m.kernel_latency_us.items()},
-        compute_efficiency=dict(m.compute_efficiency),
-        memory_efficiency=dict(m.memory_efficiency),
-        misaligned_penalty=m.misaligned_gemm_penalty,
-        small_channel_penalty=m.small_channel_penalty,
-        overlap=float(m.overlap_exponent),
-    )
-
-
-#: the measured GPU whose kernel efficiencies an uncalibrated GPU borrows
+#: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
 
 
-@functools.lru_cache(maxsize=1)
-def _reference_calibration() -> "Calibration | None":
-    from .hardware import load_spec_file, spec_dirs
-
-    path = spec_dirs()[-1] / f"{REFERENCE_GPU}.yaml"
-    if not path.is_file():
-        return None
-    reference = load_spec_file(path)
-    return calibration(reference) if reference.measured is not None else None
+# ---- the calibration of a GPU -----------------------------------------------------------------
 
 
-def _ceil(a: Any, b: Any) -> np.ndarray:
-    return np.ceil(np.asarray(a, dtype=np.float64) / b)
+def calibration(gpu: Any) -> Calibration:
+    """The predictor's parameters for ``gpu`` in SI units: its ``measured:`` section, else the reference's shares.
+
+    Computed once per loaded spec. The per-key tables' keys must be kernel kinds or calibration
+    keys of registered operators (``solkit.ops.calibration_keys()``); anything else is a
+    ``SpecError`` naming the file and the field.
+    """
+    g = as_gpu(gpu)
+    memo = g.memo
+    cal = memo.get("calibration")
+    if cal is None:
+        cal = memo["calibration"] = _borrowed(g) if g.measured is None else _measured(g, g.measured)
+    return cal
 
 
-def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int) -> tuple[np.ndarray, np.ndarray]:
+def _measured(g: "GPU", measured: "Measured") -> Calibration:
+    keys = set(calibration_keys())
+    for p in PARAMETERS:
+        if p.keyed and p.name != "matmul_rate":
+            unknown = [k for k in getattr(measured, p.file_key) if k not in keys]
+            if unknown:
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is neither a kernel "
+                                f"kind nor a registered operator's calibration key; known: {', '.join(sorted(keys))}")
+    return measured.calibration(g.name)
+
+
+def _borrowed(g: "GPU") -> Calibration:
+    """An uncalibrated GPU: ceilings at the reference's measured shares of its own datasheet, the rest borrowed."""
+    ref_gpu = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+    ref = calibration(ref_gpu)
+    bf16_share = ref.matmul_rate["bf16"] / ref_gpu.peak_flops("bf16")
+    rates = {}
+    for cls in g.precisions:
+        try:
+            peak = g.peak_flops(cls, "matrix")
+        except LookupError:
+            continue
+        share = ref.matmul_rate[cls] / ref_gpu.peak_flops(cls) if cls in ref.matmul_rate else bf16_share
+        rates[cls] = share * peak
+    bw_share = ref.copy_bandwidth / ref_gpu.memory_bandwidth
+    source = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
+              f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
+              f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
+    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=rates,
+                       copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None)
+
+
+def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
+    """Achievable dense matmul FLOP/s of ``precision``: measured, else the bf16 measured share of its peak."""
+    cls = rate_class(precision)
+    rate = cal.matmul_rate.get(cls)
+    if rate is None:
+        share = cal.matmul_rate["bf16"] / gpu.peak_flops("bf16") if "bf16" in cal.matmul_rate else 1.0
+        rate = share * gpu.peak_flops(precision, "matrix")
+    return rate
+
+
+# ---- per-kernel terms -------------------------------------------------------------------------
+
+
+def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int) -> tuple[Num, Num]:
     """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s.
 
-    Wave efficiency = useful FLOPs / FLOPs the waves occupy (1.0: no tile or wave loss).
+    For each tile TM x TN: tiles = ceil(m/TM) * ceil(n/TN) * batch; split = clip(floor(SMs / tiles),
+    1, max(1, floor(k / MIN_SPLIT_K))); seconds = ceil(tiles * split / SMs) waves of
+    2*TM*TN*ceil(k / split) FLOPs at rate / SMs each. Wave efficiency = useful FLOPs / FLOPs the
+    waves occupy (1.0: no tile or wave loss).
+
+    A sweep computes the same numbers in two regimes: a grid of at least SMs tiles splits
+    nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
+    (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
     """
+    if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:
+        return _gemm_compute_time_one(m, n, k, batch, rate, sms)
+    shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
+    if not shape:  # numpy scalars
+        return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms)
     per_sm = rate / sms
+    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K))
+    k_arr, max_split = np.broadcast_to(k, shape), np.broadcast_to(max_split, shape)
+    rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
+    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
+    k_scalar = np.ndim(k) == 0
+    tiles, t = np.empty(shape), np.empty(shape)
     best: Any = None
     for tm, tn in TILES:
-        tiles = _ceil(m, tm) * _ceil(n, tn) * batch
-        # split-K fills idle SMs when the grid is smaller than the machine
-        split = np.clip(np.floor(sms / tiles), 1, np.maximum(1, np.floor(k / MIN_SPLIT_K)))
-        waves = _ceil(tiles * split, sms)
-        t = waves * 2.0 * tm * tn * _ceil(k, split) / per_sm
-        best = t if best is None else np.minimum(best, t)
-    useful = 2.0 * m * n * k * batch / rate
-    return best, useful / best
+        np.multiply(rows[tm], cols[tn], out=tiles)
+        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
+        np.divide(tiles, sms, out=t)
+        np.ceil(t, out=t)
+        np.multiply(t, per_wave * (float(k) if k_scalar else k), out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
+        small = np.flatnonzero(tiles < sms)
+        if small.size:  # one wave; split-K spreads k over the idle SMs
+            few = tiles.reshape(-1)[small]
+            split = np.clip(np.floor_divide(sms, few), 1.0, max_split.reshape(-1)[small])
+            t.reshape(-1)[small] = per_wave * np.ceil(k_arr.reshape(-1)[small] / split)
+        if best is None:
+            best, t = t, np.empty(shape)
+        else:
+            np.minimum(best, t, out=best)
+    useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
+    return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
 
 
-@dataclass(frozen=True)
-class KernelTerms:
+def _ceil_div(x: Any, d: int) -> Any:
+    """ceil(x / d) (one buffer for an array)."""
+    if type(x) is float:
+        return float(math.ceil(x / d))
+    out = np.divide(x, d)
+    return np.ceil(out, out=out)
+
+
+def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int) -> tuple[float, float]:
+    """``gemm_compute_time`` of one shape, in plain Python (a test checks that both agree)."""
+    per_sm = rate / sms
+    max_split = max(1.0, k // MIN_SPLIT_K)
+    best = math.inf
+    for tm, tn in TILES:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        split = min(max(float(sms // tiles), 1.0), max_split)
+        best = min(best, math.ceil(tiles * split / sms) * (2.0 * tm * tn / per_sm * math.ceil(k / split)))
+    return best, 2.0 * m * n * k * batch / rate / best
+
+
+class KernelTerms(NamedTuple):
     """A kernel's raw times at the calibrated ceilings (efficiency 1), and its flags."""
 
     kind: str
     op: str
     variant: str  # "splitkv": flash attention with fewer work items than SMs; "depthwise": conv on CUDA cores
-    variant_mask: np.ndarray  # where the variant applies
-    launches: np.ndarray
-    present: np.ndarray  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
-    t_compute: np.ndarray
-    t_memory: np.ndarray
-    wave_efficiency: np.ndarray
-    misaligned: np.ndarray
-    small_channels: np.ndarray
+    variant_mask: Any  # where the variant applies
+    launches: Num
+    present: Any  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
+    t_compute: Num
+    t_memory: Num
+    wave_efficiency: Num
+    misaligned: Any
+    small_channels: Any
 
 
-def kernel_terms(kernel: Kernel, gpu: GPU, cal: Calibration) -> KernelTerms:
+def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     """Raw compute and memory times of one kernel and the flags the efficiencies act on."""
-    shape = kernel.shape
-    per = ALIGN_BYTES / storage_bytes(kernel.precision)
-    t_memory = kernel.bytes / cal.bandwidth
-    t_compute = np.zeros(shape)
-    if np.any(kernel.vector_flops > 0):
-        t_compute = kernel.vector_flops / gpu.peak_flops(kernel.vector_precision, "vector")
-    wave = np.ones(shape)
-    misaligned = np.zeros(shape, dtype=bool)
-    small = np.zeros(shape, dtype=bool)
+    per = ALIGN_BYTES / PRECISIONS[kernel.precision]  # elements in 16 bytes
+    nbytes = kernel.bytes_read + kernel.bytes_written
+    t_memory = nbytes / cal.copy_bandwidth
+    vf, mf = kernel.vector_flops, kernel.matrix_flops
+    t_compute: Any = vf / gpu.peak_flops(kernel.vector_precision, "vector") if any_(vf > 0) else 0.0
+    t_mat: Any
+    wave: Any = 1.0
+    misaligned: Any = False
+    small: Any = False
+    variant, variant_mask = "", False
     g = kernel.gemm
-    variant, variant_mask = "", np.zeros(shape, dtype=bool)
-    if np.any(kernel.matrix_flops > 0):
-        rate = cal.matmul_rate(gpu, kernel.precision)
+    if any_(mf > 0):
+        rate = matmul_rate(cal, gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
             t_mat, wave = gemm_compute_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
-            misaligned = np.broadcast_to((np.mod(g.k, per) != 0) | (np.mod(g.n, per) != 0), shape)
+            misaligned = (g.k % per != 0) | (g.n % per != 0)
         elif g is not None and kernel.kind == "conv" and g.channels is not None:
             c = g.channels
-            spatial = g.k / c  # R*S
             depthwise = (g.batch > 1) & (c < per) & (g.n < per)
-            small = np.broadcast_to((c < per) & ~depthwise, shape)
-            t_tc, wave = gemm_compute_time(g.m, g.n, _ceil(c, per) * per * spatial, g.batch, rate, gpu.sm_count)
-            t_cuda = kernel.matrix_flops / gpu.peak_flops("fp32", "vector")
-            t_mat = np.where(depthwise, t_cuda, t_tc)
-            wave = np.where(depthwise, 1.0, wave)
+            small = (c < per) & not_(depthwise)
+            # channels padded to 16 bytes: k = ceil(c / per) * per * R*S
+            t_tc, wave_tc = gemm_compute_time(g.m, g.n, ceil(c / per) * per * (g.k / c), g.batch, rate, gpu.sm_count)
+            t_mat = where(depthwise, mf / gpu.peak_flops("fp32", "vector"), t_tc)
+            wave = where(depthwise, 1.0, wave_tc)
             variant, variant_mask = "depthwise", depthwise
         elif g is not None and kernel.kind == "attention":
-            items = _ceil(g.m, ATTENTION_QUERY_TILE) * g.batch
-            wave = items / (_ceil(items, gpu.sm_count) * gpu.sm_count)
-            t_mat = kernel.matrix_flops / rate / wave
+            items = ceil(g.m / ATTENTION_QUERY_TILE) * g.batch
+            wave = items / (ceil(items / gpu.sm_count) * gpu.sm_count)
+            t_mat = mf / rate / wave
             variant, variant_mask = "splitkv", items < gpu.sm_count
         else:
-            t_mat = kernel.matrix_flops / rate
-        t_compute = np.maximum(t_compute, t_mat)
-    present = (kernel.bytes > 0) | (kernel.executed_flops > 0)
-
-    def b(x: Any) -> np.ndarray:
-        return np.broadcast_to(np.asarray(x), shape)
-
-    return KernelTerms(kernel.kind, kernel.op, variant, b(variant_mask), b(kernel.launches), b(present), b(t_compute), b(t_memory), b(wave), b(misaligned), b(small))
+            t_mat = mf / rate
+        t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
+    present: Any = (nbytes > 0) | (vf + mf > 0) if type(nbytes) is float or nbytes.min() <= 0 else True
+    return KernelTerms(kernel.kind, kernel.op, variant, variant_mask, kernel.launches, present, t_compute, t_memory,
+                       wave, misaligned, small)
 
 
-def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(body seconds, compute seconds, memory seconds) of one kernel under ``cal``'s efficiencies."""
-    compute = terms.t_compute / cal.lookup("compute_efficiency", terms, 1.0)
-    compute = np.where(terms.misaligned, compute * cal.misaligned_penalty, compute)
-    compute = np.where(terms.small_channels, compute * cal.small_channel_penalty, compute)
-    memory = terms.t_memory / cal.lookup("memory_efficiency", terms, 1.0)
-    body = np.where(terms.present, cal.lookup("latency_s", terms, 0.0) + soft_max(compute, memory, cal.overlap), 0.0)
-    return body, compute, memory
+def _lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
+    """A per-kernel parameter: the kernel's key's entry, else its kind's, else ``default``; a variant's entry where it applies."""
+    base = table.get(terms.op, table.get(terms.kind, default))
+    if not terms.variant or not any_(terms.variant_mask):
+        return base
+    return where(terms.variant_mask, table.get(f"{terms.op}_{terms.variant}", base), base)
 
 
-def soft_max(a: Any, b: Any, p: float) -> np.ndarray:
+def soft_max(a: Any, b: Any, p: float) -> Any:
     """(a**p + b**p)**(1/p): max(a, b) at p = inf, a + b at p = 1 (compute and memory only partly overlap)."""
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    if not np.isfinite(p):
-        return np.maximum(a, b)
+    if not math.isfinite(p):
+        return maximum(a, b)
+    if p == 2.0:
+        return math.hypot(a, b) if type(a) is float and type(b) is float else np.hypot(a, b)
+    if type(a) is float and type(b) is float:
+        top = max(a, b, 1e-300)
+        return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
     top = np.maximum(np.maximum(a, b), 1e-300)
     return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
 
 
-def combine(terms: tuple[KernelTerms, ...], cal: Calibration) -> np.ndarray:
-    """Workload seconds: launch floor + kernel bodies + a gap per further launch."""
-    total: Any = cal.launch_s
+def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
+    """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
+    compute = terms.t_compute / _lookup(cal.compute_efficiency, terms, 1.0)
+    if any_(terms.misaligned):
+        compute = where(terms.misaligned, compute * cal.misaligned_gemm_penalty, compute)
+    if any_(terms.small_channels):
+        compute = where(terms.small_channels, compute * cal.small_channel_penalty, compute)
+    memory = terms.t_memory / _lookup(cal.memory_efficiency, terms, 1.0)
+    body = soft_max(compute, memory, cal.overlap_exponent)
+    latency = _lookup(cal.kernel_latency, terms, 0.0)
+    if type(latency) is not float or latency:
+        body = body + latency
+    return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def combine(terms: Any, cal: Calibration) -> Num:
+    """Workload seconds from (terms, count) pairs: launch floor + kernel bodies + a gap per further launch."""
+    total: Any = cal.launch_floor
     launches: Any = 0.0
-    for t in terms:
+    for t, count in terms:
         body, _, _ = kernel_seconds(t, cal)
-        total = total + body
-        launches = launches + np.where(t.present, t.launches, 0.0)
-    return np.asarray(total + cal.gap_s * np.maximum(launches - 1, 0))
+        total = total + (body if count == 1 else body * count)
+        n = where(t.present, t.launches, 0.0)
+        launches = launches + (n if count == 1 else n * count)
+    return total + cal.kernel_gap * maximum(launches - 1.0, 0.0)
 
 
-@dataclass(frozen=True)
-class KernelPrediction:
-    """One kernel's expected time (its body, without the workload's launch floor) and its limiter."""
+# ---- the prediction ---------------------------------------------------------------------------
+
+
+class KernelPrediction(NamedTuple):
+    """One kernel's expected time per launch (its body, without the workload's launch floor), its count and limiter."""
 
     name: str
     kind: str
+    count: int
     seconds: Any
     t_compute: Any
     t_memory: Any
@@ -314,9 +334,23 @@ class KernelPrediction:
     misaligned: Any
 
 
-@dataclass(frozen=True)
+def _limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) -> Any:
+    """What bounds the kernel: compute, memory, wave quantization, small channels, misaligned, launch/latency or absent."""
+    overhead = _lookup(cal.kernel_latency, terms, 0.0) + cal.kernel_gap
+    names = np.where(np.asarray(compute) >= memory, "compute", "memory")
+    compute_bound = np.asarray(compute) >= memory
+    names = np.where(compute_bound & (np.asarray(terms.wave_efficiency) < 0.75), "wave quantization", names)
+    names = np.where(compute_bound & terms.small_channels, "small channels", names)
+    names = np.where(compute_bound & terms.misaligned, "misaligned", names)
+    names = np.where(overhead > np.maximum(compute, memory), "launch/latency", names)
+    return result(np.where(terms.present, names, "absent"))
+
+
 class Prediction:
-    """Expected time of a workload on one GPU, per kernel, with the calibration it used."""
+    """Expected time of a workload on one GPU, per kernel (``kernels``, built on demand), with the calibration it used."""
+
+    __slots__ = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "_rows")
+    _FIELDS = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes")
 
     workload: str
     gpu: str
@@ -324,18 +358,25 @@ class Prediction:
     t_sol: Any
     calibrated: bool
     launch_floor: float
-    kernels: tuple[KernelPrediction, ...]
-    notes: tuple[str, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Prediction is immutable: cannot set {name!r}")
+
+    @property
+    def kernels(self) -> tuple[KernelPrediction, ...]:
+        """Per-kernel breakdown, one row per distinct kernel (times per launch)."""
+        return self._rows()
 
     @property
     def sol_fraction(self) -> Any:
         """T_SOL / predicted time: the fraction of the speed of light this prediction reaches."""
-        return as_result(np.asarray(self.t_sol) / np.asarray(self.seconds))
+        return result(np.asarray(self.t_sol) / np.asarray(self.seconds))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON; times in seconds."""
-        out = {k: plain(v) for k, v in self.__dict__.items() if k != "kernels"}
-        out["kernels"] = [{k: plain(v) for k, v in kp.__dict__.items()} for kp in self.kernels]
+        out = {k: plain(getattr(self, k)) for k in self._FIELDS}
+        out["kernels"] = [{k: plain(v) for k, v in kp._asdict().items()} for kp in self.kernels]
         return out
 
     def __repr__(self) -> str:
@@ -349,24 +390,14 @@ class Prediction:
     def _repr_html_(self) -> str:
         if np.ndim(self.seconds):
             return f"<p>{repr(self)}</p>"
-        rows = [(k.name, k.kind, k.seconds * 1e6, k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6,
+        rows = [(k.name, k.count, k.kind, k.seconds * 1e6, k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6,
                  k.wave_efficiency, k.limiter) for k in self.kernels]
-        rows.append(("launch floor", "", self.launch_floor * 1e6, "", "", "", "", ""))
-        rows.append(("total", "", self.seconds * 1e6, "", "", self.t_sol * 1e6, "", ""))
-        header = ("kernel", "kind", "predicted us", "compute us", "memory us", "t_sol us", "wave eff.", "limiter")
+        rows.append(("launch floor", "", "", self.launch_floor * 1e6, "", "", "", "", ""))
+        rows.append(("total", "", "", self.seconds * 1e6, "", "", self.t_sol * 1e6, "", ""))
+        header = ("kernel", "count", "kind", "predicted us (each)", "compute us", "memory us", "t_sol us", "wave eff.",
+                  "limiter")
         notes = "".join(f"<p>{html.escape(n)}</p>" for n in self.notes)
         return html_table(header, rows, f"Prediction of {self.workload} on {self.gpu}") + notes
-
-
-def _limiter(terms: KernelTerms, cal: Calibration, compute: np.ndarray, memory: np.ndarray) -> Any:
-    work = np.maximum(compute, memory)
-    overhead = cal.lookup("latency_s", terms, 0.0) + cal.gap_s
-    name = np.where(compute >= memory, "compute", "memory")
-    name = np.where((compute >= memory) & (terms.wave_efficiency < 0.75), "wave quantization", name)
-    name = np.where((compute >= memory) & terms.small_channels, "small channels", name)
-    name = np.where((compute >= memory) & terms.misaligned, "misaligned", name)
-    name = np.where(overhead > work, "launch/latency", name)
-    return as_result(np.where(terms.present, name, "absent"))
 
 
 def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
@@ -376,41 +407,36 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     flag("warn", warn)
     cal = calibration(g)
     bound = roofline(w, g)
-    all_terms = tuple(kernel_terms(k, g, cal) for k in w.kernels)
-    rows = []
-    for k, t, kr in zip(w.kernels, all_terms, bound.kernels):
-        body, compute, memory = kernel_seconds(t, cal)
-        rows.append(
-            KernelPrediction(
-                name=k.name,
-                kind=k.kind,
-                seconds=as_result(body),
-                t_compute=as_result(compute),
-                t_memory=as_result(memory),
-                t_sol=kr.t_sol,
-                wave_efficiency=as_result(t.wave_efficiency),
-                limiter=_limiter(t, cal, compute, memory),
-                misaligned=as_result(t.misaligned),
-            )
-        )
-    notes = [] if cal.calibrated else [cal.source]
-    bad = [k.name for k, t in zip(w.kernels, all_terms) if np.any(t.misaligned)]
+    counted = w.counted
+    terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
+    notes: list[str] = [] if cal.calibrated else [cal.source]
+    bad = [k.name for (k, _), (t, _) in zip(counted, terms) if any_(t.misaligned)]
     if bad:
         message = (
             f"{w.name}: GEMM leading dimension (k or n) not a multiple of {ALIGN_BYTES} bytes in {', '.join(bad)}; "
-            f"expect about {cal.misaligned_penalty:.2g}x the aligned compute time (pad e.g. a vocab to a multiple of 64)"
+            f"expect about {cal.misaligned_gemm_penalty:.2g}x the aligned compute time (pad e.g. a vocab to a multiple of 64)"
         )
         notes.append(message)
         if warn:
             warnings.warn(message, PerformanceWarning, stacklevel=2)
-    return Prediction(
-        workload=w.name,
-        gpu=g.name,
-        seconds=as_result(np.broadcast_to(combine(all_terms, cal), w.shape)),
-        t_sol=bound.t_sol,
-        calibrated=cal.calibrated,
-        launch_floor=cal.launch_s,
-        kernels=tuple(rows),
-        notes=tuple(notes),
-    )
 
+    def rows() -> tuple[KernelPrediction, ...]:
+        out = []
+        for (k, count), (t, _), kr in zip(counted, terms, bound.kernels):
+            body, compute, memory = kernel_seconds(t, cal)
+            out.append(KernelPrediction(k.name, k.kind, count, result(body), result(compute), result(memory), kr.t_sol,
+                                        result(t.wave_efficiency), _limiter(t, cal, compute, memory),
+                                        result(t.misaligned)))
+        return tuple(out)
+
+    p = object.__new__(Prediction)
+    s = object.__setattr__
+    s(p, "workload", w.name)
+    s(p, "gpu", g.name)
+    s(p, "seconds", broadcast_to(combine(terms, cal), w.shape))
+    s(p, "t_sol", bound.t_sol)
+    s(p, "calibrated", cal.calibrated)
+    s(p, "launch_floor", cal.launch_floor)
+    s(p, "notes", tuple(notes))
+    s(p, "_rows", rows)
+    return p

@@ -1,23 +1,25 @@
 """Roofline bound, SOL fraction, MFU and HFU: pure functions of a workload and a GPU spec.
 
 A kernel's time bound is max(matrix FLOPs / matrix peak of its precision, vector FLOPs /
-vector peak, bytes / DRAM bandwidth). A workload's T_SOL is the sum over its kernels (they
-run one after another). Peaks are dense datasheet figures unless ``sparse=True``.
+vector peak, bytes / DRAM bandwidth). A workload's T_SOL is the sum over its kernels, each
+times the number of times it runs (they run one after another). Peaks are dense datasheet
+figures unless ``sparse=True``. Cost: one pass over the workload's distinct kernels.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
-from ._validate import as_result, dim, finite_result, flag, positive
+from ._num import Num, broadcast_to, maximum, result
+from ._validate import dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
 from .hardware import as_gpu
 from .precision import normalize, rate_class
 from .workload import Kernel, Workload, as_workload
+
 if TYPE_CHECKING:  # pragma: no cover
     from .hardware.schema import GPU
 
@@ -41,24 +43,28 @@ def _pandas() -> Any:
     return pd
 
 
-def _ratio(flops: np.ndarray, nbytes: np.ndarray) -> np.ndarray:
+def _ratio(flops: Num, nbytes: Num) -> Num:
     """FLOP per byte; a kernel that moves no bytes (absent in a sweep) has intensity 0."""
+    if type(flops) is float and type(nbytes) is float:
+        return flops / nbytes if nbytes > 0 else 0.0
     flops, nbytes = np.broadcast_arrays(np.asarray(flops, dtype=np.float64), np.asarray(nbytes, dtype=np.float64))
     return np.divide(flops, nbytes, out=np.zeros(flops.shape), where=nbytes > 0)
 
 
-def _bound(t_compute: np.ndarray, t_memory: np.ndarray) -> Any:
+def _bound(t_compute: Num, t_memory: Num) -> Any:
     """'compute' where the compute time is at least the memory time, else 'memory'."""
-    return as_result(np.where(t_compute >= t_memory, "compute", "memory"))
+    if type(t_compute) is float and type(t_memory) is float:
+        return "compute" if t_compute >= t_memory else "memory"
+    return result(np.where(t_compute >= t_memory, "compute", "memory"))
 
 
-@dataclass(frozen=True)
-class KernelRoofline:
-    """One kernel's bound: times in seconds, the roof that binds it, its intensity."""
+class KernelRoofline(NamedTuple):
+    """One kernel's bound per launch (seconds), how many times it runs, the roof that binds it, its intensity."""
 
     name: str
     kind: str
     precision: str
+    count: int
     t_matrix: Any
     t_vector: Any
     t_compute: Any
@@ -71,32 +77,88 @@ class KernelRoofline:
     intensity: Any
 
 
-@dataclass(frozen=True)
 class Roofline:
-    """A workload's speed-of-light bound on one GPU, with a per-kernel breakdown.
+    """A workload's speed-of-light bound on one GPU, with a per-kernel breakdown (``kernels``).
 
     ``t_compute`` and ``t_memory`` are per-kernel sums; ``t_sol`` is the sum of each kernel's
     max and so is at least max(t_compute, t_memory). ``bound`` names the roof behind the
-    larger share of ``t_sol``.
+    larger share of ``t_sol``. Breakdown rows are per launch, with the launch ``count``. The
+    times are computed at once; the other figures when first read.
     """
+
+    __slots__ = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "_w", "_g", "_sparse", "_times", "_lazy")
+    _FIELDS = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "bound", "intensity", "ridge_point", "flops",
+               "executed_flops", "bytes")
 
     workload: str
     gpu: str
     t_sol: Any
     t_compute: Any
     t_memory: Any
-    bound: Any
-    intensity: Any
-    ridge_point: Any
-    flops: Any
-    executed_flops: Any
-    bytes: Any
-    kernels: tuple[KernelRoofline, ...]
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Roofline is immutable: cannot set {name!r}")
+
+    def _cached(self, name: str, compute: Any) -> Any:
+        lazy = self._lazy
+        if name not in lazy:
+            lazy[name] = compute()
+        return lazy[name]
+
+    @property
+    def flops(self) -> Any:
+        """Model (useful) FLOPs."""
+        return self._cached("flops", lambda: self._w.flops)
+
+    @property
+    def executed_flops(self) -> Any:
+        """Executed FLOPs (what T_SOL charges)."""
+        return self._cached("executed_flops", lambda: self._w.executed_flops)
+
+    @property
+    def bytes(self) -> Any:
+        """Compulsory DRAM bytes."""
+        return self._cached("bytes", lambda: self._w.bytes)
+
+    @property
+    def intensity(self) -> Any:
+        """Executed FLOPs per DRAM byte."""
+        return self._cached("intensity", lambda: result(_ratio(self.executed_flops, self.bytes)))
+
+    @property
+    def bound(self) -> Any:
+        """'compute' or 'memory' (an array of them for a sweep): the roof behind the larger share of ``t_sol``."""
+        def compute() -> Any:
+            share: Any = 0.0
+            for (_, count), (_, _, t_c, t_mem, t_sol) in zip(self._w.counted, self._times):
+                share = share + np.where(np.asarray(t_c) >= t_mem, t_sol, 0.0) * count
+            memory_share = np.asarray(self.t_sol) - share
+            return result(np.where(share >= memory_share, "compute", "memory"))
+
+        return self._cached("bound", compute)
+
+    @property
+    def ridge_point(self) -> float:
+        """Intensity (FLOP/byte) where the roofs of the workload's precision meet (fp32 vector for vector-only work)."""
+        w, g = self._w, self._g
+        if any(np.any(k.matrix_flops > 0) for k, _ in w.counted):
+            return g.peak_flops(w.precision, "matrix", sparse=self._sparse) / g.memory_bandwidth  # type: ignore[no-any-return]
+        return g.ridge_point("fp32", "vector")  # type: ignore[no-any-return]
+
+    @property
+    def kernels(self) -> tuple[KernelRoofline, ...]:
+        """Per-kernel breakdown, one row per distinct kernel (times per launch)."""
+        return tuple(
+            KernelRoofline(k.name, k.kind, k.precision, count, result(t_mat), result(t_vec), result(t_c), result(t_mem),
+                           result(t_sol), _bound(t_c, t_mem), result(k.model_flops), result(k.executed_flops),
+                           result(k.bytes), result(_ratio(k.executed_flops, k.bytes)))
+            for (k, count), (t_mat, t_vec, t_c, t_mem, t_sol) in zip(self._w.counted, self._times)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (arrays become lists) for JSON; times in seconds."""
-        out = {k: plain(v) for k, v in self.__dict__.items() if k != "kernels"}
-        out["kernels"] = [{k: plain(v) for k, v in kr.__dict__.items()} for kr in self.kernels]
+        out = {k: plain(getattr(self, k)) for k in self._FIELDS}
+        out["kernels"] = [{k: plain(v) for k, v in kr._asdict().items()} for kr in self.kernels]
         return out
 
     def to_frame(self) -> Any:
@@ -132,96 +194,89 @@ class Roofline:
         if np.ndim(self.t_sol):
             return f"<p>{repr(self)}</p>"
         rows = [
-            (k.name, k.kind, k.precision, k.executed_flops / 1e9, k.bytes / 1e6, k.intensity, k.t_compute * 1e6,
-             k.t_memory * 1e6, k.t_sol * 1e6, k.bound)
+            (k.name, k.count, k.kind, k.precision, k.executed_flops / 1e9, k.bytes / 1e6, k.intensity,
+             k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6, k.bound)
             for k in self.kernels
         ]
-        rows.append(("total", "", "", self.executed_flops / 1e9, self.bytes / 1e6, self.intensity, self.t_compute * 1e6,
-                     self.t_memory * 1e6, self.t_sol * 1e6, self.bound))
-        header = ("kernel", "kind", "precision", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound")
+        rows.append(("total", "", "", "", self.executed_flops / 1e9, self.bytes / 1e6, self.intensity,
+                     self.t_compute * 1e6, self.t_memory * 1e6, self.t_sol * 1e6, self.bound))
+        header = ("kernel", "count", "kind", "precision", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us",
+                  "t_sol us (each)", "bound")
         return html_table(header, rows, f"Roofline of {self.workload} on {self.gpu}")
 
 
-def _kernel_times(kernel: Kernel, gpu: GPU, sparse: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(t_matrix, t_vector, t_memory) of one kernel in seconds."""
-    t_matrix = np.zeros_like(kernel.matrix_flops)
-    if np.any(kernel.matrix_flops > 0):
-        t_matrix = kernel.matrix_flops / gpu.peak_flops(kernel.precision, "matrix", sparse=sparse)
-    t_vector = np.zeros_like(kernel.vector_flops)
-    if np.any(kernel.vector_flops > 0):
-        t_vector = kernel.vector_flops / gpu.peak_flops(kernel.vector_precision, "vector")
-    t_memory = kernel.bytes / gpu.memory_bandwidth
-    return t_matrix, t_vector, t_memory
+def _rate_time(work: Any, gpu: "GPU", precision: str, unit: str, sparse: bool) -> Any:
+    """work / the peak of ``precision`` on ``unit``; no peak is needed (nor asked) where there is no work."""
+    if type(work) is float:
+        return work / gpu.peak_flops(precision, unit, sparse) if work > 0 else 0.0
+    try:
+        return work / gpu.peak_flops(precision, unit, sparse)
+    except LookupError:
+        if work.max() > 0:
+            raise
+        return 0.0
 
 
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
-    w = as_workload(workload)
+    w = workload if type(workload) is Workload else as_workload(workload)
     g = as_gpu(gpu)
-    flag("sparse", sparse)
-    rows = []
-    total_c = total_m = total_sol = compute_share = np.float64(0.0)
-    for k in w.kernels:
-        t_mat, t_vec, t_mem = _kernel_times(k, g, sparse)
-        t_c = np.maximum(t_mat, t_vec)
-        t_sol = np.maximum(t_c, t_mem)
-        total_c = total_c + t_c
-        total_m = total_m + t_mem
-        total_sol = total_sol + t_sol
-        compute_share = compute_share + np.where(t_c >= t_mem, t_sol, 0.0)
-        rows.append(
-            KernelRoofline(
-                name=k.name,
-                kind=k.kind,
-                precision=k.precision,
-                t_matrix=as_result(t_mat),
-                t_vector=as_result(t_vec),
-                t_compute=as_result(t_c),
-                t_memory=as_result(t_mem),
-                t_sol=as_result(t_sol),
-                bound=_bound(t_c, t_mem),
-                flops=as_result(k.model_flops),
-                executed_flops=as_result(k.executed_flops),
-                bytes=as_result(k.bytes),
-                intensity=as_result(_ratio(k.executed_flops, k.bytes)),
-            )
-        )
-    memory_share = total_sol - compute_share
-    if any(np.any(k.matrix_flops > 0) for k in w.kernels):
-        ridge = g.peak_flops(w.precision, "matrix", sparse=sparse) / g.memory_bandwidth
-    else:
-        ridge = g.ridge_point("fp32", "vector")
+    if sparse is not False:
+        flag("sparse", sparse)
+    bandwidth = g.memory_bandwidth
+    total_c: Any = None
+    total_m: Any = None
+    total_sol: Any = None
+    times = []
+    for k, count in w.counted:
+        t_mat = _rate_time(k.matrix_flops, g, k.precision, "matrix", sparse)
+        t_vec = _rate_time(k.vector_flops, g, k.vector_precision, "vector", False)
+        t_mem = k.bytes / bandwidth
+        t_c = t_mat if type(t_vec) is float and t_vec == 0.0 else t_vec if type(t_mat) is float and t_mat == 0.0 \
+            else maximum(t_mat, t_vec)
+        t_sol = maximum(t_c, t_mem)
+        times.append((t_mat, t_vec, t_c, t_mem, t_sol))
+        if count != 1:
+            t_c, t_mem, t_sol = t_c * count, t_mem * count, t_sol * count
+        if total_sol is None:
+            total_c, total_m, total_sol = t_c, t_mem, t_sol
+        else:
+            total_c, total_m, total_sol = total_c + t_c, total_m + t_mem, total_sol + t_sol
+    r = object.__new__(Roofline)
+    s = object.__setattr__
     shape = w.shape
-    return Roofline(
-        workload=w.name,
-        gpu=g.name,
-        t_sol=as_result(np.broadcast_to(total_sol, shape)),
-        t_compute=as_result(np.broadcast_to(total_c, shape)),
-        t_memory=as_result(np.broadcast_to(total_m, shape)),
-        bound=_bound(np.broadcast_to(compute_share, shape), np.broadcast_to(memory_share, shape)),
-        intensity=as_result(np.broadcast_to(_ratio(w.executed_flops, w.bytes), shape)),
-        ridge_point=ridge,
-        flops=as_result(np.broadcast_to(w.flops, shape)),
-        executed_flops=as_result(np.broadcast_to(w.executed_flops, shape)),
-        bytes=as_result(np.broadcast_to(w.bytes, shape)),
-        kernels=tuple(rows),
-    )
+    s(r, "workload", w.name)
+    s(r, "gpu", g.name)
+    s(r, "t_sol", broadcast_to(total_sol, shape))
+    s(r, "t_compute", broadcast_to(total_c, shape))
+    s(r, "t_memory", broadcast_to(total_m, shape))
+    s(r, "_w", w)
+    s(r, "_g", g)
+    s(r, "_sparse", sparse)
+    s(r, "_times", times)
+    s(r, "_lazy", {} if shape else {"bound": "compute" if _compute_share(w, times) >= total_sol / 2 else "memory"})
+    return r
+
+
+def _compute_share(w: Workload, times: list[Any]) -> float:
+    """Seconds of T_SOL spent in compute-bound kernels (one shape)."""
+    return sum(t_sol * count for (_, count), (_, _, t_c, t_mem, t_sol) in zip(w.counted, times) if t_c >= t_mem)
 
 
 def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False) -> Any:
     """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it."""
     seconds = positive("measured_seconds", measured_seconds)
-    t_sol = np.asarray(roofline(workload, gpu, sparse=sparse).t_sol)
+    t_sol = roofline(workload, gpu, sparse=sparse).t_sol
     try:
-        result = t_sol / seconds
+        ratio = t_sol / seconds
     except ValueError:
         raise ShapeError(
             f"measured_seconds of shape {np.shape(seconds)} does not broadcast with the workload's shape {np.shape(t_sol)}"
         ) from None
-    return as_result(finite_result("measured_seconds", result, "it is too small to divide by"))
+    return result(finite_result("measured_seconds", ratio, "it is too small to divide by"))
 
 
-def _n_gpus(n_gpus: Any) -> np.ndarray:
+def _n_gpus(n_gpus: Any) -> Any:
     try:
         return dim("n_gpus", n_gpus)
     except ValueError as exc:
@@ -238,7 +293,7 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     g = as_gpu(gpu)
     if isinstance(flops, Workload):
         f = flops.executed_flops if executed else flops.flops
-        classes = {rate_class(k.precision) for k in flops.kernels if np.any(k.matrix_flops > 0)}
+        classes = {rate_class(k.precision) for k, _ in flops.counted if np.any(k.matrix_flops > 0)}
         if classes and rate_class(precision) not in classes:
             raise OptionError(
                 f"dtype is {precision!r} but the workload's matrix kernels run in {', '.join(sorted(classes))}; "
@@ -249,7 +304,7 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     s = positive("seconds", seconds)
     n = _n_gpus(n_gpus)
     peak = g.peak_flops(precision, "matrix", sparse=sparse)
-    return as_result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
+    return result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
 
 
 def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
@@ -269,10 +324,10 @@ def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
 def achieved_flops(workload: Workload, seconds: Any) -> Any:
     """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``."""
     rate = as_workload(workload).executed_flops / positive("seconds", seconds)
-    return as_result(finite_result("seconds", rate, "it is too small to divide by"))
+    return result(finite_result("seconds", rate, "it is too small to divide by"))
 
 
 def achieved_bandwidth(workload: Workload, seconds: Any) -> Any:
     """DRAM bytes/s reached (compulsory bytes over the measured time)."""
     rate = as_workload(workload).bytes / positive("seconds", seconds)
-    return as_result(finite_result("seconds", rate, "it is too small to divide by"))
+    return result(finite_result("seconds", rate, "it is too small to divide by"))

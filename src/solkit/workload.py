@@ -1,240 +1,384 @@
-"""``Kernel`` (one launch) and ``Workload`` (an ordered set of kernels).
+"""``Kernel`` (one launch) and ``Workload`` (kernels run one after another, repeated parts held once).
 
-A kernel records what it executes (matrix FLOPs on tensor cores, vector FLOPs on CUDA
-cores), the useful (model) FLOPs among them, and its compulsory DRAM bytes. Every figure is
-a float64 numpy array (0-d for scalar shapes) so that a sweep over shapes broadcasts.
+A kernel records what it executes (matrix FLOPs on tensor cores, vector FLOPs on CUDA cores),
+the useful (model) FLOPs among them, and its compulsory DRAM bytes. Each figure is a Python
+float for one shape or a float64 numpy array for a sweep (figures of one kernel broadcast
+together). A workload holds its parts with a count: an 80-layer model holds its layer once,
+``w.counted`` lists each distinct kernel with how often it runs (what ``roofline`` and
+``predict`` loop over), and ``w.kernels`` lists every launch, built on demand.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Optional
+import math
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 
 import numpy as np
 
+from ._num import Num, broadcast_to, shape_of
 from .errors import ArgumentTypeError, OptionError, ShapeError
-from .precision import normalize
+from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "GemmDims", "KERNEL_KINDS", "as_workload", "chain"]
+__all__ = ["Kernel", "Workload", "Gemm", "OpCall", "KERNEL_KINDS", "as_workload", "chain"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
 #: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
 #: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
 KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
 
+_KINDS = frozenset(KERNEL_KINDS)
+_INF = math.inf
+#: model FLOPs may exceed the executed by float rounding only
+_SLACK = 1 + 1e-12
+_FIGURES = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops", "launches")
 
 
-def _f64(x: Any) -> np.ndarray:
-    return np.asarray(x, dtype=np.float64)
+class Gemm(NamedTuple):
+    """The problem a GEMM-like kernel solves: ``batch`` products of [m, k] @ [k, n].
 
-
-@dataclass(frozen=True)
-class GemmDims:
-    """The problem a GEMM-like kernel solves: ``batch`` products of [m, k] @ [k, n]."""
-
-    m: np.ndarray
-    n: np.ndarray
-    k: np.ndarray
-    batch: np.ndarray = field(default_factory=lambda: np.float64(1.0))
-    channels: Optional[np.ndarray] = None  # implicit-GEMM conv: input channels per group (k = channels*R*S)
-
-    def __post_init__(self) -> None:
-        for name in ("m", "n", "k", "batch"):
-            object.__setattr__(self, name, _f64(getattr(self, name)))
-        if self.channels is not None:
-            object.__setattr__(self, "channels", _f64(self.channels))
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One kernel launch: executed FLOPs by unit, useful FLOPs, DRAM bytes read and written.
-
-    ``op`` names the operator implementation the kernel comes from (the predictor's
-    efficiencies may be keyed by it). ``precision`` is the matrix-unit precision (the operands' storage precision for
-    elementwise kernels); vector FLOPs are charged at the ``vector_precision`` CUDA-core rate
-    (fp32: normalization and activation kernels compute in fp32 whatever they store).
+    ``channels``: an implicit-GEMM conv's input channels per group (k = channels * R * S).
     """
 
+    m: Num
+    n: Num
+    k: Num
+    batch: Num = 1.0
+    channels: Optional[Num] = None
+
+
+class OpCall(NamedTuple):
+    """Which registered operator built a workload, and its validated arguments (for its backward)."""
+
+    op: str
+    args: Mapping[str, Any]
+
+
+def _figure(kernel: str, name: str, value: Any) -> Num:
+    """A kernel figure as a float or a float64 array; negative, non-finite or non-numeric is refused."""
+    kind = type(value)
+    if kind is float or kind is int:
+        if 0 <= value < math.inf:
+            return float(value)
+        raise ShapeError(f"{kernel}: {name} must be a finite number >= 0, got {value!r}")
+    if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {value!r}") from None
+    if arr.size:
+        low, high = arr.min(), arr.max()  # reductions: no temporaries (a NaN fails both tests below)
+        if not high - high == 0:
+            raise ShapeError(f"{kernel}: {name} is not finite (a shape too large for float64, about 1.8e308)")
+        if not low >= 0:
+            raise ShapeError(f"{kernel}: {name} must not be negative")
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def _add(a: Num, b: Num) -> Num:
+    """a + b, without a new array when one side is the scalar 0."""
+    if type(b) is float and b == 0.0:
+        return a
+    if type(a) is float and a == 0.0:
+        return b
+    return a + b
+
+
+class _KernelFields(NamedTuple):
     name: str
     kind: str
     precision: str
-    matrix_flops: Any = 0.0
-    vector_flops: Any = 0.0
-    bytes_read: Any = 0.0
-    bytes_written: Any = 0.0
-    model_flops: Any = None
-    gemm: Optional[GemmDims] = None
-    vector_precision: str = "fp32"
-    op: str = ""  # the operator that emits it ("layernorm", "matmul", ...); defaults to ``name``
-    launches: Any = 1.0  # launches the usual implementation makes (im2col: one per image); T_SOL ignores it
+    matrix_flops: Num
+    vector_flops: Num
+    bytes_read: Num
+    bytes_written: Num
+    model_flops: Num
+    gemm: Optional[Gemm]
+    vector_precision: str
+    op: str
+    launches: Num
 
-    def __post_init__(self) -> None:
-        if not self.op:
-            object.__setattr__(self, "op", self.name)
-        if self.kind not in KERNEL_KINDS:
-            raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {self.kind!r}")
-        object.__setattr__(self, "precision", normalize(self.precision, "precision"))
-        object.__setattr__(self, "vector_precision", normalize(self.vector_precision, "vector_precision"))
-        for name in ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "launches"):
-            try:
-                object.__setattr__(self, name, _f64(getattr(self, name)))
-            except (TypeError, ValueError):
-                raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {getattr(self, name)!r}") from None
+
+class Kernel(_KernelFields):
+    """One kernel launch: executed FLOPs by unit, useful (model) FLOPs, DRAM bytes read and written.
+
+    ``op`` is the calibration key the predictor looks the kernel's efficiencies up by (the
+    registered operator that emits it, or a named implementation of it); it defaults to
+    ``name``. ``precision`` is the matrix-unit precision (the operands' storage precision for
+    elementwise kernels); vector FLOPs are charged at the ``vector_precision`` CUDA-core rate
+    (fp32: normalization and activation kernels compute in fp32 whatever they store).
+    ``model_flops`` defaults to the executed FLOPs and may not exceed them. ``launches``: the
+    launches the usual implementation makes (im2col: one per image); T_SOL ignores it.
+    """
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        name: str,
+        kind: str,
+        precision: str,
+        matrix_flops: Any = 0.0,
+        vector_flops: Any = 0.0,
+        bytes_read: Any = 0.0,
+        bytes_written: Any = 0.0,
+        model_flops: Any = None,
+        gemm: Optional[Gemm] = None,
+        vector_precision: str = "fp32",
+        op: str = "",
+        launches: Any = 1.0,
+    ) -> "Kernel":
+        if type(name) is not str or not name:
+            raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
+        if kind not in _KINDS:
+            raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
+        precision = precision if precision in PRECISIONS else normalize(precision, "precision")
+        vector_precision = vector_precision if vector_precision in PRECISIONS else normalize(vector_precision, "vector_precision")
+        if type(op) is not str:
+            raise ArgumentTypeError(f"op must be a string (a calibration key), got {op!r}")
+        mf, vf, br, bw = matrix_flops, vector_flops, bytes_read, bytes_written
+        if (type(mf) is float and type(vf) is float and type(br) is float and type(bw) is float and type(launches) is float
+                and (model_flops is None or type(model_flops) is float)):
+            # one shape (the fast path): finite, non-negative, model <= executed, launches >= 1
+            executed = mf + vf
+            useful = executed if model_flops is None else model_flops
+            if 0 <= mf < _INF and 0 <= vf < _INF and 0 <= br < _INF and 0 <= bw < _INF and 0 <= useful <= executed * _SLACK \
+                    and 1 <= launches < _INF:
+                return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision,
+                                           op or name, launches))
+        mf = _figure(name, "matrix_flops", mf)
+        vf = _figure(name, "vector_flops", vf)
+        br = _figure(name, "bytes_read", br)
+        bw = _figure(name, "bytes_written", bw)
+        executed = _add(mf, vf)
+        useful = executed if model_flops is None else _figure(name, "model_flops", model_flops)
+        n = _figure(name, "launches", launches)
+        if not (n >= 1 if type(n) is float else n.min() >= 1):
+            raise ShapeError(f"{name}: launches must be at least 1, got {n!r}")
+        if useful is not executed:
+            over = useful > executed * _SLACK
+            if over if type(over) is bool else np.any(over):
+                raise ShapeError(f"{name}: model_flops must not exceed the executed FLOPs (matrix + vector), "
+                                 f"got model {useful!r} > executed {executed!r}")
         try:
-            useful = self.matrix_flops + self.vector_flops if self.model_flops is None else _f64(self.model_flops)
-        except (TypeError, ValueError):
-            raise ArgumentTypeError(f"model_flops must be a number or an array of numbers, got {self.model_flops!r}") from None
-        object.__setattr__(self, "model_flops", useful)
-        # every figure takes the kernel's broadcast shape, so a sweep never mixes 0-d and n-d
-        figures = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops")
-        try:
-            shaped = np.broadcast_arrays(*(getattr(self, f) for f in figures))
+            shape_of(mf, vf, br, bw, useful, n)
         except ValueError:
-            shapes = ", ".join(f"{f} {np.shape(getattr(self, f))}" for f in figures)
-            raise ShapeError(f"{self.name}: the shape arguments do not broadcast together ({shapes})") from None
-        for name, arr in zip(figures, shaped):
-            if not np.all(np.isfinite(arr)):
-                raise ShapeError(f"{self.name}: {name} is not finite (a shape too large for float64, about 1.8e308)")
-            if np.any(arr < 0):
-                raise ShapeError(f"{self.name}: {name} must not be negative")
-            object.__setattr__(self, name, arr)
+            shapes = ", ".join(f"{f} {np.shape(v)}" for f, v in zip(_FIGURES, (mf, vf, br, bw, useful, n)))
+            raise ShapeError(f"{name}: the figures do not broadcast together ({shapes})") from None
+        return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n))
 
     @property
-    def executed_flops(self) -> np.ndarray:
+    def executed_flops(self) -> Num:
         """FLOPs the kernel computes, matrix plus vector."""
-        return self.matrix_flops + self.vector_flops
+        return _add(self.matrix_flops, self.vector_flops)
 
     @property
-    def flops(self) -> np.ndarray:
+    def flops(self) -> Num:
         """Useful (model) FLOPs."""
         return self.model_flops
 
     @property
-    def bytes(self) -> np.ndarray:
+    def bytes(self) -> Num:
         """Compulsory DRAM bytes: read plus written."""
-        return self.bytes_read + self.bytes_written
+        return _add(self.bytes_read, self.bytes_written)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Broadcast shape of the kernel's figures."""
-        return np.shape(self.bytes_read)
+        """Broadcast shape of the kernel's figures (() for one shape)."""
+        return shape_of(self.matrix_flops, self.vector_flops, self.bytes_read, self.bytes_written, self.model_flops)
 
     def renamed(self, name: str) -> "Kernel":
-        """The same kernel under another name."""
-        return replace(self, name=name)
+        """The same kernel under another name (its calibration key stays)."""
+        return self._replace(name=name)
+
+    def __repr__(self) -> str:
+        def show(x: Any) -> str:
+            return f"{x:.4g}" if type(x) is float else f"array{np.shape(x)}"
+
+        return (f"Kernel({self.name!r}, {self.kind}, {self.precision}, matrix_flops={show(self.matrix_flops)}, "
+                f"vector_flops={show(self.vector_flops)}, bytes={show(self.bytes)}, op={self.op!r})")
 
 
-def _sum(values: Iterable[np.ndarray]) -> np.ndarray:
-    """Sum of kernel figures, broadcast together."""
-    total = np.float64(0.0)
-    for v in values:
-        total = total + v
-    return _f64(total)
+Node = Union[Kernel, "Workload"]
 
 
-@dataclass(frozen=True)
+def _total(w: "Workload", figure: str) -> Num:
+    """Sum of one figure over the workload's (kernel, count) pairs, of the workload's shape."""
+    total: Any = 0.0
+    for k, count in w.counted:
+        value = getattr(k, figure)
+        total = _add(total, value if count == 1 else value * count)
+    return broadcast_to(total, w.shape)
+
+
 class Workload:
-    """An ordered set of kernels run one after another (an operator, a layer, a model step)."""
+    """Kernels run one after another (an operator, a layer, a model step); repeated parts held once with a count."""
+
+    __slots__ = ("name", "parts", "call", "_counted", "_shape")
 
     name: str
-    kernels: tuple[Kernel, ...]
+    parts: tuple[tuple[Node, int], ...]  # (a kernel or a sub-workload, how many times it runs in a row)
+    call: Optional[OpCall]  # the registered operator that built it, if one did
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.kernels, (tuple, list)):
-            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {self.kernels!r}")
-        kernels = tuple(self.kernels)
+    def __init__(self, name: str, kernels: Any) -> None:
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"name must be a string, got {name!r}")
+        if not isinstance(kernels, (tuple, list)) or isinstance(kernels, Kernel):
+            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {kernels!r}")
         if not kernels or not all(isinstance(k, Kernel) for k in kernels):
-            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {self.kernels!r}")
-        object.__setattr__(self, "kernels", kernels)
+            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {kernels!r}")
+        _init(self, name, tuple((k, 1) for k in kernels), None)
+
+    @classmethod
+    def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None) -> "Workload":
+        """A workload from validated (kernel or workload, count) parts (for ops and models)."""
+        w = object.__new__(cls)
+        _init(w, name, parts, call)
+        return w
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Workload is immutable: cannot set {name!r}")
+
+    # ---- structure ------------------------------------------------------------------------
+    @property
+    def counted(self) -> tuple[tuple[Kernel, int], ...]:
+        """Each distinct kernel with how many times it runs, in first-launch order."""
+        if self._counted is None:
+            object.__setattr__(self, "_counted", tuple(_flatten(self.parts, 1)))
+        return self._counted  # type: ignore[return-value]
 
     @property
-    def flops(self) -> np.ndarray:
+    def kernels(self) -> tuple[Kernel, ...]:
+        """Every launch in order (a part that runs n times appears n times)."""
+        return tuple(_launches(self.parts))
+
+    def __len__(self) -> int:
+        return sum(count for _, count in self.counted)
+
+    def repeat(self, count: Any, name: Optional[str] = None) -> "Workload":
+        """This workload run ``count`` times in a row, held once (a model's layers)."""
+        if type(count) is not int or count < 1:
+            if isinstance(count, (int, np.integer)) and not isinstance(count, (bool, np.bool_)) and count >= 1:
+                count = int(count)
+            else:
+                raise ShapeError(f"count must be a positive integer, got {count!r}")
+        return Workload.of(name or f"{self.name} x {count}", ((self, count),))
+
+    def renamed(self, name: str, kernels: bool = False) -> "Workload":
+        """The same kernels under another name; ``kernels=True`` renames a single-kernel workload's kernel too."""
+        if kernels and len(self.parts) == 1 and isinstance(self.parts[0][0], Kernel) and self.parts[0][1] == 1:
+            return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call)
+        return Workload.of(name, self.parts, self.call)
+
+    def __add__(self, other: "Workload") -> "Workload":
+        if not isinstance(other, Workload):
+            return NotImplemented
+        return Workload.of(f"{self.name} + {other.name}", ((self, 1), (other, 1)))
+
+    # ---- figures ----------------------------------------------------------------------------
+    @property
+    def flops(self) -> Num:
         """Model (useful) FLOPs: what MFU counts."""
-        return _sum(k.model_flops for k in self.kernels)
+        return _total(self, "model_flops")
 
     @property
-    def executed_flops(self) -> np.ndarray:
+    def executed_flops(self) -> Num:
         """FLOPs the kernels execute (>= flops): what HFU and T_SOL use."""
-        return _sum(k.executed_flops for k in self.kernels)
+        return _add(self.matrix_flops, self.vector_flops)
 
     @property
-    def matrix_flops(self) -> np.ndarray:
+    def matrix_flops(self) -> Num:
         """Executed FLOPs on matrix units."""
-        return _sum(k.matrix_flops for k in self.kernels)
+        return _total(self, "matrix_flops")
 
     @property
-    def vector_flops(self) -> np.ndarray:
+    def vector_flops(self) -> Num:
         """Executed FLOPs on vector units."""
-        return _sum(k.vector_flops for k in self.kernels)
+        return _total(self, "vector_flops")
 
     @property
-    def bytes_read(self) -> np.ndarray:
+    def bytes_read(self) -> Num:
         """DRAM bytes read, all kernels."""
-        return _sum(k.bytes_read for k in self.kernels)
+        return _total(self, "bytes_read")
 
     @property
-    def bytes_written(self) -> np.ndarray:
+    def bytes_written(self) -> Num:
         """DRAM bytes written, all kernels."""
-        return _sum(k.bytes_written for k in self.kernels)
+        return _total(self, "bytes_written")
 
     @property
-    def bytes(self) -> np.ndarray:
+    def bytes(self) -> Num:
         """DRAM bytes, all kernels."""
-        return self.bytes_read + self.bytes_written
+        return _add(self.bytes_read, self.bytes_written)
 
     @property
-    def intensity(self) -> np.ndarray:
+    def intensity(self) -> Num:
         """Executed FLOPs per DRAM byte."""
         return self.executed_flops / self.bytes
 
     @property
     def precision(self) -> str:
         """Precision of the first matrix-unit kernel (else of the first kernel)."""
-        for k in self.kernels:
+        for k, _ in self.counted:
             if k.kind in ("gemm", "conv", "attention"):
                 return k.precision
-        return self.kernels[0].precision
+        return self.counted[0][0].precision
 
     @property
     def shape(self) -> tuple[int, ...]:
-        """Broadcast shape of the workload's figures."""
-        return np.broadcast_shapes(*(k.shape for k in self.kernels))
+        """Broadcast shape of the workload's figures (() for one shape)."""
+        if self._shape is None:
+            shapes = [k.shape for k, _ in self.counted]
+            object.__setattr__(self, "_shape", np.broadcast_shapes(*shapes) if any(shapes) else ())
+        return self._shape  # type: ignore[return-value]
 
-    def __len__(self) -> int:
-        return len(self.kernels)
-
-    def __add__(self, other: "Workload") -> "Workload":
-        if not isinstance(other, Workload):
-            return NotImplemented
-        return Workload(f"{self.name} + {other.name}", self.kernels + other.kernels)
-
-    def renamed(self, name: str, kernels: bool = False) -> "Workload":
-        """The same kernels under another name; ``kernels=True`` renames a single-kernel workload's kernel too."""
-        if kernels and len(self.kernels) == 1:
-            return Workload(name, (self.kernels[0].renamed(name),))
-        return Workload(name, self.kernels)
-
+    # ---- display ----------------------------------------------------------------------------
     def _repr_html_(self) -> str:
         from ._display import html_table
 
         if self.shape:
             return f"<p>{repr(self)}</p>"
-        rows = [(k.name, k.kind, k.precision, float(k.model_flops) / 1e9, float(k.executed_flops) / 1e9,
-                 float(k.bytes_read) / 1e6, float(k.bytes_written) / 1e6) for k in self.kernels]
-        rows.append(("total", "", "", float(self.flops) / 1e9, float(self.executed_flops) / 1e9,
-                     float(self.bytes_read) / 1e6, float(self.bytes_written) / 1e6))
-        header = ("kernel", "kind", "precision", "model GFLOP", "executed GFLOP", "MB read", "MB written")
+        rows = [(k.name, count, k.kind, k.precision, count * k.model_flops / 1e9, count * k.executed_flops / 1e9,
+                 count * k.bytes_read / 1e6, count * k.bytes_written / 1e6) for k, count in self.counted]
+        rows.append(("total", len(self), "", "", self.flops / 1e9, self.executed_flops / 1e9, self.bytes_read / 1e6,
+                     self.bytes_written / 1e6))
+        header = ("kernel", "count", "kind", "precision", "model GFLOP", "executed GFLOP", "MB read", "MB written")
         return html_table(header, rows, self.name)
 
     def __repr__(self) -> str:
-        def show(x: np.ndarray) -> str:
+        def show(x: Any) -> str:
             return f"{float(x):.4g}" if np.ndim(x) == 0 else f"array{np.shape(x)}"
 
-        names = ", ".join(k.name for k in self.kernels)
-        return (
-            f"Workload({self.name!r}, {len(self.kernels)} kernel(s): [{names}], flops={show(self.flops)}, "
-            f"executed_flops={show(self.executed_flops)}, bytes={show(self.bytes)})"
-        )
+        names = ", ".join(k.name if count == 1 else f"{k.name} x{count}" for k, count in self.counted[:12])
+        more = "" if len(self.counted) <= 12 else f", ... {len(self.counted) - 12} more"
+        return (f"Workload({self.name!r}, {len(self)} kernel(s): [{names}{more}], flops={show(self.flops)}, "
+                f"executed_flops={show(self.executed_flops)}, bytes={show(self.bytes)})")
+
+
+def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall]) -> None:
+    setattr_ = object.__setattr__
+    setattr_(w, "name", name)
+    setattr_(w, "parts", parts)
+    setattr_(w, "call", call)
+    setattr_(w, "_counted", parts if all(type(n) is Kernel for n, _ in parts) else None)
+    setattr_(w, "_shape", None)
+
+
+def _flatten(parts: tuple[tuple[Node, int], ...], times: int) -> Iterable[tuple[Kernel, int]]:
+    for node, count in parts:
+        if isinstance(node, Kernel):
+            yield node, count * times
+        else:
+            yield from _flatten(node.parts, count * times)
+
+
+def _launches(parts: tuple[tuple[Node, int], ...]) -> Iterable[Kernel]:
+    for node, count in parts:
+        for _ in range(count):
+            if isinstance(node, Kernel):
+                yield node
+            else:
+                yield from _launches(node.parts)
 
 
 def as_workload(w: Any, argument: str = "workload") -> Workload:
@@ -242,11 +386,13 @@ def as_workload(w: Any, argument: str = "workload") -> Workload:
     if isinstance(w, Workload):
         return w
     if isinstance(w, Kernel):
-        return Workload(w.name, (w,))
+        return Workload.of(w.name, ((w, 1),))
     raise ArgumentTypeError(f"{argument} must be a solkit Workload or Kernel, got {type(w).__name__}")
 
 
-def chain(name: str, *workloads: Workload) -> Workload:
+def chain(name: str, *workloads: Any) -> Workload:
     """Workloads (or kernels) run back to back, as one workload named ``name``."""
-    parts = [as_workload(w, f"workloads[{i}]") for i, w in enumerate(workloads)]
-    return Workload(name, tuple(k for w in parts for k in w.kernels))
+    parts = tuple((as_workload(w, f"workloads[{i}]"), 1) for i, w in enumerate(workloads))
+    if not parts:
+        raise ArgumentTypeError("chain needs at least one workload")
+    return Workload.of(name, parts)

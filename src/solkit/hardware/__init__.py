@@ -16,8 +16,9 @@ __all__ = [
     "consistency_issues",
 ]
 
-_SCHEMA_NAMES = frozenset(["GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration",
-                           "PARAMETERS", "Parameter"])
+from .parameters import PARAMETERS, Calibration, Parameter
+
+_SCHEMA_NAMES = frozenset(["GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured"])
 
 
 def __getattr__(name: str) -> Any:

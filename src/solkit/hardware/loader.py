@@ -4,14 +4,17 @@ Spec folders are searched in order: a ``spec_path`` argument, then ``$SOLKIT_SPE
 the folder shipped inside the package (read through ``importlib.resources``). Earlier folders win.
 
 The cache holds one parsed spec per file, keyed on the file's (inode, ctime_ns, size): a call
-costs one ``stat``, and an edited file (which changes its ctime) is read again. The objects
-handed out are read-only (frozen models, read-only tables). ``clear_cache()`` forgets everything.
+costs one ``stat``, and an edited file (which changes its ctime) is read again. A name resolves
+through an index of the folders, built once; a name it lacks, a removed file or an alias that
+moved rebuilds it, and so does ``list_gpus()`` (NB: a new file that shadows a name already
+resolved is seen after ``list_gpus()`` or ``clear_cache()``). The objects handed out are
+read-only (frozen models, read-only tables). ``clear_cache()`` forgets everything.
 The pydantic schema is imported on the first load, not with ``import solkit``.
 """
 
 from __future__ import annotations
 
-import importlib.resources
+import functools
 import os
 import sys
 import warnings
@@ -35,8 +38,11 @@ SPEC_PATH_ENV = "SOLKIT_SPEC_PATH"
 _SCHEMA = __name__.rsplit(".", 1)[0] + ".schema"
 
 
+@functools.lru_cache(maxsize=1)
 def shipped_dir() -> Path:
     """The spec folder shipped inside the package (``solkit/hardware_specs``)."""
+    import importlib.resources  # here, not at import: it costs milliseconds
+
     folder = importlib.resources.files("solkit").joinpath("hardware_specs")
     if not isinstance(folder, Path) or not folder.is_dir():
         raise SpecError(f"solkit cannot find its shipped spec folder (looked for {folder}); reinstall solkit")
@@ -156,11 +162,13 @@ class _Cache:
 
     def __init__(self) -> None:
         self.files: dict[str, tuple[tuple[int, int, int], "GPU", frozenset[str]]] = {}
-        self.indexes: dict[tuple[str, ...], dict[str, str]] = {}
+        self.indexes: dict[Any, dict[str, str]] = {}
+        self.names: dict[tuple[str, str], str] = {}  # (name as given, $SOLKIT_SPEC_PATH) -> file, for the fast path
 
     def clear(self) -> None:
         self.files.clear()
         self.indexes.clear()
+        self.names.clear()
 
 
 _CACHE = _Cache()
@@ -213,11 +221,20 @@ def _build_index(dirs: tuple[Path, ...]) -> dict[str, str]:
 
 
 def _index(extra: Any, refresh: bool) -> dict[str, str]:
-    dirs = spec_dirs(extra)
-    key = tuple(str(d) for d in dirs)
+    """The name index of the folders ``extra`` and $SOLKIT_SPEC_PATH name (cached; ``refresh`` rebuilds it)."""
+    if extra is None:
+        key: Any = None
+    elif isinstance(extra, (str, os.PathLike)):
+        key = os.fspath(extra)
+    elif isinstance(extra, (list, tuple)) and all(isinstance(p, (str, os.PathLike)) for p in extra):
+        key = tuple(os.fspath(p) for p in extra)
+    else:
+        key = spec_dirs(extra)  # raises the type error
+    key = (key, os.environ.get(SPEC_PATH_ENV, ""))
     index = None if refresh else _CACHE.indexes.get(key)
     if index is None:
-        index = _CACHE.indexes[key] = _build_index(dirs)
+        index = _CACHE.indexes[key] = _build_index(spec_dirs(extra))
+        _CACHE.names.clear()  # the names resolve afresh through the new index
     return index
 
 
@@ -228,6 +245,24 @@ def list_gpus(spec_path: Any = None) -> list[str]:
 
 def load_gpu(name: Any, spec_path: Any = None) -> "GPU":
     """A GPU by canonical name, alias (case-insensitive) or path to a YAML file."""
+    if type(name) is str and spec_path is None:  # the fast path: a name seen before, its file unchanged (one stat)
+        path = _CACHE.names.get((name, os.environ.get(SPEC_PATH_ENV, "")))
+        if path is not None:
+            hit = _CACHE.files.get(path)
+            if hit is not None:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    st = None
+                if st is not None and hit[0] == (st.st_ino, st.st_ctime_ns, st.st_size):
+                    return hit[1]
+    gpu = _load_gpu(name, spec_path)
+    if type(name) is str and spec_path is None and not name.endswith((".yaml", ".yml")):
+        _CACHE.names[(name, os.environ.get(SPEC_PATH_ENV, ""))] = gpu.path
+    return gpu
+
+
+def _load_gpu(name: Any, spec_path: Any) -> "GPU":
     schema = sys.modules.get(_SCHEMA)
     if schema is not None and isinstance(name, schema.GPU):
         return name
@@ -257,6 +292,8 @@ def load_gpu(name: Any, spec_path: Any = None) -> "GPU":
 
 def as_gpu(gpu: Any) -> "GPU":
     """A GPU object from a GPU, a name, an alias or a path."""
+    if type(gpu) is str:
+        return load_gpu(gpu)
     schema = sys.modules.get(_SCHEMA)
     if schema is not None and isinstance(gpu, schema.GPU):
         return gpu

@@ -19,15 +19,15 @@ units (``Calibration.launch_floor``, seconds), converted once, at load.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Annotated, Any, Literal, Mapping, NamedTuple, Union
+from typing import Annotated, Any, Literal, Mapping, Union
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, model_validator
 
 from .._validate import choice, flag
 from ..errors import UnknownSourceError, UnsupportedPrecisionError
 from ..precision import RATE_CLASSES, normalize, rate_class
+from .parameters import PARAMETERS, UNIT_FACTORS, Calibration, Parameter
 
 __all__ = [
     "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "Parameter", "PARAMETERS",
@@ -116,43 +116,6 @@ class Peak(BaseModel):
     note: Union[str, None] = None
 
 
-# ---- the predictor's parameters ------------------------------------------------------------
-
-#: unit suffix of a ``measured:`` key -> factor to SI ("" : a dimensionless number)
-UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "us": 1e-6, "": 1.0})
-
-
-class Parameter(NamedTuple):
-    """One parameter of the predictor: its name, its unit in the file, and how it is obtained."""
-
-    name: str  # the Python name, in SI units
-    unit: str  # the file's unit suffix (a key of UNIT_FACTORS)
-    keyed: bool  # a table: per rate class (matmul_rate) or per calibration key
-    fitted: bool  # fitted on the training cases (else measured directly)
-    meaning: str
-
-    @property
-    def file_key(self) -> str:
-        """The key in a spec's ``measured:`` section: the name with its unit suffix."""
-        return f"{self.name}_{self.unit}" if self.unit else self.name
-
-
-#: every parameter of the predictor, once (solkit.prediction says how each is used)
-PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("matmul_rate", "tflops", True, False, "dense matmul FLOP/s per rate class, best median of large squares"),
-    Parameter("copy_bandwidth", "tb_s", False, False, "device-to-device copy, bytes read + written per second"),
-    Parameter("read_bandwidth", "tb_s", False, False, "a large sum reduction, bytes read per second"),
-    Parameter("launch_floor", "us", False, False, "the timer's reading for a one-element kernel"),
-    Parameter("kernel_gap", "us", False, True, "what each further launch in a workload adds"),
-    Parameter("kernel_latency", "us", True, True, "a kernel's fixed cost beyond its work, per calibration key"),
-    Parameter("compute_efficiency", "", True, True, "share of the compute ceiling a kernel reaches, per key"),
-    Parameter("memory_efficiency", "", True, True, "share of the copy bandwidth a kernel reaches, per key"),
-    Parameter("misaligned_gemm_penalty", "", False, True, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
-    Parameter("small_channel_penalty", "", False, True, "slowdown of convs with fewer than 16 bytes of channels"),
-    Parameter("overlap_exponent", "", False, True, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
-)
-
-
 class Measured(BaseModel):
     """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
 
@@ -194,30 +157,6 @@ class Measured(BaseModel):
         return Calibration(gpu=gpu, calibrated=True, source=f"measured on {gpu} {self.date}: {self.method}", **values)
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """The predictor's parameters for one GPU in SI units, and where they came from (``PARAMETERS`` names)."""
-
-    gpu: str
-    calibrated: bool
-    source: str
-    matmul_rate: Mapping[str, float]  # FLOP/s per rate class
-    copy_bandwidth: float  # bytes/s
-    read_bandwidth: Union[float, None]  # bytes/s
-    launch_floor: float  # s
-    kernel_gap: float  # s
-    kernel_latency: Mapping[str, float]  # s per calibration key
-    compute_efficiency: Mapping[str, float]
-    memory_efficiency: Mapping[str, float]
-    misaligned_gemm_penalty: float
-    small_channel_penalty: float
-    overlap_exponent: float
-
-    def replace(self, **changes: Any) -> "Calibration":
-        """A copy with some parameters replaced (the fit tries values this way)."""
-        return Calibration(**{**self.__dict__, **changes})
-
-
 # ---- the GPU ---------------------------------------------------------------------------------
 
 
@@ -239,8 +178,9 @@ class GPU(BaseModel):
     measured: Union[Measured, None] = None
     notes: Union[str, None] = None
 
-    #: (precision, unit, sparse) -> FLOP/s, filled as asked (derived figures, never handed out)
-    _peak_memo: dict[tuple[Any, str, bool], float] = PrivateAttr(default_factory=dict)
+    #: figures derived from the spec, filled as asked and never handed out mutable: peaks by
+    #: (precision, unit, sparse), the predictor's calibration (``solkit.prediction.calibration``)
+    _memo: dict[Any, Any] = PrivateAttr(default_factory=dict)
     #: the file the spec came from ("" when built in Python)
     _path: str = PrivateAttr(default="")
 
@@ -328,15 +268,21 @@ class GPU(BaseModel):
         The sparse peak is the file's stated ``sparse_tflops``; a peak without one (fp64 tensor
         cores, vector units) has no sparse mode and raises ``UnsupportedPrecisionError``.
         """
+        memo = self.__pydantic_private__["_memo"]  # type: ignore[index]  # direct: pydantic's __getattr__ is slow
         key = (precision, unit, sparse)
         try:
-            return self._peak_memo[key]
+            return memo[key]  # type: ignore[no-any-return]
         except (KeyError, TypeError):  # TypeError: an unhashable argument, which the slow path names
             pass
         value = self._peak_flops(precision, unit, sparse)
         if type(precision) is str and type(unit) is str and type(sparse) is bool:
-            self._peak_memo[key] = value
+            memo[key] = value
         return value
+
+    @property
+    def memo(self) -> dict[Any, Any]:
+        """Figures derived from this spec by solkit's layers (peaks, the predictor's calibration); internal."""
+        return self.__pydantic_private__["_memo"]  # type: ignore[index,no-any-return]
 
     def _peak_flops(self, precision: Any, unit: str, sparse: bool) -> float:
         record = self.peak_record(precision, unit)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from .._validate import dim, flag
-from ..ops import add, conv2d, elementwise, matmul
-from ..precision import storage_bytes
-from ..workload import Kernel, Workload, chain
+from ..ops import add, conv2d, elementwise, matmul, pool2d
+from ..workload import Workload, chain
 
 __all__ = ["resnet50", "STAGES"]
 
@@ -17,11 +16,6 @@ STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2
 #: batch norm then ReLU, unfused from the conv: 2 FLOPs per element (scale-shift folded, max)
 BN_RELU_FLOPS = 2
 
-
-def _pool(name: str, n: Any, c: Any, h_in: Any, h_out: Any, window: int, dtype: str) -> Workload:
-    e = storage_bytes(dtype)
-    return Workload(name, (Kernel(name, "reduction", dtype, vector_flops=window * n * c * h_out * h_out,
-                                  bytes_read=n * c * h_in * h_in * e, bytes_written=n * c * h_out * h_out * e),))
 
 
 def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "nhwc", batchnorm: bool = True,
@@ -47,7 +41,7 @@ def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "n
 
     h = conv(3, size, 64, 7, 2)  # stem: 224 -> 112
     pooled = (h + 2 - 3) // 2 + 1  # 3x3/2 max pool, padding 1: 112 -> 56
-    parts.append(_pool("maxpool", n, 64, h, pooled, 9, dtype))
+    parts.append(pool2d(n, 64, h, h, kernel=3, stride=2, padding=1, mode="max", dtype=dtype))
     h, c_in = pooled, 64
     for blocks, width, c_out, stride in STAGES:
         for i in range(blocks):
@@ -59,6 +53,6 @@ def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "n
                 conv(c_in, h, c_out, 1, s)  # projection shortcut
             parts.append(add(n * c_out * h_mid * h_mid, dtype))  # residual (the ReLU after it folded in)
             h, c_in = h_mid, c_out
-    parts.append(_pool("avgpool", n, c_in, h, 1, 1, dtype))
+    parts.append(pool2d(n, c_in, h, h, kernel=h, stride=1, mode="avg", dtype=dtype))  # global: 7x7 -> 1x1
     parts.append(matmul(n, classes, c_in, dtype=dtype, bias=True).renamed("fc", kernels=True))  # [N,2048] @ [2048,classes]
     return chain("resnet50 forward", *parts)

@@ -12,6 +12,9 @@ from ..workload import Workload, chain
 
 __all__ = ["decoder_layer", "transformer", "preset", "PRESETS"]
 
+NORMS = ("rmsnorm", "layernorm")
+MLPS = ("swiglu", "gelu")
+
 #: SwiGLU's combine step silu(gate) * up: silu 4 FLOPs + 1 multiply per element
 SWIGLU_FLOPS = 5
 
@@ -57,8 +60,8 @@ def decoder_layer(
     b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
     t = b * s
     f = 4 * d if ffn is None else dim("ffn", ffn)
-    kind = choice("mlp", mlp, ("swiglu", "gelu"))
-    norm_kind = choice("norm", norm, ("rmsnorm", "layernorm"))
+    kind = choice("mlp", mlp, MLPS)
+    norm_kind = choice("norm", norm, NORMS)
     fuse = flag("fused_norm", fused_norm)
     if fuse and norm_kind != "layernorm":
         raise OptionError(f"fused_norm=True needs norm='layernorm' (layernorm_residual), got norm={norm!r}")
@@ -99,15 +102,15 @@ def transformer(
     lm_head: bool = True,
     **layer_options: Any,
 ) -> Workload:
-    """A whole model's forward pass: embedding, ``layers`` x ``decoder_layer``, final norm, LM head [T,d] @ [d,vocab]."""
+    """A whole model's forward pass: embedding, ``layers`` x ``decoder_layer`` (held once, counted), final norm, LM head [T,d] @ [d,vocab]."""
     n = int(dim("layers", layers))
     v = dim("vocab", vocab)
     b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
     t = b * s
     layer = decoder_layer(batch, seq, d_model, heads, **layer_options)
     dtype = layer_options.get("dtype", "bf16")
-    normalize = rmsnorm if layer_options.get("norm", "rmsnorm") == "rmsnorm" else layernorm
-    parts = [embedding(t, v, d, dtype), Workload("layers", layer.kernels * n), normalize(t, d, dtype)]
+    final_norm = rmsnorm if choice("norm", layer_options.get("norm", "rmsnorm"), NORMS) == "rmsnorm" else layernorm
+    parts = [embedding(t, v, d, dtype), layer.repeat(n, "layers"), final_norm(t, d, dtype)]
     if flag("lm_head", lm_head):
         parts.append(matmul(t, v, d, dtype=dtype).renamed("lm_head", kernels=True))  # h [T,d] @ w [d,vocab] -> logits [T,vocab]
     return chain(f"transformer ({n} layers)", *parts)

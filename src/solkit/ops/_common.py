@@ -1,4 +1,4 @@
-"""Helpers shared by the operator modules."""
+"""Counting helpers shared by the operator modules (validated arguments in, kernels out)."""
 
 from __future__ import annotations
 
@@ -6,32 +6,68 @@ from typing import Any
 
 import numpy as np
 
-from .._validate import first_bad, flag
+from .._validate import first_bad
 from ..errors import ShapeError
-from ..precision import normalize
+from ..precision import DEFAULT_OUT, PRECISIONS
+from ..workload import Kernel, Workload
 
-__all__ = ["flag", "divisible", "dtype_of", "at_most"]
+__all__ = ["element_bytes", "out_precision", "single", "memory_bound_backward", "at_most", "divisible"]
 
 
-def at_most(name: str, value: np.ndarray, limit_name: str, limit: np.ndarray) -> None:
+def element_bytes(precision: str) -> float:
+    """Storage bytes of one element of a canonical precision."""
+    return PRECISIONS[precision]
+
+
+def out_precision(dtype: str, out_dtype: Any = None) -> str:
+    """A matmul's output precision: ``out_dtype``, else the input's (fp8 -> bf16, int8 -> int32)."""
+    return out_dtype if out_dtype is not None else DEFAULT_OUT.get(dtype, dtype)
+
+
+def single(name: str, kernel: Kernel) -> Workload:
+    """A workload of one kernel."""
+    return Workload.of(name, ((kernel, 1),))
+
+
+def memory_bound_backward(label: str, forward: Workload) -> Workload:
+    """The backward of memory-bound kernels, each from its own forward counts, in reverse order.
+
+    Each reads what its forward read plus the gradient of what it wrote, writes a gradient
+    of each input, and executes twice its forward's FLOPs (counted as model FLOPs, so a
+    step's model FLOPs are 3x the forward's). NB: a convention; for an add, whose gradient
+    autograd passes through without a kernel, it is an upper bound.
+    """
+    kernels = []
+    for k, count in reversed(forward.counted):
+        name = f"{label} backward" if len(forward.counted) == 1 else f"{label} {k.name} backward"
+        back = Kernel(name, k.kind, k.precision, matrix_flops=2.0 * k.matrix_flops, vector_flops=2.0 * k.vector_flops,
+                      bytes_read=k.bytes_read + k.bytes_written, bytes_written=k.bytes_read,
+                      model_flops=2.0 * k.model_flops, vector_precision=k.vector_precision, op=k.op)
+        kernels.append((back, count))
+    return Workload.of(f"{label} backward", tuple(kernels))
+
+
+def at_most(name: str, value: Any, limit_name: str, limit: Any) -> None:
     """Raise unless ``value`` <= ``limit`` everywhere (arrays report the first bad index)."""
+    if type(value) is float and type(limit) is float:
+        if value > limit:
+            raise ShapeError(f"{name} must be at most {limit_name}, got {value:g}")
+        return
     value, limit = np.broadcast_arrays(value, limit)
     first_bad(name, value, value > limit, f"at most {limit_name}")
 
 
-def divisible(name: str, value: np.ndarray, by_name: str, by: np.ndarray) -> None:
+def divisible(name: str, value: Any, by_name: str, by: Any) -> None:
     """Raise unless ``value`` is a multiple of ``by`` everywhere (arrays report the first bad index)."""
+    if type(value) is float and type(by) is float:
+        if value % by:
+            raise ShapeError(f"{name} must be a multiple of {by_name}, got {name}={value:g} and {by_name}={by:g}")
+        return
     value, by = np.broadcast_arrays(value, by)
     bad = np.mod(value, by) != 0
     if bad.any():
-        if bad.ndim == 0:
-            raise ShapeError(f"{name} must be a multiple of {by_name}, got {name}={value.item():g} and {by_name}={by.item():g}")
         i = tuple(int(j) for j in np.argwhere(bad)[0])
         raise ShapeError(
-            f"{name} must be a multiple of {by_name}, got {name}={value[i]:g} and {by_name}={by[i]:g} at index {i[0] if len(i) == 1 else i}"
+            f"{name} must be a multiple of {by_name}, got {name}={value[i]:g} and {by_name}={by[i]:g} at index "
+            f"{i[0] if len(i) == 1 else i}"
         )
-
-
-def dtype_of(dtype: Any) -> str:
-    """Canonical precision of a ``dtype`` argument."""
-    return normalize(dtype, "dtype")

@@ -9,32 +9,124 @@ Model FLOPs: 4*b*h*d*pairs (QK^T and PV, 2 per multiply-add); the softmax is not
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
-from .._validate import broadcast, choice, dim, flag
-from ..precision import storage_bytes
-from ..workload import GemmDims, Kernel, Workload
-from ._common import at_most, divisible, dtype_of
+from .._num import where
+from .._validate import broadcast, dim, flag
+from ..workload import Gemm, Kernel, Workload
+from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
-from .matmul import gemm_kernel
+from .registry import boolean, operator, option, precision, size
 
 __all__ = ["attention", "attention_pairs", "IMPLS"]
 
 IMPLS = ("flash", "naive")
 
+#: flash attention's backward executes five matrix products for the forward's two
+FLASH_BACKWARD_EXECUTED = 2.5
 
-def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> np.ndarray:
+
+def _pairs(sq: Any, skv: Any, causal: bool) -> Any:
+    """Unmasked (query, key) pairs per head from validated values."""
+    if not causal:
+        return sq * skv
+    return where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)
+
+
+def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> Any:
     """Unmasked (query, key) pairs per head: sq*skv, or the bottom-right causal count."""
     sq, skv = dim("seq_q", seq_q), dim("seq_kv", seq_kv)
     broadcast(seq_q=sq, seq_kv=skv)
-    if not flag("causal", causal):
-        return sq * skv
-    return np.where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)
+    return _pairs(sq, skv, flag("causal", causal))
 
 
+def _check_heads(args: dict[str, Any]) -> None:
+    """kv_heads divides heads (and so is at most heads)."""
+    if args["kv_heads"] is not None:
+        at_most("kv_heads", args["kv_heads"], "heads", args["heads"])
+        divisible("heads", args["heads"], "kv_heads", args["kv_heads"])
+
+
+class _Sizes:
+    """Elements of Q (and O), of K (and V), of S (and P), the pairs and the model FLOPs of a validated call."""
+
+    def __init__(self, b: Any, h: Any, sq: Any, skv: Any, d: Any, kv: Any, causal: bool) -> None:
+        self.kv = h if kv is None else kv
+        self.skv = sq if skv is None else skv
+        self.q = b * h * sq * d  # Q [b,h,sq,d], also O
+        self.k = b * self.kv * self.skv * d  # K [b,kv,skv,d], also V
+        self.s = b * h * sq * self.skv  # S [b,h,sq,skv], also P
+        self.pairs = _pairs(sq, self.skv, causal)
+        self.model = 4.0 * b * h * d * self.pairs  # QK^T and PV over the unmasked pairs
+
+
+def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float) -> Kernel:
+    # per KV head, the h/kv query heads that share it packed as rows: [sq*h/kv, d] x [d, skv]
+    return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=(z.q + 2 * z.k) * e, bytes_written=z.q * e,
+                  gemm=Gemm(sq * h / z.kv, z.skv, d, b * z.kv), op="flash_attention")
+
+
+def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
+                        causal: bool, impl: str, dtype: str) -> Workload:
+    """flash: one kernel recomputing S and P: 2.5x the forward's executed FLOPs (five products for two),
+    2x its model FLOPs; reads Q, K, V, O and dO, writes dQ, dK and dV.
+
+    naive, as autograd runs it: dP = dO V^T, dV = P^T dO, the softmax's gradient dS (reads P and
+    dP, writes dS, 2 x 5 vector FLOPs per element), dQ = dS K, dK = dS^T Q; each product executes
+    2*b*h*sq*skv*d and counts 2*b*h*d*pairs. NB: with GQA, dK and dV are written once per KV head.
+    """
+    b, h, sq, d = batch, heads, seq_q, head_dim
+    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
+    e = element_bytes(dtype)
+    if impl == "flash":
+        fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e)
+        back = fwd._replace(matrix_flops=FLASH_BACKWARD_EXECUTED * fwd.matrix_flops, model_flops=2.0 * fwd.model_flops,
+                            bytes_read=(z.q + 2 * z.k + 2 * z.q) * e, bytes_written=(z.q + 2 * z.k) * e)
+        return single(f"{label} backward", back)
+    half = 2.0 * b * h * d * z.pairs  # model FLOPs of one product
+    skv = z.skv
+
+    def product(name: str, m: Any, n: Any, k: Any, read: Any, written: Any) -> tuple[Kernel, int]:
+        return Kernel(f"{label} {name}", "gemm", dtype, matrix_flops=2.0 * b * h * m * n * k, bytes_read=read * e,
+                      bytes_written=written * e, model_flops=half, gemm=Gemm(m, n, k, b * h), op="matmul"), 1
+
+    soft = Kernel(f"{label} softmax backward", "reduction", dtype, vector_flops=2.0 * FLOPS_PER_ELEMENT["softmax"] * z.s,
+                  bytes_read=2.0 * z.s * e, bytes_written=z.s * e, model_flops=0.0, op="softmax")
+    return Workload.of(f"{label} backward", (
+        product("dP = dO V^T", sq, skv, d, z.q + z.k, z.s),  # dO [b,h,sq,d] @ V^T [b,kv,d,skv] -> dP [b,h,sq,skv]
+        product("dV = P^T dO", skv, d, sq, z.s + z.q, z.k),  # P^T [b,h,skv,sq] @ dO [b,h,sq,d] -> dV [b,kv,skv,d]
+        (soft, 1),  # P, dP [b,h,sq,skv] -> dS [b,h,sq,skv]
+        product("dQ = dS K", sq, d, skv, z.s + z.k, z.q),  # dS [b,h,sq,skv] @ K [b,kv,skv,d] -> dQ [b,h,sq,d]
+        product("dK = dS^T Q", skv, d, sq, z.s + z.q, z.k),  # dS^T [b,h,skv,sq] @ Q [b,h,sq,d] -> dK [b,kv,skv,d]
+    ))
+
+
+@operator(
+    "attention",
+    params=dict(
+        batch=size("sequences"),
+        heads=size("query heads"),
+        seq_q=size("queries per sequence (1 for decode)"),
+        seq_kv=size("keys per sequence (default: seq_q; the KV cache for decode)", optional=True),
+        head_dim=size("width of a head"),
+        kv_heads=size("key/value heads (default: heads; fewer is GQA, 1 is MQA)", optional=True),
+        causal=boolean("mask keys after each query (bottom-right aligned)"),
+        impl=option("flash: one fused kernel; naive: QK^T, softmax and PV as three kernels", *IMPLS),
+        dtype=precision(),
+    ),
+    kinds=("attention", "gemm", "reduction"),
+    keys=("flash_attention", "flash_attention_splitkv"),
+    aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
+          "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
+          "aten::_flash_attention_forward", "aten::_efficient_attention_forward"),
+    aten_backward=("aten::_scaled_dot_product_flash_attention_backward",
+                   "aten::_scaled_dot_product_efficient_attention_backward",
+                   "aten::_scaled_dot_product_cudnn_attention_backward", "aten::_flash_attention_backward",
+                   "aten::_efficient_attention_backward"),
+    backward=_attention_backward,
+    check=_check_heads,
+    example=dict(batch=1, heads=32, seq_q=8192, head_dim=128, kv_heads=8, causal=True),
+)
 def attention(
     batch: Any,
     heads: Any,
@@ -42,8 +134,8 @@ def attention(
     seq_kv: Any = None,
     head_dim: Any = 128,
     kv_heads: Any = None,
-    causal: bool = False,
-    impl: str = "flash",
+    causal: Any = False,
+    impl: Any = "flash",
     dtype: Any = "bf16",
 ) -> Workload:
     """softmax(Q K^T / sqrt(d)) V over ``heads`` heads; ``seq_kv`` defaults to ``seq_q``.
@@ -55,50 +147,20 @@ def attention(
       executed FLOPs 4*b*h*d*sq*skv (every pair, masked or not) + 5*b*h*sq*skv softmax.
     Decode is seq_q = 1 against a KV cache of seq_kv.
     """
-    dt = dtype_of(dtype)
-    mode = choice("impl", impl, IMPLS)
-    is_causal = flag("causal", causal)
-    b, h = dim("batch", batch), dim("heads", heads)
-    sq = dim("seq_q", seq_q)
-    skv = sq if seq_kv is None else dim("seq_kv", seq_kv)
-    d = dim("head_dim", head_dim)
-    kv = h if kv_heads is None else dim("kv_heads", kv_heads)
-    broadcast(batch=b, heads=h, seq_q=sq, seq_kv=skv, head_dim=d, kv_heads=kv)
-    at_most("kv_heads", kv, "heads", h)
-    divisible("heads", h, "kv_heads", kv)
-    e = storage_bytes(dt)
-    pairs = attention_pairs(sq, skv, is_causal)
-    model = 4.0 * b * h * d * pairs
-    q_bytes = b * h * sq * d * e  # also O
-    kv_bytes = b * kv * skv * d * e  # each of K and V
-    if mode == "flash":
-        kernel = Kernel(
-            name="flash attention",
-            kind="attention",
-            precision=dt,
-            matrix_flops=model,
-            bytes_read=q_bytes + 2 * kv_bytes,
-            bytes_written=q_bytes,
-            # per KV head, the h/kv query heads that share it packed as rows: [sq*h/kv, d] x [d, skv]
-            gemm=GemmDims(m=sq * h / kv, n=skv, k=d, batch=b * kv),
-            op="flash_attention",
-        )
-        return Workload("attention (flash" + (", causal)" if is_causal else ")"), (kernel,))
-    s_bytes = b * h * sq * skv * e
+    b, h, sq, d = batch, heads, seq_q, head_dim
+    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
+    e = element_bytes(dtype)
+    tag = ", causal)" if causal else ")"
+    if impl == "flash":
+        return single("attention (flash" + tag, _flash_kernel("flash attention", z, b, h, sq, d, dtype, e))
+    skv, half = z.skv, 2.0 * b * h * d * z.pairs
     # s [b,h,sq,skv] = q [b,h,sq,d] @ k^T [b,kv,d,skv]
-    qk = gemm_kernel("S = Q K^T", sq, skv, d, batch=b * h, dtype=dt, out_dtype=dt)
-    qk = replace(qk, bytes_read=q_bytes + kv_bytes, bytes_written=s_bytes, model_flops=2.0 * b * h * d * pairs)
-    soft = Kernel(
-        name="P = softmax(S)",
-        kind="reduction",
-        precision=dt,
-        vector_flops=FLOPS_PER_ELEMENT["softmax"] * b * h * sq * skv,
-        bytes_read=s_bytes,
-        bytes_written=s_bytes,
-        model_flops=0.0,
-        op="softmax",
-    )
+    qk = Kernel("S = Q K^T", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.q + z.k) * e,
+                bytes_written=z.s * e, model_flops=half, gemm=Gemm(sq, skv, d, b * h), op="matmul")
+    # p [b,h,sq,skv] = softmax(s)
+    soft = Kernel("P = softmax(S)", "reduction", dtype, vector_flops=FLOPS_PER_ELEMENT["softmax"] * z.s,
+                  bytes_read=z.s * e, bytes_written=z.s * e, model_flops=0.0, op="softmax")
     # o [b,h,sq,d] = p [b,h,sq,skv] @ v [b,kv,skv,d]
-    pv = gemm_kernel("O = P V", sq, d, skv, batch=b * h, dtype=dt, out_dtype=dt)
-    pv = replace(pv, bytes_read=s_bytes + kv_bytes, bytes_written=q_bytes, model_flops=2.0 * b * h * d * pairs)
-    return Workload("attention (naive" + (", causal)" if is_causal else ")"), (qk, soft, pv))
+    pv = Kernel("O = P V", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.s + z.k) * e,
+                bytes_written=z.q * e, model_flops=half, gemm=Gemm(sq, d, skv, b * h), op="matmul")
+    return Workload.of("attention (naive" + tag, ((qk, 1), (soft, 1), (pv, 1)))

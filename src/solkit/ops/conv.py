@@ -1,4 +1,4 @@
-"""2-D convolution in NHWC (implicit GEMM), NCHW (with layout transforms) or explicit im2col.
+"""2-D convolution in NHWC (implicit GEMM), NCHW (with layout transforms) or explicit im2col, and its parts.
 
 x [N, C, H, W], w [K, C/groups, R, S], y [N, K, Ho, Wo] with
 Ho = (H + 2*pad_h - dil_h*(R - 1) - 1) // stride_h + 1 (likewise Wo).
@@ -7,53 +7,172 @@ FLOPs: 2*N*K*Ho*Wo*(C/groups)*R*S on matrix units, whatever the layout.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from .._validate import broadcast, choice, dim
-from ..errors import ArgumentTypeError, ShapeError
-from ..precision import storage_bytes
-from ..workload import GemmDims, Kernel, Workload
-from ._common import divisible, dtype_of
-from .matmul import gemm_kernel
+from .._num import all_, floor, where
+from .._validate import broadcast, dim
+from ..errors import ShapeError
+from ..workload import Gemm, Kernel, Workload
+from ._common import divisible, element_bytes, single
+from .matmul import gemm, gemm_backward
+from .registry import MEMORY_BOUND, operator, option, pair, precision, size
 
-__all__ = ["conv2d", "conv_output_size", "LAYOUTS"]
+__all__ = ["conv2d", "conv_output_size", "im2col", "layout_transform", "LAYOUTS"]
 
 LAYOUTS = ("nhwc", "nchw", "im2col")
 
 
-def _pair(name: str, value: Any, minimum: int) -> tuple[np.ndarray, np.ndarray]:
-    """An int (or array) used for both axes, or a pair (h, w)."""
-    if isinstance(value, (tuple, list)):
-        if len(value) != 2:
-            raise ArgumentTypeError(f"{name} must be an int or a pair (h, w), got {value!r}")
-        return dim(f"{name}[0]", value[0], minimum), dim(f"{name}[1]", value[1], minimum)
-    v = dim(name, value, minimum)
-    return v, v
+def _extent(size_: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
+    """Output extent along one axis, from validated values."""
+    return floor((size_ + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1
 
 
-def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> np.ndarray:
-    """Output extent along one axis: (size + 2*padding - dilation*(kernel - 1) - 1) // stride + 1."""
-    size, kernel, stride = dim(axis, size), dim("kernel", kernel), dim("stride", stride)
-    padding, dilation = dim("padding", padding, 0), dim("dilation", dilation)
-    broadcast(**{axis: size, "kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation})
-    size, kernel, stride, padding, dilation = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64) for a in
-                                                                     (size, kernel, stride, padding, dilation)))
+def _check_fits(axis: str, size_: Any, kernel: Any, padding: Any, dilation: Any) -> None:
+    """The dilated kernel must fit the padded input along ``axis``."""
     span = dilation * (kernel - 1) + 1
-    padded = size + 2 * padding
+    padded = size_ + 2 * padding
     bad = padded < span
-    if np.any(bad):
-        i = tuple(int(j) for j in np.argwhere(bad)[0]) if bad.ndim else ()
-        where = "" if not i else f" at index {i[0] if len(i) == 1 else i}"
-        raise ShapeError(
-            f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
-            f"{axis} {size[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g}{where}"
-        )
-    return np.floor((padded - span) / stride) + 1
+    if type(bad) is bool:
+        if bad:
+            raise ShapeError(f"kernel (dilated extent {span:g}) must fit the padded input along {axis}: "
+                             f"{axis} {size_:g} + 2*padding {padding:g} = {padded:g} < {span:g}")
+        return
+    span, padded, size_, padding, bad = np.broadcast_arrays(span, padded, size_, padding, bad)
+    if bad.any():
+        i = tuple(int(j) for j in np.argwhere(bad)[0])
+        where_ = f" at index {i[0] if len(i) == 1 else i}" if i else ""
+        raise ShapeError(f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
+                         f"{axis} {size_[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g}{where_}")
 
 
+def _check_window(args: dict[str, Any]) -> None:
+    """The kernel fits the padded input along both axes."""
+    (r, s), (ph, pw), (dh, dw) = args["kernel"], args["padding"], args["dilation"]
+    _check_fits("height", args["height"], r, ph, dh)
+    _check_fits("width", args["width"], s, pw, dw)
+
+
+def _check_conv(args: dict[str, Any]) -> None:
+    """groups divides both channel counts; the kernel fits the padded input."""
+    divisible("in_channels", args["in_channels"], "groups", args["groups"])
+    divisible("out_channels", args["out_channels"], "groups", args["groups"])
+    _check_window(args)
+
+
+def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> Any:
+    """Output extent along one axis: (size + 2*padding - dilation*(kernel - 1) - 1) // stride + 1."""
+    size_, kernel, stride = dim(axis, size), dim("kernel", kernel), dim("stride", stride)
+    padding, dilation = dim("padding", padding, 0), dim("dilation", dilation)
+    broadcast(**{axis: size_, "kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation})
+    _check_fits(axis, size_, kernel, padding, dilation)
+    return _extent(size_, kernel, stride, padding, dilation)
+
+
+class _Shape:
+    """The extents and operand sizes (elements) of a validated convolution."""
+
+    def __init__(self, a: dict[str, Any]) -> None:
+        self.n, self.c, self.h, self.w, self.k, self.g = (a["batch"], a["in_channels"], a["height"], a["width"],
+                                                          a["out_channels"], a["groups"])
+        (self.r, self.s), (sh, sw), (ph, pw), (dh, dw) = a["kernel"], a["stride"], a["padding"], a["dilation"]
+        self.ho = _extent(self.h, self.r, sh, ph, dh)
+        self.wo = _extent(self.w, self.s, sw, pw, dw)
+        self.direct_1x1 = (self.r == 1) & (self.s == 1) & (sh == 1) & (sw == 1) & (ph == 0) & (pw == 0)
+        self.x = self.n * self.c * self.h * self.w  # x [N,C,H,W]
+        self.weights = self.k * (self.c / self.g) * self.r * self.s  # w [K,C/g,R,S]
+        self.y = self.n * self.k * self.ho * self.wo  # y [N,K,Ho,Wo]
+        self.cols = self.n * self.ho * self.wo * self.c * self.r * self.s  # im2col's [N*Ho*Wo, C*R*S]
+        # implicit GEMM per group: [N*Ho*Wo, (C/g)*R*S] @ [(C/g)*R*S, K/g] -> [N*Ho*Wo, K/g]
+        self.gemm = Gemm(self.n * self.ho * self.wo, self.k / self.g, (self.c / self.g) * self.r * self.s, self.g,
+                         self.c / self.g)
+
+    @property
+    def flops(self) -> Any:
+        """2*N*K*Ho*Wo*(C/g)*R*S."""
+        g = self.gemm
+        return 2.0 * g.batch * g.m * g.n * g.k
+
+
+def _conv_kernel(name: str, cs: _Shape, dtype: str, read: Any, written: Any) -> Kernel:
+    return Kernel(name, "conv", dtype, matrix_flops=cs.flops, bytes_read=read, bytes_written=written, gemm=cs.gemm,
+                  op="conv2d")
+
+
+def _transform(name: str, elements: Any, dtype: str, present: Any = 1.0) -> Kernel:
+    """An NCHW <-> NHWC transform: reads and writes ``elements`` (times ``present``: 0 where a sweep needs none)."""
+    moved = elements * element_bytes(dtype) * present
+    return Kernel(name, "layout", dtype, bytes_read=moved, bytes_written=moved, op="layout_transform")
+
+
+def _unfold(name: str, cs: _Shape, dtype: str) -> Kernel:
+    """im2col: reads x, writes the column matrix; one launch per image, as F.unfold and Caffe run it."""
+    e = element_bytes(dtype)
+    return Kernel(name, "im2col", dtype, bytes_read=cs.x * e, bytes_written=cs.cols * e, launches=cs.n, op="im2col")
+
+
+def _col2im(name: str, cs: _Shape, dtype: str) -> Kernel:
+    """col2im: folds the columns' gradient into dx: reads the columns, writes x, one add per column element
+    (autograd's bookkeeping: no model FLOPs, as the unfold has none)."""
+    e = element_bytes(dtype)
+    return Kernel(name, "im2col", dtype, vector_flops=cs.cols, bytes_read=cs.cols * e, bytes_written=cs.x * e,
+                  model_flops=0.0, launches=cs.n, op="im2col")
+
+
+def _conv2d_backward(label: str, **a: Any) -> Workload:
+    """Data and weight gradients, each with the forward's FLOPs, around the layout's own transforms.
+
+    nhwc (and a direct 1x1 NCHW conv): dgrad reads dy and w, writes dx; wgrad reads x and dy, writes dw.
+    nchw: dy is first transformed to NHWC (read, write y) and dx back (read, write x); NB: wgrad
+      reads the forward's NHWC copy of x, as if kept.
+    im2col: dcols = dy @ w^T and dw = cols^T @ dy (the GEMM's gradients), and ``_col2im`` folds dcols into dx.
+    """
+    cs = _Shape(a)
+    dtype, layout = a["dtype"], a["layout"]
+    e = element_bytes(dtype)
+    if layout == "im2col":
+        g = cs.gemm
+        dcols, wgrad = gemm_backward(label, g.m, g.n, g.k, dtype, g.batch)
+        return Workload.of(f"{label} backward", ((dcols, 1), (_col2im(f"{label} col2im", cs, dtype), 1), (wgrad, 1)))
+    dgrad = _conv_kernel(f"{label} dgrad", cs, dtype, (cs.y + cs.weights) * e, cs.x * e)
+    wgrad = _conv_kernel(f"{label} wgrad", cs, dtype, (cs.x + cs.y) * e, cs.weights * e)
+    if layout == "nhwc" or all_(cs.direct_1x1):
+        return Workload.of(f"{label} backward", ((dgrad, 1), (wgrad, 1)))
+    present = where(cs.direct_1x1, 0.0, 1.0)
+    return Workload.of(f"{label} backward", (
+        (_transform(f"{label} dy nchw->nhwc", cs.y, dtype, present), 1), (dgrad, 1), (wgrad, 1),
+        (_transform(f"{label} dx nhwc->nchw", cs.x, dtype, present), 1),
+    ))
+
+
+_CONV_PARAMS = dict(
+    batch=size("images (N)"),
+    in_channels=size("input channels (C)"),
+    height=size("input height (H)"),
+    width=size("input width (W)"),
+    out_channels=size("output channels (K)"),
+    kernel=pair("filter size R,S"),
+    stride=pair("stride"),
+    padding=pair("zero padding on each side", minimum=0),
+    groups=size("groups (C and K must be multiples; C = K = groups is depthwise)", monotone=False),
+    layout=option("nhwc: implicit GEMM; nchw: with layout transforms; im2col: explicit unfold + GEMM", *LAYOUTS),
+    dtype=precision(),
+    dilation=pair("dilation"),
+)
+
+
+@operator(
+    "conv2d",
+    params=_CONV_PARAMS,
+    kinds=("conv", "layout", "im2col", "gemm"),
+    keys=("conv2d", "conv2d_depthwise"),
+    aten=("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::cudnn_convolution"),
+    aten_backward=("aten::convolution_backward",),
+    backward=_conv2d_backward,
+    check=_check_conv,
+    example=dict(batch=32, in_channels=64, height=56, width=56, out_channels=64, kernel=3, padding=1),
+)
 def conv2d(
     batch: Any,
     in_channels: Any,
@@ -64,7 +183,7 @@ def conv2d(
     stride: Any = 1,
     padding: Any = 0,
     groups: Any = 1,
-    layout: str = "nhwc",
+    layout: Any = "nhwc",
     dtype: Any = "bf16",
     dilation: Any = 1,
 ) -> Workload:
@@ -79,54 +198,75 @@ def conv2d(
       and writes y: bytes (N*C*H*W + 2*N*Ho*Wo*C*R*S + K*(C/g)*R*S + N*K*Ho*Wo)*e.
     FLOPs: 2*N*K*Ho*Wo*(C/g)*R*S. Grouped convs are ``groups`` GEMMs of K/g columns.
     """
-    dt = dtype_of(dtype)
-    lay = choice("layout", layout, LAYOUTS)
-    n, c, h, w_ = dim("batch", batch), dim("in_channels", in_channels), dim("height", height), dim("width", width)
-    k = dim("out_channels", out_channels)
-    r, s = _pair("kernel", kernel, 1)
-    sh, sw = _pair("stride", stride, 1)
-    ph, pw = _pair("padding", padding, 0)
-    dh, dw = _pair("dilation", dilation, 1)
-    g = dim("groups", groups)
-    broadcast(batch=n, in_channels=c, height=h, width=w_, out_channels=k, kernel_h=r, kernel_w=s, stride_h=sh,
-              stride_w=sw, padding_h=ph, padding_w=pw, dilation_h=dh, dilation_w=dw, groups=g)
-    divisible("in_channels", c, "groups", g)
-    divisible("out_channels", k, "groups", g)
-    ho = conv_output_size(h, r, sh, ph, dh, "height")
-    wo = conv_output_size(w_, s, sw, pw, dw, "width")
-    e = storage_bytes(dt)
+    cs = _Shape(dict(batch=batch, in_channels=in_channels, height=height, width=width, out_channels=out_channels,
+                     kernel=kernel, stride=stride, padding=padding, groups=groups, dilation=dilation))
+    e = element_bytes(dtype)
+    conv = _conv_kernel("conv (implicit gemm)", cs, dtype, (cs.x + cs.weights) * e, cs.y * e)
+    if layout == "nhwc":
+        return single("conv2d (nhwc)", conv)
+    if layout == "nchw":
+        if all_(cs.direct_1x1):
+            return single("conv2d (nchw, direct 1x1)", conv.renamed("conv (nchw 1x1 gemm)"))
+        present = where(cs.direct_1x1, 0.0, 1.0)  # a sweep: transforms only where needed
+        return Workload.of("conv2d (nchw)", (
+            (_transform("nchw->nhwc (x)", cs.x, dtype, present), 1),
+            (conv, 1),
+            (_transform("nhwc->nchw (y)", cs.y, dtype, present), 1),
+        ))
+    g = cs.gemm
+    # cols [N*Ho*Wo, C*R*S]; per group cols [N*Ho*Wo, (C/g)*R*S] @ w [(C/g)*R*S, K/g] -> y [N*Ho*Wo, K/g]
+    return Workload.of("conv2d (im2col)", ((_unfold("im2col", cs, dtype), 1),
+                                           (gemm("gemm (cols @ w)", g.m, g.n, g.k, dtype, g.batch), 1)))
 
-    x_bytes = n * c * h * w_ * e
-    w_bytes = k * (c / g) * r * s * e
-    y_bytes = n * k * ho * wo * e
-    # implicit GEMM per group: [N*Ho*Wo, (C/g)*R*S] @ [(C/g)*R*S, K/g] -> [N*Ho*Wo, K/g]
-    m_, n_, k_ = n * ho * wo, k / g, (c / g) * r * s
-    flops = 2.0 * g * m_ * n_ * k_
-    gemm = GemmDims(m=m_, n=n_, k=k_, batch=g, channels=c / g)
-    conv = Kernel(
-        name="conv (implicit gemm)",
-        kind="conv",
-        precision=dt,
-        matrix_flops=flops,
-        bytes_read=x_bytes + w_bytes,
-        bytes_written=y_bytes,
-        gemm=gemm,
-        op="conv2d",
-    )
-    if lay == "nhwc":
-        return Workload("conv2d (nhwc)", (conv,))
-    if lay == "nchw":
-        direct = (r == 1) & (s == 1) & (sh == 1) & (sw == 1) & (ph == 0) & (pw == 0)
-        if np.all(direct):
-            return Workload("conv2d (nchw, direct 1x1)", (conv.renamed("conv (nchw 1x1 gemm)"),))
-        extra = np.where(direct, 0.0, 1.0)  # broadcast sweeps: transforms only where needed
-        to_nhwc = Kernel("nchw->nhwc (x)", "layout", dt, bytes_read=extra * x_bytes, bytes_written=extra * x_bytes, op="layout")
-        to_nchw = Kernel("nhwc->nchw (y)", "layout", dt, bytes_read=extra * y_bytes, bytes_written=extra * y_bytes, op="layout")
-        return Workload("conv2d (nchw)", (to_nhwc, conv, to_nchw))
-    # im2col: cols [N*Ho*Wo, C*R*S]; per group cols [N*Ho*Wo, (C/g)*R*S] @ w [(C/g)*R*S, K/g]
-    cols_bytes = n * ho * wo * c * r * s * e
-    # classic im2col (Caffe, ATen's F.unfold) unfolds one image per launch
-    unfold = Kernel("im2col", "im2col", dt, bytes_read=x_bytes, bytes_written=cols_bytes, launches=n)
-    mm = gemm_kernel("gemm (cols @ w)", m_, n_, k_, batch=g, dtype=dt, b_batched=True)
-    mm = replace(mm, bytes_read=cols_bytes + w_bytes, bytes_written=y_bytes)
-    return Workload("conv2d (im2col)", (unfold, mm))
+
+@operator(
+    "im2col",
+    params={k: _CONV_PARAMS[k] for k in ("batch", "in_channels", "height", "width", "kernel", "stride", "padding",
+                                          "dilation", "dtype")},
+    kinds=("im2col",),
+    aten=("aten::im2col",),
+    aten_backward=("aten::col2im",),
+    backward=lambda label, **a: _im2col_backward(label, a),
+    check=_check_window,
+    example=dict(batch=32, in_channels=64, height=56, width=56, kernel=3, padding=1),
+)
+def im2col(
+    batch: Any,
+    in_channels: Any,
+    height: Any,
+    width: Any,
+    kernel: Any = 3,
+    stride: Any = 1,
+    padding: Any = 0,
+    dilation: Any = 1,
+    dtype: Any = "bf16",
+) -> Workload:
+    """Unfold x [N,C,H,W] into the column matrix [N*Ho*Wo, C*R*S] (``F.unfold``), one launch per image.
+
+    Bytes: N*C*H*W*e read, N*Ho*Wo*C*R*S*e written; no FLOPs.
+    """
+    cs = _im2col_shape(dict(batch=batch, in_channels=in_channels, height=height, width=width, kernel=kernel,
+                            stride=stride, padding=padding, dilation=dilation))
+    return single("im2col", _unfold("im2col", cs, dtype))
+
+
+def _im2col_backward(label: str, a: dict[str, Any]) -> Workload:
+    """col2im of the columns' gradient."""
+    return single(f"{label} backward", _col2im(f"{label} backward", _im2col_shape(a), a["dtype"]))
+
+
+def _im2col_shape(a: dict[str, Any]) -> _Shape:
+    """An unfold's extents: a conv's with one group and as many outputs as inputs (no weights involved)."""
+    return _Shape({**a, "out_channels": a["in_channels"], "groups": 1.0})
+
+
+@operator(
+    "layout_transform",
+    params=dict(elements=size("elements of the tensor"), dtype=precision()),
+    kinds=("layout",),
+    backward=MEMORY_BOUND,
+    example=dict(elements=32 * 64 * 56 * 56),
+)
+def layout_transform(elements: Any, dtype: Any = "bf16") -> Workload:
+    """An NCHW <-> NHWC transform (a strided copy): reads and writes ``elements``. Bytes 2*elements*e; no FLOPs."""
+    return single("layout_transform", _transform("layout_transform", elements, dtype))

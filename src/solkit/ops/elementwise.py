@@ -2,91 +2,111 @@
 
 Vector FLOPs per element (a stated convention; on any GPU these kernels are memory-bound):
 add 1, relu 1, silu 4 (exp, add, divide, multiply), gelu 8 (tanh form), copy 0,
-softmax 5 (max, subtract, exp, sum, divide).
+softmax 5 (max, subtract, exp, sum, divide). Backward: ``memory_bound_backward``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .._validate import broadcast, dim
-from ..errors import ArgumentTypeError
-from ..precision import storage_bytes
-from ..workload import Kernel, Workload
-from ._common import dtype_of
+import numpy as np
 
-__all__ = ["elementwise", "add", "gelu", "silu", "copy", "softmax", "FLOPS_PER_ELEMENT"]
+from ..workload import Kernel, Workload
+from ._common import element_bytes, single
+from .registry import MEMORY_BOUND, operator, precision, size, text
+
+__all__ = ["elementwise", "add", "gelu", "silu", "copy", "softmax", "FLOPS_PER_ELEMENT", "pointwise"]
 
 FLOPS_PER_ELEMENT = {"add": 1, "relu": 1, "silu": 4, "gelu": 8, "copy": 0, "softmax": 5}
 
+_ELEMENTS = size("output elements")
 
+
+def pointwise(name: str, elements: Any, inputs: Any, outputs: Any, flops_per_element: Any, dtype: str,
+              kind: str = "elementwise", op: str = "elementwise") -> Kernel:
+    """One elementwise kernel: reads ``inputs`` and writes ``outputs`` tensors of ``elements`` each.
+
+    Bytes (inputs + outputs)*elements*e; FLOPs flops_per_element*elements (vector).
+    """
+    e = element_bytes(dtype)
+    return Kernel(name, kind, dtype, vector_flops=_times(flops_per_element, elements),
+                  bytes_read=_times(inputs, elements * e), bytes_written=outputs * elements * e, op=op)
+
+
+def _times(count: Any, x: Any) -> Any:
+    """count * x, kept a scalar 0.0 when count is the scalar 0 (a sweep then carries no array of zeros)."""
+    return 0.0 if not isinstance(count, np.ndarray) and count == 0 else count * x
+
+
+@operator(
+    "elementwise",
+    params=dict(elements=_ELEMENTS, inputs=size("tensors read", minimum=0), outputs=size("tensors written"),
+                flops_per_element=size("vector FLOPs per output element", minimum=0), dtype=precision(),
+                name=text("the kernel's name")),
+    kinds=("elementwise",),
+    aten=("aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::sub", "aten::relu", "aten::relu_"),
+    backward=MEMORY_BOUND,
+    example=dict(elements=1 << 20, inputs=2, outputs=1, flops_per_element=1),
+)
 def elementwise(
     elements: Any,
     inputs: Any = 1,
     outputs: Any = 1,
     flops_per_element: Any = 1,
     dtype: Any = "bf16",
-    name: str = "elementwise",
+    name: Any = "elementwise",
 ) -> Workload:
     """A general elementwise kernel over ``elements`` output elements.
 
     Bytes: (inputs + outputs) * elements * e. FLOPs: flops_per_element * elements (vector).
     """
-    dt = dtype_of(dtype)
-    n = dim("elements", elements)
-    i = dim("inputs", inputs, minimum=0)
-    o = dim("outputs", outputs)
-    f = dim("flops_per_element", flops_per_element, minimum=0)
-    broadcast(elements=n, inputs=i, outputs=o, flops_per_element=f)
-    if not isinstance(name, str) or not name:
-        raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
-    e = storage_bytes(dt)
-    kernel = Kernel(
-        name=name,
-        kind="copy" if name == "copy" else "elementwise",
-        precision=dt,
-        vector_flops=f * n,
-        bytes_read=i * n * e,
-        bytes_written=o * n * e,
-    )
-    return Workload(name, (kernel,))
+    return single(name, pointwise(name, elements, inputs, outputs, flops_per_element, dtype))
 
 
+@operator("add", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("elementwise",),
+          aten=("aten::add", "aten::add_"), backward=MEMORY_BOUND, example=dict(elements=1 << 20))
 def add(elements: Any, dtype: Any = "bf16") -> Workload:
     """z = x + y: reads 2 tensors, writes 1. Bytes 3*elements*e; FLOPs 1 per element."""
-    return elementwise(elements, inputs=2, outputs=1, flops_per_element=FLOPS_PER_ELEMENT["add"], dtype=dtype, name="add")
+    return single("add", pointwise("add", elements, 2.0, 1.0, FLOPS_PER_ELEMENT["add"], dtype, op="add"))
 
 
+@operator("gelu", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("elementwise",),
+          aten=("aten::gelu",), aten_backward=("aten::gelu_backward",), backward=MEMORY_BOUND,
+          example=dict(elements=1 << 20))
 def gelu(elements: Any, dtype: Any = "bf16") -> Workload:
     """y = gelu(x): bytes 2*elements*e; FLOPs 8 per element (tanh form)."""
-    return elementwise(elements, 1, 1, FLOPS_PER_ELEMENT["gelu"], dtype, "gelu")
+    return single("gelu", pointwise("gelu", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["gelu"], dtype, op="gelu"))
 
 
+@operator("silu", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("elementwise",),
+          aten=("aten::silu", "aten::silu_"), aten_backward=("aten::silu_backward",), backward=MEMORY_BOUND,
+          example=dict(elements=1 << 20))
 def silu(elements: Any, dtype: Any = "bf16") -> Workload:
     """y = x * sigmoid(x): bytes 2*elements*e; FLOPs 4 per element."""
-    return elementwise(elements, 1, 1, FLOPS_PER_ELEMENT["silu"], dtype, "silu")
+    return single("silu", pointwise("silu", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["silu"], dtype, op="silu"))
 
 
+@operator("copy", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("copy",),
+          aten=("aten::copy_", "aten::clone"), backward=MEMORY_BOUND, example=dict(elements=1 << 20))
 def copy(elements: Any, dtype: Any = "bf16") -> Workload:
     """y = x (a device-to-device copy): bytes 2*elements*e; no FLOPs."""
-    return elementwise(elements, 1, 1, FLOPS_PER_ELEMENT["copy"], dtype, "copy")
+    return single("copy", pointwise("copy", elements, 1.0, 1.0, 0, dtype, kind="copy", op="copy"))
 
 
+@operator(
+    "softmax",
+    params=dict(rows=size("rows (softmax runs along each row)"), cols=size("elements per row"), dtype=precision()),
+    kinds=("reduction",),
+    aten=("aten::_softmax", "aten::softmax"),
+    aten_backward=("aten::_softmax_backward_data",),
+    backward=MEMORY_BOUND,
+    example=dict(rows=32768, cols=4096),
+)
 def softmax(rows: Any, cols: Any, dtype: Any = "bf16") -> Workload:
     """Softmax over the last dim of a [rows, cols] tensor, one kernel.
 
     Bytes: 2*rows*cols*e (x in, y out). FLOPs: 5*rows*cols (vector).
     """
-    dt = dtype_of(dtype)
-    r, c = dim("rows", rows), dim("cols", cols)
-    broadcast(rows=r, cols=c)
-    e = storage_bytes(dt)
-    kernel = Kernel(
-        name="softmax",
-        kind="reduction",
-        precision=dt,
-        vector_flops=FLOPS_PER_ELEMENT["softmax"] * r * c,
-        bytes_read=r * c * e,
-        bytes_written=r * c * e,
-    )
-    return Workload("softmax", (kernel,))
+    elements = rows * cols  # x [rows, cols] -> y [rows, cols]
+    return single("softmax", pointwise("softmax", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["softmax"], dtype,
+                                       kind="reduction", op="softmax"))

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import broadcast, dim
-from ..precision import storage_bytes
 from ..workload import Kernel, Workload
-from ._common import dtype_of
+from ._common import element_bytes, single
+from .registry import operator, precision, size
 
 __all__ = ["embedding", "INDEX_BYTES"]
 
@@ -15,6 +14,31 @@ __all__ = ["embedding", "INDEX_BYTES"]
 INDEX_BYTES = 8
 
 
+def _embedding_backward(label: str, tokens: Any, vocab: Any, d_model: Any, dtype: str) -> Workload:
+    """Zero the table's gradient, then add each token's output gradient into its row.
+
+    zero: writes vocab*d*e. scatter-add: reads the ids (T*8), dy [T,d] and the T rows it adds
+    into, writes those rows back: T*8 + 2*T*d*e read, T*d*e written, T*d adds (no model FLOPs:
+    the forward has none). NB: a row hit twice is counted twice.
+    """
+    e = element_bytes(dtype)
+    zero = Kernel(f"{label} grad zero", "copy", dtype, bytes_written=vocab * d_model * e, op="copy")
+    scatter = Kernel(f"{label} backward", "gather", dtype, vector_flops=tokens * d_model,
+                     bytes_read=tokens * INDEX_BYTES + 2.0 * tokens * d_model * e, bytes_written=tokens * d_model * e,
+                     model_flops=0.0, op="embedding")
+    return Workload.of(f"{label} backward", ((zero, 1), (scatter, 1)))
+
+
+@operator(
+    "embedding",
+    params=dict(tokens=size("ids looked up"), vocab=size("rows of the table"), d_model=size("width of a row"),
+                dtype=precision("precision of the table")),
+    kinds=("gather",),
+    aten=("aten::embedding",),
+    aten_backward=("aten::embedding_dense_backward",),
+    backward=_embedding_backward,
+    example=dict(tokens=8192, vocab=128256, d_model=4096),
+)
 def embedding(tokens: Any, vocab: Any, d_model: Any, dtype: Any = "bf16") -> Workload:
     """y [T, d] = table [vocab, d][ids [T]], one gather kernel.
 
@@ -22,15 +46,8 @@ def embedding(tokens: Any, vocab: Any, d_model: Any, dtype: Any = "bf16") -> Wor
     NB: a row read twice is counted twice (repeated ids may hit in L2); the table size
     (vocab) does not change the compulsory traffic.
     """
-    dt = dtype_of(dtype)
-    t, v, d = dim("tokens", tokens), dim("vocab", vocab), dim("d_model", d_model)
-    broadcast(tokens=t, vocab=v, d_model=d)
-    e = storage_bytes(dt)
-    kernel = Kernel(
-        name="embedding",
-        kind="gather",
-        precision=dt,
-        bytes_read=t * INDEX_BYTES + t * d * e,
-        bytes_written=t * d * e,
-    )
-    return Workload("embedding", (kernel,))
+    e = element_bytes(dtype)
+    t, d = tokens, d_model
+    # ids [T] (int64), table [vocab, d] -> y [T, d]
+    kernel = Kernel("embedding", "gather", dtype, bytes_read=t * INDEX_BYTES + t * d * e, bytes_written=t * d * e)
+    return single("embedding", kernel)

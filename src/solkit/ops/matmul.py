@@ -1,65 +1,105 @@
-"""Matrix multiplication: ``matmul`` and ``linear`` (matmul with bias and an optional epilogue)."""
+"""Matrix multiplication: ``matmul`` (batched, with a bias and a fused epilogue), and the GEMM counting helpers."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
-import numpy as np
+from .._num import product
+from ..workload import Gemm, Kernel, Workload
+from ._common import element_bytes, out_precision, single
+from .registry import boolean, operator, option, precision, size
 
-from .._validate import broadcast, choice, dim, flag
-from ..precision import default_out_precision, normalize, storage_bytes
-from ..workload import GemmDims, Kernel, Workload
+__all__ = ["matmul", "gemm", "gemm_backward", "EPILOGUES", "EPILOGUE_FLOPS"]
 
-__all__ = ["matmul", "gemm_kernel", "EPILOGUES", "EPILOGUE_FLOPS"]
-
-#: vector FLOPs per output element of a fused epilogue (an add is 1; GELU (tanh form) about 8)
+#: vector FLOPs per output element of a fused epilogue (GELU, tanh form, about 8)
 EPILOGUE_FLOPS = {"none": 0, "relu": 1, "gelu": 8, "silu": 4}
 EPILOGUES = tuple(EPILOGUE_FLOPS)
 
 
-def gemm_kernel(
+def gemm(
     name: str,
-    m: np.ndarray,
-    n: np.ndarray,
-    k: np.ndarray,
+    m: Any,
+    n: Any,
+    k: Any,
+    dtype: str,
     batch: Any = 1.0,
-    dtype: str = "bf16",
-    out_dtype: Optional[str] = None,
-    read_a: bool = True,
-    read_b: bool = True,
-    b_batched: bool = True,
+    out_dtype: Any = None,
     bias: bool = False,
     epilogue: str = "none",
-    kind: str = "gemm",
+    b_batched: bool = True,
 ) -> Kernel:
-    """One GEMM kernel from validated float64 dims: [batch, m, k] @ [batch?, k, n] -> [batch, m, n].
+    """One GEMM kernel: [batch, m, k] @ [batch?, k, n] -> [batch, m, n], from validated dimensions.
 
-    Bytes: A (b*m*k) and B (b*k*n, or k*n if ``b_batched`` is false) in ``dtype``, C (b*m*n) in
-    ``out_dtype``, a bias of n elements in ``out_dtype`` if asked. FLOPs: 2*b*m*n*k on matrix
-    units, plus the bias add (1 per output) and the epilogue on vector units.
+    Bytes: A (b*m*k) and B (b*k*n, or k*n when B is shared across the batch) read in ``dtype``,
+    C (b*m*n) written in the output precision, a bias of n elements read in it.
+    FLOPs: 2*b*m*n*k on matrix units; the bias add (1 per output) and the epilogue on vector units.
     """
-    e_in = storage_bytes(dtype)
-    out = default_out_precision(dtype) if out_dtype is None else normalize(out_dtype, "out_dtype")
-    e_out = storage_bytes(out)
-    b = np.asarray(batch, dtype=np.float64)
-    reads = (b * m * k * e_in if read_a else 0.0) + ((b if b_batched else 1.0) * k * n * e_in if read_b else 0.0)
+    e_in, e_out = element_bytes(dtype), element_bytes(out_precision(dtype, out_dtype))
+    c = product(batch, m, n)  # output elements
+    # A [b,m,k] and B [b?,k,n] read, C [b,m,n] written
+    read = product(batch, m, k, e_in) + product(batch if b_batched else 1.0, k, n, e_in)
     if bias:
-        reads = reads + n * e_out
-    epi = choice("epilogue", epilogue, EPILOGUES)
-    vector = b * m * n * (EPILOGUE_FLOPS[epi] + (1 if bias else 0))
-    return Kernel(
-        name=name,
-        kind=kind,
-        precision=dtype,
-        matrix_flops=2.0 * b * m * n * k,
-        vector_flops=vector,
-        bytes_read=reads,
-        bytes_written=b * m * n * e_out,
-        gemm=GemmDims(m=m, n=n, k=k, batch=b),
-        op="matmul",
-    )
+        read = read + product(n, e_out)
+    per_output = EPILOGUE_FLOPS[epilogue] + (1 if bias else 0)
+    return Kernel(name, "gemm", dtype, matrix_flops=product(2.0, c, k), vector_flops=product(c, per_output) if per_output else 0.0,
+                  bytes_read=read, bytes_written=product(c, e_out), gemm=Gemm(m, n, k, batch), op="matmul")
 
 
+def gemm_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any = 1.0, b_batched: bool = True) -> tuple[Kernel, Kernel]:
+    """dgrad and wgrad of C = A @ B, both GEMMs in the forward's precision (4*b*m*n*k FLOPs in all).
+
+    dgrad: dA [b,m,k] = dC [b,m,n] @ B^T [n,k], an (m, k, n) GEMM;
+    wgrad: dB [k,n] = A^T [k,m] @ dC [m,n], a (k, n, m) GEMM per batch (B shared: one product over b*m rows).
+    """
+    dgrad = gemm(f"{label} dgrad", m, k, n, dtype, batch, b_batched=b_batched)  # dC [b,m,n] @ B^T [b?,n,k] -> dA [b,m,k]
+    if b_batched:
+        wgrad = gemm(f"{label} wgrad", k, n, m, dtype, batch)  # A^T [b,k,m] @ dC [b,m,n] -> dB [b,k,n]
+    else:
+        wgrad = gemm(f"{label} wgrad", k, n, batch * m, dtype)  # A^T [k,b*m] @ dC [b*m,n] -> dB [k,n]
+    return dgrad, wgrad
+
+
+def _matmul_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any, out_dtype: Any, bias: bool,
+                     epilogue: str) -> Workload:
+    """The epilogue's gradient, the bias gradient, dgrad and wgrad.
+
+    Epilogue: reads dY and the pre-activation Z, writes dZ (b*m*n each, output precision).
+    Bias: db [n] = the sum of dZ over b*m rows: reads b*m*n, writes n elements.
+    Memory-bound kernels execute twice their forward's vector FLOPs (the convention of
+    ``memory_bound_backward``), so the step's model FLOPs are 3x the forward's.
+    """
+    e_out = element_bytes(out_precision(dtype, out_dtype))
+    c = batch * m * n
+    parts: list[tuple[Kernel, int]] = []
+    if epilogue != "none":
+        flops = 2.0 * EPILOGUE_FLOPS[epilogue] * c
+        parts.append((Kernel(f"{label} {epilogue} backward", "elementwise", dtype, vector_flops=flops,
+                             bytes_read=2.0 * c * e_out, bytes_written=c * e_out, op="elementwise"), 1))
+    if bias:
+        parts.append((Kernel(f"{label} bias grad", "reduction", dtype, vector_flops=2.0 * c, bytes_read=c * e_out,
+                             bytes_written=n * e_out, op="reduction"), 1))
+    parts += [(kernel, 1) for kernel in gemm_backward(label, m, n, k, dtype, batch)]
+    return Workload.of(f"{label} backward", tuple(parts))
+
+
+@operator(
+    "matmul",
+    params=dict(
+        m=size("rows of A and C"),
+        n=size("columns of B and C"),
+        k=size("the reduction dimension (columns of A, rows of B)"),
+        dtype=precision("precision of A and B"),
+        batch=size("independent products (a batched matmul)"),
+        out_dtype=precision("precision of C (default: the input's; fp8 -> bf16, int8 -> int32)", optional=True),
+        bias=boolean("add a bias of n elements to C"),
+        epilogue=option("activation applied to C in the same kernel", *EPILOGUES),
+    ),
+    kinds=("gemm",),
+    aten=("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm",
+          "aten::_int_mm", "aten::_addmm_activation"),
+    backward=_matmul_backward,
+    example=dict(m=4096, n=4096, k=4096),
+)
 def matmul(
     m: Any,
     n: Any,
@@ -67,8 +107,8 @@ def matmul(
     dtype: Any = "bf16",
     batch: Any = 1,
     out_dtype: Any = None,
-    bias: bool = False,
-    epilogue: str = "none",
+    bias: Any = False,
+    epilogue: Any = "none",
 ) -> Workload:
     """C = A @ B (+ bias, then ``epilogue``), ``batch`` independent products, one kernel.
 
@@ -78,10 +118,5 @@ def matmul(
     an epilogue its per-element cost (relu 1, silu 4, gelu 8) on vector units.
     Output precision defaults to the input's, except fp8 -> bf16 and int8 -> int32.
     """
-    dt = normalize(dtype)
-    mm, nn, kk, bb = dim("m", m), dim("n", n), dim("k", k), dim("batch", batch)
-    broadcast(m=mm, n=nn, k=kk, batch=bb)
-    flag("bias", bias)
     # a [b,m,k] @ b [b,k,n] -> c [b,m,n]
-    kernel = gemm_kernel("matmul", mm, nn, kk, bb, dt, out_dtype, bias=bool(bias), epilogue=epilogue)
-    return Workload("matmul", (kernel,))
+    return single("matmul", gemm("matmul", m, n, k, dtype, batch, out_dtype, bias, epilogue))

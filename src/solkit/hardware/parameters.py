@@ -1,0 +1,74 @@
+"""The predictor's parameters: each named once, with its unit in the spec file and its SI value in Python.
+
+A spec's ``measured:`` section spells a parameter with its unit as a suffix (``launch_floor_us``),
+Python without it, in SI units (``Calibration.launch_floor``, seconds), converted once, at load.
+This module has no pydantic: the predictor imports it without importing the spec schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple, Union
+
+__all__ = ["Parameter", "PARAMETERS", "UNIT_FACTORS", "Calibration"]
+
+TERA = 1e12
+
+#: unit suffix of a ``measured:`` key -> factor to SI ("" : a dimensionless number)
+UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "us": 1e-6, "": 1.0})
+
+
+class Parameter(NamedTuple):
+    """One parameter of the predictor: its name, its unit in the file, and how it is obtained."""
+
+    name: str  # the Python name, in SI units
+    unit: str  # the file's unit suffix (a key of UNIT_FACTORS)
+    keyed: bool  # a table: per rate class (matmul_rate) or per calibration key
+    fitted: bool  # fitted on the training cases (else measured directly)
+    meaning: str
+
+    @property
+    def file_key(self) -> str:
+        """The key in a spec's ``measured:`` section: the name with its unit suffix."""
+        return f"{self.name}_{self.unit}" if self.unit else self.name
+
+
+#: every parameter of the predictor, once (solkit.prediction says how each is used)
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("matmul_rate", "tflops", True, False, "dense matmul FLOP/s per rate class, best median of large squares"),
+    Parameter("copy_bandwidth", "tb_s", False, False, "device-to-device copy, bytes read + written per second"),
+    Parameter("read_bandwidth", "tb_s", False, False, "a large sum reduction, bytes read per second"),
+    Parameter("launch_floor", "us", False, False, "the timer's reading for a one-element kernel"),
+    Parameter("kernel_gap", "us", False, True, "what each further launch in a workload adds"),
+    Parameter("kernel_latency", "us", True, True, "a kernel's fixed cost beyond its work, per calibration key"),
+    Parameter("compute_efficiency", "", True, True, "share of the compute ceiling a kernel reaches, per key"),
+    Parameter("memory_efficiency", "", True, True, "share of the copy bandwidth a kernel reaches, per key"),
+    Parameter("misaligned_gemm_penalty", "", False, True, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
+    Parameter("small_channel_penalty", "", False, True, "slowdown of convs with fewer than 16 bytes of channels"),
+    Parameter("overlap_exponent", "", False, True, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
+)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The predictor's parameters for one GPU in SI units, and where they came from (``PARAMETERS`` names)."""
+
+    gpu: str
+    calibrated: bool
+    source: str
+    matmul_rate: Mapping[str, float]  # FLOP/s per rate class
+    copy_bandwidth: float  # bytes/s
+    read_bandwidth: Union[float, None]  # bytes/s
+    launch_floor: float  # s
+    kernel_gap: float  # s
+    kernel_latency: Mapping[str, float]  # s per calibration key
+    compute_efficiency: Mapping[str, float]
+    memory_efficiency: Mapping[str, float]
+    misaligned_gemm_penalty: float
+    small_channel_penalty: float
+    overlap_exponent: float
+
+    def replace(self, **changes: Any) -> "Calibration":
+        """A copy with some parameters replaced (the fit tries values this way)."""
+        return Calibration(**{**self.__dict__, **changes})

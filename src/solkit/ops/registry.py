@@ -1,0 +1,321 @@
+"""The operator registry: every operator solkit knows, registered once.
+
+An operator is a pure count function (validated shapes -> a ``Workload`` of kernels, each with
+matrix/vector FLOPs, model FLOPs and DRAM bytes read and written) registered with
+``@operator(...)``, which records:
+
+- ``params``: each argument's kind (dimension, (h, w) pair, option, flag, precision, text),
+  meaning, minimum and choices: the validation, the CLI's options and its help are read from here;
+- ``backward``: the kernels of its gradient, computed from the op's own arguments and counts;
+- ``kinds`` and ``keys``: the kernel kinds and the calibration keys its kernels carry (the
+  predictor's per-key efficiencies are looked up by them; every key list is read from here);
+- ``aten`` and ``aten_backward``: the PyTorch ATen ops it corresponds to (for reading profiles);
+- ``check``: constraints between arguments (kv_heads divides heads, a kernel fits its input);
+- ``example``: a valid call, for the documentation, the CLI and the tests.
+
+The decorator returns the public function: same signature as the count function, it validates
+every argument (the count function never sees a bad one), runs the constraints, counts, and
+records which operator built the workload (``Workload.call``) so ``training_step`` can ask for
+its backward. Registering a name twice is an error.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Callable, Iterable, Mapping, Optional
+
+import numpy as np
+
+from .._validate import broadcast, choice, dim, flag
+from ..errors import ArgumentTypeError, OptionError
+from ..precision import PRECISIONS, normalize
+from ..workload import KERNEL_KINDS, OpCall, Workload
+from ._common import memory_bound_backward
+
+__all__ = [
+    "Param", "Operator", "operator", "REGISTRY", "MEMORY_BOUND", "get", "by_aten", "calibration_keys", "size", "pair", "option",
+    "boolean", "precision", "text",
+]
+
+PARAM_KINDS = ("dim", "pair", "option", "flag", "dtype", "text")
+
+#: the largest int that float64 holds exactly (2**53): larger ones take the careful path
+_EXACT_INT = 2**53
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument of an operator: what it is, what it means, what values it takes."""
+
+    kind: str  # one of PARAM_KINDS
+    help: str
+    minimum: int = 1  # dims and pairs: the smallest valid value
+    choices: tuple[str, ...] = ()  # options: the allowed values
+    optional: bool = False  # None is allowed (the count function resolves it)
+    monotone: bool = True  # dims: growing it never lowers FLOPs, bytes or T_SOL (a stride or a kernel size may)
+    name: str = ""  # filled from the signature
+
+    def validate(self, value: Any) -> Any:
+        """The validated value: dims as float (or float64 array), options lower case, precisions canonical."""
+        return self.validator()(value)
+
+    def validator(self) -> Callable[[Any], Any]:
+        """A function validating one value of this parameter (its fast path first: a plain int, a known name)."""
+        name, minimum, optional = self.name, self.minimum, self.optional
+        if self.kind == "dim":
+            def check_dim(value: Any) -> Any:
+                if type(value) is int and minimum <= value <= _EXACT_INT:
+                    return float(value)
+                if value is None and optional:
+                    return None
+                return dim(name, value, minimum)
+            return check_dim
+        if self.kind == "dtype":
+            def check_dtype(value: Any) -> Any:
+                if value in PRECISIONS if type(value) is str else False:
+                    return value
+                if value is None and optional:
+                    return None
+                return normalize(value, name)
+            return check_dtype
+        if self.kind == "flag":
+            return lambda value: value if value is True or value is False else flag(name, value)
+        if self.kind == "option":
+            choices = self.choices
+            return lambda value: value if type(value) is str and value in choices else choice(name, value, choices)
+        if self.kind == "pair":
+            def check_pair(value: Any) -> Any:
+                if isinstance(value, (tuple, list)):
+                    if len(value) != 2:
+                        raise ArgumentTypeError(f"{name} must be an int or a pair (h, w), got {value!r}")
+                    return dim(f"{name}[0]", value[0], minimum), dim(f"{name}[1]", value[1], minimum)
+                v = dim(name, value, minimum)
+                return v, v
+            return check_pair
+
+        def check_text(value: Any) -> Any:
+            if not isinstance(value, str) or not value:
+                raise ArgumentTypeError(f"{name} must be a non-empty string, got {value!r}")
+            return value
+        return check_text
+
+    @property
+    def describe(self) -> str:
+        """What the argument takes, in words (for help texts)."""
+        if self.kind == "dim":
+            what = "a positive integer" if self.minimum == 1 else f"an integer >= {self.minimum}"
+        elif self.kind == "pair":
+            what = f"an integer >= {self.minimum} or a pair h,w"
+        elif self.kind == "option":
+            what = "one of " + ", ".join(self.choices)
+        elif self.kind == "flag":
+            what = "true or false"
+        elif self.kind == "dtype":
+            what = "a precision (" + ", ".join(sorted(PRECISIONS)) + ")"
+        else:
+            what = "text"
+        return what + (" or none" if self.optional else "")
+
+
+def size(help: str, minimum: int = 1, optional: bool = False, monotone: bool = True) -> Param:
+    """A dimension: an integer (or an array of them) >= ``minimum``."""
+    return Param("dim", help, minimum=minimum, optional=optional, monotone=monotone)
+
+
+def pair(help: str, minimum: int = 1) -> Param:
+    """An integer for both axes or a pair (h, w) (a conv's kernel, stride, padding, dilation)."""
+    return Param("pair", help, minimum=minimum, monotone=False)
+
+
+def option(help: str, *choices: str) -> Param:
+    """One of a few named choices."""
+    return Param("option", help, choices=choices)
+
+
+def boolean(help: str) -> Param:
+    """True or False."""
+    return Param("flag", help)
+
+
+def precision(help: str = "storage precision of the operands", optional: bool = False) -> Param:
+    """A precision name, alias or numpy/torch dtype."""
+    return Param("dtype", help, optional=optional)
+
+
+def text(help: str) -> Param:
+    """A non-empty string (a label)."""
+    return Param("text", help)
+
+
+@dataclass(frozen=True)
+class Operator:
+    """A registered operator: its count and backward formulas and everything known about it."""
+
+    name: str
+    summary: str
+    params: tuple[Param, ...]
+    count: Callable[..., Workload]  # validated arguments -> Workload (pure)
+    backward: Callable[..., Workload]  # validated arguments -> the gradient's Workload (pure)
+    kinds: tuple[str, ...]
+    keys: tuple[str, ...]
+    aten: tuple[str, ...]
+    aten_backward: tuple[str, ...]
+    check: Optional[Callable[[dict[str, Any]], None]]
+    example: Mapping[str, Any]
+    function: Callable[..., Workload] = field(repr=False, compare=False, default=lambda: None)
+    validators: tuple[tuple[str, Callable[[Any], Any]], ...] = field(repr=False, compare=False, default=())
+
+    @property
+    def defaults(self) -> Mapping[str, Any]:
+        """Default values of the optional arguments."""
+        sig = inspect.signature(self.count)
+        return MappingProxyType({n: p.default for n, p in sig.parameters.items() if p.default is not p.empty})
+
+    def param(self, name: str) -> Param:
+        """The parameter called ``name``."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise OptionError(f"{self.name} has no parameter {name!r}; it takes: {', '.join(p.name for p in self.params)}")
+
+    def validate(self, args: dict[str, Any]) -> dict[str, Any]:
+        """Every argument validated, broadcast-checked and constraint-checked (``args`` is updated and returned)."""
+        arrays = False
+        for name, check in self.validators:
+            value = check(args[name])
+            args[name] = value
+            kind = type(value)
+            if kind is np.ndarray or (kind is tuple and (type(value[0]) is np.ndarray or type(value[1]) is np.ndarray)):
+                arrays = True
+        if arrays:
+            named: dict[str, Any] = {}
+            for p in self.params:
+                value = args[p.name]
+                if p.kind == "pair":
+                    named[f"{p.name}[0]"], named[f"{p.name}[1]"] = value
+                elif p.kind == "dim" and value is not None:
+                    named[p.name] = value
+            broadcast(**named)
+        if self.check is not None:
+            self.check(args)
+        return args
+
+    def run(self, args: dict[str, Any]) -> Workload:
+        """Validate ``args`` (all the op's arguments, by name), count, and record the call."""
+        self.validate(args)
+        w = self.count(**args)
+        call = OpCall(self.name, args)
+        if w.call is None:
+            object.__setattr__(w, "call", call)  # a workload the count function just made: nobody else holds it
+            return w
+        return Workload.of(w.name, w.parts, call)
+
+    def gradient(self, call: OpCall, label: str = "") -> Workload:
+        """The backward workload of a call of this operator; its kernels' names start with ``label``."""
+        return self.backward(label or self.name, **call.args)
+
+
+#: ``backward=MEMORY_BOUND``: the op's backward is ``memory_bound_backward`` of its own forward kernels
+MEMORY_BOUND = "memory-bound"
+
+_REGISTRY: dict[str, Operator] = {}
+#: every registered operator by name (read-only)
+REGISTRY: Mapping[str, Operator] = MappingProxyType(_REGISTRY)
+
+
+def operator(
+    name: str,
+    *,
+    params: Mapping[str, Param],
+    kinds: Iterable[str],
+    backward: Any,
+    example: Mapping[str, Any],
+    keys: Iterable[str] = (),
+    aten: Iterable[str] = (),
+    aten_backward: Iterable[str] = (),
+    check: Optional[Callable[[dict[str, Any]], None]] = None,
+    summary: str = "",
+) -> Callable[[Callable[..., Workload]], Callable[..., Workload]]:
+    """Register the decorated count function as operator ``name``; return its validating public function."""
+
+    def register(count: Callable[..., Workload]) -> Callable[..., Workload]:
+        if name in _REGISTRY:
+            raise ValueError(f"operator {name!r} is registered twice")
+        names = list(inspect.signature(count).parameters)
+        if set(names) != set(params):
+            raise ValueError(f"operator {name!r}: params {sorted(params)} do not match the signature {names}")
+        bad = [k for k in kinds if k not in KERNEL_KINDS]
+        if bad:
+            raise ValueError(f"operator {name!r}: unknown kernel kinds {bad}")
+        gradient = backward
+        if backward == MEMORY_BOUND:
+            def gradient(label: str, **args: Any) -> Workload:
+                return memory_bound_backward(label, count(**args))
+        op = Operator(
+            name=name,
+            summary=summary or (count.__doc__ or "").strip().splitlines()[0],
+            params=tuple(Param(**{**params[n].__dict__, "name": n}) for n in names),
+            count=count,
+            backward=gradient,
+            kinds=tuple(kinds),
+            keys=tuple(keys) or (name,),
+            aten=tuple(aten),
+            aten_backward=tuple(aten_backward),
+            check=check,
+            example=MappingProxyType(dict(example)),
+        )
+        public = _public_function(op, count)
+        object.__setattr__(op, "function", public)
+        object.__setattr__(op, "validators", tuple((p.name, p.validator()) for p in op.params))
+        _REGISTRY[name] = op
+        return public
+
+    return register
+
+
+def _public_function(op: Operator, count: Callable[..., Workload]) -> Callable[..., Workload]:
+    """A function with ``count``'s exact signature that validates, counts and records the call (built as source, like dataclasses do)."""
+    sig = inspect.signature(count)
+    namespace: dict[str, Any] = {"_run": op.run}
+    arguments = []
+    for i, p in enumerate(sig.parameters.values()):
+        if p.default is p.empty:
+            arguments.append(p.name)
+        else:
+            namespace[f"_default{i}"] = p.default
+            arguments.append(f"{p.name}=_default{i}")
+    body = ", ".join(f"{p!r}: {p}" for p in sig.parameters)
+    exec(f"def {count.__name__}({', '.join(arguments)}):\n    return _run({{{body}}})\n", namespace)  # noqa: S102
+    public = namespace[count.__name__]
+    functools.update_wrapper(public, count)  # name, docstring, module; __wrapped__ is the pure count function
+    public.operator = op  # type: ignore[attr-defined]
+    return public
+
+
+def get(name: Any) -> Operator:
+    """The registered operator called ``name`` (dashes or underscores)."""
+    key = name.replace("-", "_") if isinstance(name, str) else name
+    if key not in _REGISTRY:
+        raise OptionError(f"op must be one of {', '.join(sorted(_REGISTRY))}; got {name!r}")
+    return _REGISTRY[key]
+
+
+def by_aten(aten_name: str) -> tuple[Operator, bool]:
+    """(operator, is_backward) of an ATen op name (``aten::mm``); ``LookupError`` if none claims it."""
+    for op in _REGISTRY.values():
+        if aten_name in op.aten:
+            return op, False
+        if aten_name in op.aten_backward:
+            return op, True
+    raise LookupError(f"no registered operator claims the ATen op {aten_name!r}")
+
+
+def calibration_keys() -> tuple[str, ...]:
+    """Every key a calibration table may use: the kernel kinds, then every operator's keys."""
+    keys = list(KERNEL_KINDS)
+    for op in _REGISTRY.values():
+        keys += [k for k in op.keys if k not in keys]
+    return tuple(keys)
