@@ -14,7 +14,7 @@ from pathlib import Path
 import solkit as sk
 from solkit import plot
 from solkit.standard import standard_workloads
-from solkit.validation import load_measurements
+from solkit.calibration import load_measurements
 
 MEASUREMENTS = Path(__file__).resolve().parents[1] / "data" / "h200_measurements.json"
 

@@ -20,12 +20,13 @@ UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TE
 
 
 class Parameter(NamedTuple):
-    """One parameter of the predictor: its name, its unit in the file, and how it is obtained."""
+    """One parameter of the predictor: its name, its unit in the file, how it is obtained and written."""
 
     name: str  # the Python name, in SI units
     unit: str  # the file's unit suffix (a key of UNIT_FACTORS)
     keyed: bool  # a table: per rate class (matmul_rate) or per calibration key
     fitted: bool  # fitted on the training cases (else measured directly)
+    digits: int  # decimals kept in the file, in its unit
     meaning: str
 
     @property
@@ -36,17 +37,17 @@ class Parameter(NamedTuple):
 
 #: every parameter of the predictor, once (solkit.prediction says how each is used)
 PARAMETERS: tuple[Parameter, ...] = (
-    Parameter("matmul_rate", "tflops", True, False, "dense matmul FLOP/s per rate class, best median of large squares"),
-    Parameter("copy_bandwidth", "tb_s", False, False, "device-to-device copy, bytes read + written per second"),
-    Parameter("read_bandwidth", "tb_s", False, False, "a large sum reduction, bytes read per second"),
-    Parameter("launch_floor", "us", False, False, "the timer's reading for a one-element kernel"),
-    Parameter("kernel_gap", "us", False, True, "what each further launch in a workload adds"),
-    Parameter("kernel_latency", "us", True, True, "a kernel's fixed cost beyond its work, per calibration key"),
-    Parameter("compute_efficiency", "", True, True, "share of the compute ceiling a kernel reaches, per key"),
-    Parameter("memory_efficiency", "", True, True, "share of the copy bandwidth a kernel reaches, per key"),
-    Parameter("misaligned_gemm_penalty", "", False, True, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
-    Parameter("small_channel_penalty", "", False, True, "slowdown of convs with fewer than 16 bytes of channels"),
-    Parameter("overlap_exponent", "", False, True, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
+    Parameter("matmul_rate", "tflops", True, False, 1, "dense matmul FLOP/s per rate class, best median of large squares"),
+    Parameter("copy_bandwidth", "tb_s", False, False, 3, "device-to-device copy, bytes read + written per second"),
+    Parameter("read_bandwidth", "tb_s", False, False, 3, "a large sum reduction, bytes read per second"),
+    Parameter("launch_floor", "us", False, False, 2, "the timer's reading for a one-element kernel"),
+    Parameter("kernel_gap", "us", False, True, 2, "what each further launch in a workload adds"),
+    Parameter("kernel_latency", "us", True, True, 2, "a kernel's fixed cost beyond its work, per calibration key"),
+    Parameter("compute_efficiency", "", True, True, 3, "share of the compute ceiling a kernel reaches, per key"),
+    Parameter("memory_efficiency", "", True, True, 3, "share of the copy bandwidth a kernel reaches, per key"),
+    Parameter("misaligned_gemm_penalty", "", False, True, 3, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
+    Parameter("small_channel_penalty", "", False, True, 3, "slowdown of convs with fewer than 16 bytes of channels"),
+    Parameter("overlap_exponent", "", False, True, 3, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
 )
 
 

@@ -1,4 +1,4 @@
-"""The model against the committed H200 measurements (CPU only; data from benchmarks/measure_h200.py)."""
+"""The calibration against the committed H200 measurements (CPU only; data from benchmarks/measure_h200.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import solkit as sk
 from solkit.precision import rate_class
-from solkit.validation import evaluate, is_holdout, load_measurements, summarize
+from solkit.calibration import evaluate, is_holdout, load_measurements, summarize
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "h200_measurements.json"
 
@@ -90,7 +90,7 @@ def test_spec_ceilings_match_the_data(mset):
 
 def test_measured_fusion_pairs(mset):
     """Fused/unfused pairs are matched by shape; fusing never raises T_SOL, and QKV at 128 BERT tokens ran > 2x faster."""
-    from solkit.validation import measured_pairs
+    from solkit.calibration import measured_pairs
 
     pairs = measured_pairs(mset, "h200", "fused", False, True)
     assert len(pairs) >= 10
@@ -101,10 +101,68 @@ def test_measured_fusion_pairs(mset):
 
 def test_second_run_bound_and_noise():
     """Run 2 of the same cases: the bound holds there too; the runs agree to a 1% median (p90 under 10%)."""
-    from solkit.validation import run_to_run
+    from solkit.calibration import run_to_run
 
     repeat = load_measurements(DATA.with_name("h200_measurements_run2.json"))
     assert max(r.sol_fraction for r in evaluate(repeat, "h200")) <= 1.0
     n, median, p90, _ = run_to_run(load_measurements(DATA), repeat)
     print(f"run to run over {n} cases: median {median:.1%}, p90 {p90:.1%}")
     assert n >= 300 and median < 0.03 and p90 < 0.10
+
+
+SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"
+
+
+@pytest.fixture(scope="module")
+def fitted(mset):
+    """The fit of the committed data (about 6 s)."""
+    from solkit.calibration import fit
+
+    return fit(mset, sk.load_gpu(SPEC))
+
+
+def test_committed_spec_equals_the_fit(fitted):
+    """Refitting the committed data reproduces the committed measured: section exactly (rounded as the file keeps it)."""
+    from solkit.calibration import round_calibration
+    from solkit.hardware.parameters import PARAMETERS
+
+    spec = sk.load_gpu(SPEC)
+    committed = spec.measured.calibration(spec.name)
+    result = fitted
+    fitted = round_calibration(result.calibration)
+    for p in PARAMETERS:
+        got, want = getattr(fitted, p.name), getattr(committed, p.name)
+        if p.keyed:
+            assert dict(got).keys() == dict(want).keys(), p.name
+            for key in want:
+                assert got[key] == pytest.approx(want[key], rel=1e-12), (p.name, key)
+        elif p.fitted:
+            assert got == pytest.approx(want, rel=1e-12), p.name
+    # the ceilings are the data's best runs, the fitted rest the training objective the spec records
+    assert f"= {result.objective:.4f}" in spec.measured.fit
+    assert f"{result.train_cases} training cases, {result.holdout_cases} held out" in spec.measured.fit
+
+
+def test_fit_uses_training_cases_only(mset, fitted):
+    """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
+    from solkit.calibration import fit
+
+    held = next(c for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id))
+    cases = tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == held.id else c for c in mset.cases)
+    moved = fit(mset.model_copy(update={"cases": cases}), sk.load_gpu(SPEC))
+    assert moved.calibration == fitted.calibration
+
+
+def test_writer_keeps_the_rest_of_the_file(tmp_path, mset, fitted):
+    """write_measured replaces only the measured: section: the lines before it are kept byte for byte, the result loads."""
+    from solkit.calibration import measured_section, write_measured
+
+    copy = tmp_path / "h200-sxm.yaml"
+    original = SPEC.read_text()
+    copy.write_text(original.replace("measured:", "# a comment that stays\nmeasured:", 1))
+    text = write_measured(copy, measured_section(mset, fitted, "data/h200_measurements.json"))
+    before = original[: original.index("measured:")]
+    assert text.startswith(before + "# a comment that stays\nmeasured:\n")
+    loaded = sk.load_gpu(copy).measured
+    assert loaded.copy_bandwidth_tb_s == 4.271  # data: 4,270,573,641,344 B/s, kept to 3 decimals of TB/s
+    assert loaded.kernel_latency_us == sk.load_gpu(SPEC).measured.kernel_latency_us

@@ -1,130 +1,28 @@
-"""Check the model against committed measurements: SOL fraction and prediction error per family.
+"""Error metrics: each case beside its bound and prediction, summaries per group, measured variant pairs, run to run.
 
-A measurement file (``data/h200_measurements.json``, written by ``benchmarks/measure_h200.py``
-on the GPU) lists cases, each naming the ``solkit.ops`` function and keyword arguments that
-model it and the median measured seconds. Errors are symmetric: ``error = exp(|log(pred/meas)|) - 1``
-(0.10 is 10% too fast or too slow).
+Errors are symmetric: ``error = exp(|log(pred/meas)|) - 1`` (0.10 is 10% too fast or too slow).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
 
-from . import ops
-from .errors import SpecError
-from .hardware import as_gpu
-from .prediction import predict
-from .sol import roofline
-from .workload import Workload
+from ..errors import SpecError
+from ..hardware import as_gpu
+from ..prediction import predict
+from ..sol import roofline
+from .data import MeasuredCase, MeasurementSet, group_of, is_holdout, workload_of
 
-__all__ = [
-    "MeasuredCase",
-    "MeasurementSet",
-    "CaseResult",
-    "GroupSummary",
-    "load_measurements",
-    "is_holdout",
-    "group_of",
-    "workload_of",
-    "evaluate",
-    "summarize",
-    "format_summary",
-    "MeasuredPair",
-    "measured_pairs",
-    "run_to_run",
-]
-
-_FROZEN = ConfigDict(frozen=True, extra="forbid")
+__all__ = ["CaseResult", "GroupSummary", "evaluate", "summarize", "format_summary", "MeasuredPair", "measured_pairs",
+           "run_to_run", "log_error"]
 
 
-class KernelRecord(BaseModel):
-    """One kernel the profiler saw during a case (name, launches, total microseconds)."""
-
-    model_config = _FROZEN
-    name: str
-    count: int
-    us: float
-
-
-class MeasuredCase(BaseModel):
-    """One measured case: what ran, the solkit op that models it, and its median time."""
-
-    model_config = _FROZEN
-    id: str
-    family: str
-    op: str
-    params: dict[str, Any]
-    impl_note: str
-    seconds: Optional[PositiveFloat] = None
-    q20: Optional[float] = None
-    q80: Optional[float] = None
-    mean_s: Optional[float] = None
-    min_s: Optional[float] = None
-    n_reps: Optional[int] = None
-    rep_ms: Optional[float] = None
-    wall_s: Optional[float] = None
-    ok: bool
-    error: Optional[str] = None
-    extra_kernels: int = 0
-    tier: int = 0
-    primary: bool = True
-    check: Optional[dict[str, Any]] = None
-    kernels: Optional[tuple[KernelRecord, ...]] = None
-    n_kernels: Optional[int] = None
-
-
-class MeasurementSet(BaseModel):
-    """A measurement file: how it was made (meta), the ceilings, the cases."""
-
-    model_config = _FROZEN
-    meta: dict[str, Any]
-    ceilings: dict[str, Any]
-    cases: tuple[MeasuredCase, ...]
-
-
-def load_measurements(path: Any) -> MeasurementSet:
-    """Load and validate a measurement file; problems raise ``SpecError`` naming the file."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-        return MeasurementSet.model_validate(data)
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such measurement file") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{p}: not valid JSON: {exc}") from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"])
-        raise SpecError(f"{p}: field '{loc}': {first['msg']}") from None
-
-
-def is_holdout(case_id: str) -> bool:
-    """A fixed third of the cases, chosen by hash of the id, never used in fitting."""
-    return hashlib.sha256(case_id.encode()).digest()[0] % 3 == 0
-
-
-def group_of(case: MeasuredCase) -> str:
-    """Reporting group: the family, split by layout for conv2d and by impl for attention."""
-    if case.family == "conv2d":
-        return f"conv2d/{case.params.get('layout', 'nhwc')}"
-    if case.family == "attention":
-        return f"attention/{case.params.get('impl', 'flash')}"
-    return case.family
-
-
-def workload_of(case: MeasuredCase) -> Workload:
-    """The solkit workload that models a case."""
-    fn = getattr(ops, case.op, None)
-    if fn is None:
-        raise SpecError(f"case {case.id}: op {case.op!r} is not in solkit.ops")
-    return fn(**case.params)
+def log_error(predicted: Any, measured: Any) -> Any:
+    """|log(predicted / measured)|: the symmetric error the fit minimizes (exp of it, minus 1, is the reported error)."""
+    return np.abs(np.log(np.asarray(predicted) / np.asarray(measured)))
 
 
 @dataclass(frozen=True)
@@ -146,7 +44,7 @@ class CaseResult:
     @property
     def error(self) -> float:
         """exp(|log(predicted / measured)|) - 1."""
-        return float(np.expm1(abs(np.log(self.predicted / self.measured))))
+        return float(np.expm1(log_error(self.predicted, self.measured)))
 
 
 def evaluate(mset: MeasurementSet, gpu: Any) -> list[CaseResult]:
@@ -185,7 +83,7 @@ class GroupSummary:
 
 def _summary(group: str, rows: Sequence[CaseResult]) -> GroupSummary:
     errors = np.array([r.error for r in rows])
-    logs = np.array([np.log(r.predicted / r.measured) for r in rows])
+    logs = np.log(np.array([r.predicted / r.measured for r in rows]))
     sol = np.array([r.sol_fraction for r in rows])
     return GroupSummary(group, len(rows), float(np.median(errors)), float(np.percentile(errors, 90)),
                         float(np.median(logs)), float(np.median(sol)), float(sol.max()))

@@ -1,0 +1,114 @@
+"""Measurement files: the schema of ``data/*_measurements.json``, the split of its cases, and the workload of a case.
+
+A measurement file (written by ``benchmarks/measure_h200.py`` on the GPU) lists cases, each
+naming the registered operator and the keyword arguments that model it and the median
+measured seconds. The split: a fixed third of the cases, chosen by a hash of the case id, is
+held out of every fit (``is_holdout``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
+
+from ..errors import SpecError
+from ..ops.registry import REGISTRY
+from ..workload import Workload
+
+__all__ = ["KernelRecord", "MeasuredCase", "MeasurementSet", "load_measurements", "is_holdout", "group_of",
+           "workload_of", "fit_cases"]
+
+_FROZEN = ConfigDict(frozen=True, extra="forbid")
+
+
+class KernelRecord(BaseModel):
+    """One kernel the profiler saw during a case (name, launches, total microseconds)."""
+
+    model_config = _FROZEN
+    name: str
+    count: int
+    us: float
+
+
+class MeasuredCase(BaseModel):
+    """One measured case: what ran, the solkit op that models it, and its median time."""
+
+    model_config = _FROZEN
+    id: str
+    family: str
+    op: str
+    params: dict[str, Any]
+    impl_note: str
+    seconds: Optional[PositiveFloat] = None
+    q20: Optional[float] = None
+    q80: Optional[float] = None
+    mean_s: Optional[float] = None
+    min_s: Optional[float] = None
+    n_reps: Optional[int] = None
+    rep_ms: Optional[float] = None
+    wall_s: Optional[float] = None
+    ok: bool
+    error: Optional[str] = None
+    extra_kernels: int = 0
+    tier: int = 0
+    primary: bool = True
+    check: Optional[dict[str, Any]] = None
+    kernels: Optional[tuple[KernelRecord, ...]] = None
+    n_kernels: Optional[int] = None
+
+
+class MeasurementSet(BaseModel):
+    """A measurement file: how it was made (meta), the ceilings, the cases."""
+
+    model_config = _FROZEN
+    meta: dict[str, Any]
+    ceilings: dict[str, Any]
+    cases: tuple[MeasuredCase, ...]
+
+
+def load_measurements(path: Any) -> MeasurementSet:
+    """Load and validate a measurement file; problems raise ``SpecError`` naming the file."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+        return MeasurementSet.model_validate(data)
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such measurement file") from None
+    except json.JSONDecodeError as exc:
+        raise SpecError(f"{p}: not valid JSON: {exc}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise SpecError(f"{p}: field '{loc}': {first['msg']}") from None
+
+
+def is_holdout(case_id: str) -> bool:
+    """A fixed third of the cases, chosen by hash of the id, never used in fitting."""
+    return hashlib.sha256(case_id.encode()).digest()[0] % 3 == 0
+
+
+def group_of(case: MeasuredCase) -> str:
+    """Reporting group: the family, split by layout for conv2d and by impl for attention."""
+    if case.family == "conv2d":
+        return f"conv2d/{case.params.get('layout', 'nhwc')}"
+    if case.family == "attention":
+        return f"attention/{case.params.get('impl', 'flash')}"
+    return case.family
+
+
+def workload_of(case: MeasuredCase) -> Workload:
+    """The solkit workload that models a case: its registered operator called with its params."""
+    op = REGISTRY.get(case.op)
+    if op is None:
+        raise SpecError(f"case {case.id}: op {case.op!r} is not a registered operator ({', '.join(REGISTRY)})")
+    return op.function(**case.params)
+
+
+def fit_cases(mset: MeasurementSet) -> tuple[list[MeasuredCase], list[MeasuredCase]]:
+    """(training, held out) cases: measured, primary (one implementation per shape), split by ``is_holdout``."""
+    cases = [c for c in mset.cases if c.ok and c.seconds and c.primary]
+    return [c for c in cases if not is_holdout(c.id)], [c for c in cases if is_holdout(c.id)]

@@ -1,0 +1,119 @@
+"""The validation report (``data/h200_validation.md``): the model against the committed measurements.
+
+Per group of cases: prediction error (exp|log(pred/meas)| - 1: median and p90) and the SOL
+fraction (T_SOL / measured), on all primary cases, the training two thirds and the held-out third;
+other implementations of the same ops; the run-to-run spread; what the measured variants buy; the
+worst predictions.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+import numpy as np
+
+from .data import MeasurementSet
+from .metrics import CaseResult, evaluate, format_summary, measured_pairs, run_to_run, summarize
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..hardware.schema import GPU
+
+__all__ = ["validation_report", "PAIRS"]
+
+#: (parameter, baseline value, variant value, title) of the measured variant pairs
+PAIRS = (
+    ("fused", False, True, "fusion: unfused -> fused (QKV: 3 GEMMs -> 1; LayerNorm+residual: add + LN -> 1 kernel)"),
+    ("layout", "nchw", "nhwc", "conv layout: NCHW -> NHWC"),
+    ("layout", "im2col", "nhwc", "conv: explicit im2col -> implicit GEMM (NHWC)"),
+    ("impl", "naive", "flash", "attention: naive -> flash"),
+)
+
+
+def _pairs_section(mset: MeasurementSet, gpu: "GPU") -> list[str]:
+    lines = []
+    for key, a, b, title in PAIRS:
+        pairs = measured_pairs(mset, gpu, key, a, b)
+        lines += [f"### {title}", "", "| op | shape | baseline us | variant us | measured ratio | T_SOL ratio | predicted ratio |",
+                  "|---|---|---:|---:|---:|---:|---:|"]
+        lines += [f"| {p.op} | {p.shape} | {p.baseline_seconds * 1e6:.1f} | {p.variant_seconds * 1e6:.1f} | "
+                  f"{p.measured_ratio:.2f} | {p.t_sol_ratio:.2f} | {p.predicted_ratio:.2f} |" for p in pairs]
+        lines.append("")
+    return lines
+
+
+def _repeat_section(mset: MeasurementSet, repeat: MeasurementSet, gpu: "GPU") -> list[str]:
+    n, median, p90, worst = run_to_run(mset, repeat)
+    first = {c.id: c.seconds for c in mset.cases if c.ok and c.seconds}
+    spread = {c.id: abs(np.log(c.seconds / first[c.id])) for c in repeat.cases if c.ok and c.seconds and c.id in first}
+    worst_id = max(spread, key=lambda i: spread[i])
+    primary = {c.id for c in repeat.cases if c.primary}
+    rows = [r for r in evaluate(repeat, gpu) if r.id in primary]
+    return [
+        "## Run to run, and the model against a second run",
+        "",
+        f"A second measurement of the same {n} cases ({repeat.meta['date_utc'][:16]}, seed "
+        f"{repeat.meta['args']['seed']}, a fresh machine). Spread between the runs, exp|log(t2/t1)| - 1: median "
+        f"{median:.1%}, p90 {p90:.1%}, max {worst:.0%} (`{worst_id}`). The calibrated model (fitted on the first run only) against the "
+        "second run:",
+        "",
+        format_summary(summarize(rows)[-1:]),
+        "",
+    ]
+
+
+def validation_report(mset: MeasurementSet, gpu: "GPU", data: str, spec: str, repeat: Optional[MeasurementSet] = None) -> str:
+    """The Markdown report of ``gpu``'s calibration (from the file ``spec``) against the measurement file ``mset`` (``data``)."""
+    results: list[CaseResult] = evaluate(mset, gpu)
+    primary = {c.id for c in mset.cases if c.primary}
+    main = [r for r in results if r.id in primary]
+    other = [r for r in results if r.id not in primary]
+    meta = mset.meta
+    fit = gpu.measured.fit if gpu.measured is not None else "(uncalibrated)"
+    worst = sorted(main, key=lambda r: -r.error)[:15]
+    lines = [
+        f"# solkit on the {meta['gpu_name'].removeprefix('NVIDIA ')}: model vs measurement",
+        "",
+        f"Measured {meta['date_utc'][:10]} on an {meta['gpu_name']} (driver {meta['nvidia_smi'].split(',')[0]}), "
+        f"torch {meta['torch_version']}, CUDA {meta['cuda_version']}, Triton {meta['triton_version']}, "
+        f"cuDNN {meta['cudnn_version']}, by `benchmarks/measure_h200.py` (raw data: `{data}`).",
+        f"Method: {meta['method']}",
+        "",
+        f"Predictions use the calibration in `{spec}` "
+        f"(`measured:`), fitted on the training cases only ({fit}).",
+        "Error = exp(|log(predicted / measured)|) - 1. SOL fraction = T_SOL / measured (datasheet peaks, compulsory bytes).",
+        "",
+        f"## All {len(main)} primary cases",
+        "",
+        format_summary(summarize(main)),
+        "",
+        f"## Held out ({sum(r.holdout for r in main)} cases never used in fitting)",
+        "",
+        format_summary(summarize([r for r in main if r.holdout])),
+        "",
+        f"## Training ({sum(not r.holdout for r in main)} cases)",
+        "",
+        format_summary(summarize([r for r in main if not r.holdout])[-1:]),
+        "",
+        f"## Other implementations of the same ops ({len(other)} cases: cuDNN attention, addmm)",
+        "",
+        "The predictor models the default implementation; these rows show the spread between libraries.",
+        "",
+        "| case | measured us | predicted us | SOL fraction |",
+        "|---|---:|---:|---:|",
+        *[f"| {r.id} | {r.measured * 1e6:.1f} | {r.predicted * 1e6:.1f} | {r.sol_fraction:.3f} |" for r in other],
+        "",
+        *(_repeat_section(mset, repeat, gpu) if repeat is not None else []),
+        "## What the variants buy, measured",
+        "",
+        "Each row: the same op and shape, two variants. Ratio = baseline time / variant time.",
+        "",
+        *_pairs_section(mset, gpu),
+        "## The 15 worst predictions",
+        "",
+        "| case | measured us | predicted us | log(pred/meas) |",
+        "|---|---:|---:|---:|",
+        *[f"| {r.id} | {r.measured * 1e6:.1f} | {r.predicted * 1e6:.1f} | {np.log(r.predicted / r.measured):+.2f} |"
+          for r in worst],
+        "",
+    ]
+    return "\n".join(lines)
