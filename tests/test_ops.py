@@ -10,9 +10,19 @@ from hypothesis import strategies as st
 from solkit import ops
 from solkit.errors import ArgumentTypeError, OptionError, ShapeError, UnknownPrecisionError
 
+#: registered operators whose counts a test below works out by hand (test_registry checks every one is here)
+HAND_CHECKED: set[str] = set()
+
+
+def hand_checked(*names: str):
+    """Mark a test as the hand-arithmetic check of these operators' counts."""
+    HAND_CHECKED.update(names)
+    return lambda test: test
+
 # ---- matmul ---------------------------------------------------------------------------
 
 
+@hand_checked("matmul")
 @pytest.mark.parametrize(
     "dtype, e_in, e_out",
     [("bf16", 2, 2), ("fp16", 2, 2), ("tf32", 4, 4), ("fp32", 4, 4), ("fp64", 8, 8), ("fp8", 1, 2), ("int8", 1, 4)],
@@ -52,6 +62,7 @@ def test_matmul_out_dtype_override():
 # ---- qkv -------------------------------------------------------------------------------
 
 
+@hand_checked("qkv_projection")
 def test_qkv_bert_base_fused_and_unfused():
     """BERT-base, T = 8*512 = 4096, d = 768, N = 3*768 = 2304."""
     t, d, n = 4096, 768, 2304
@@ -96,6 +107,7 @@ def test_qkv_bad_heads():
 # ---- norms -----------------------------------------------------------------------------
 
 
+@hand_checked("layernorm", "rmsnorm")
 def test_layernorm_and_rmsnorm_bytes():
     """T=8192, d=4096, bf16: LN (2*T*d + 2*d)*2 = 134,234,112; RMS (2*T*d + d)*2 = 134,225,920."""
     assert ops.layernorm(8192, 4096).bytes == 134_234_112
@@ -104,6 +116,7 @@ def test_layernorm_and_rmsnorm_bytes():
     assert ops.rmsnorm(8192, 4096).flops == 4 * 8192 * 4096  # 134,217,728
 
 
+@hand_checked("layernorm_residual")
 def test_layernorm_residual():
     """fused (4*T*d + 2*d)*e = 268,451,840; unfused (5*T*d + 2*d)*e = 335,560,704 (T=8192, d=4096)."""
     fused = ops.layernorm_residual(8192, 4096)
@@ -117,6 +130,7 @@ def test_layernorm_residual():
 # ---- small ops -------------------------------------------------------------------------
 
 
+@hand_checked("softmax", "add", "gelu", "silu", "copy", "elementwise")
 def test_softmax_and_elementwise():
     """softmax 4096x4096 fp32: 2*4096*4096*4 = 134,217,728 B; add 1e6 bf16: 3e6*2 = 6e6 B."""
     assert ops.softmax(4096, 4096, dtype="fp32").bytes == 134_217_728
@@ -129,6 +143,7 @@ def test_softmax_and_elementwise():
     assert w.bytes == 5 * 1000 * 2 and w.flops == 7000
 
 
+@hand_checked("embedding")
 def test_embedding():
     """T=8192 ids into a 128256 x 4096 bf16 table: 8192*8 + 2*8192*4096*2 = 134,283,264 B."""
     w = ops.embedding(8192, 128256, 4096)
@@ -147,6 +162,7 @@ Y_BYTES = N * K * H * H * 2  # 12,845,056
 CONV_FLOPS = 2 * N * K * H * H * C * 9  # 7,398,752,256
 
 
+@hand_checked("conv2d")
 def test_conv_nhwc():
     """Implicit GEMM: x + w + y = 25,763,840 B; FLOPs 7,398,752,256."""
     w = ops.conv2d(N, C, H, H, K, kernel=3, padding=1, layout="nhwc")
@@ -209,6 +225,7 @@ def test_conv_bad_arguments():
 # ---- attention -------------------------------------------------------------------------
 
 
+@hand_checked("attention")
 def test_attention_flash_full_and_causal():
     """b=1, h=32, s=4096, d=128: pairs 16,777,216; causal 16,777,216 - 4096*4095/2 = 8,390,656."""
     full = ops.attention(1, 32, 4096, head_dim=128)
@@ -312,3 +329,37 @@ def test_all_ops_broadcast():
             one = build(int(ti))
             assert w.bytes[i] == one.bytes
             assert w.flops[i] == one.flops
+
+
+# ---- the parts of convolutions and pooling ----------------------------------------------
+
+
+@hand_checked("im2col")
+def test_im2col_bytes():
+    """ResNet 3x3 pad 1 on 32 x 64 x 56 x 56: x 12,845,056 B read, columns 32*56*56*64*9*2 = 115,605,504 B written."""
+    w = ops.im2col(32, 64, 56, 56, kernel=3, padding=1)
+    assert w.bytes_read == 32 * 64 * 56 * 56 * 2  # 12,845,056
+    assert w.bytes_written == 32 * 56 * 56 * 64 * 9 * 2  # 115,605,504
+    assert w.flops == 0
+    assert w.kernels[0].launches == 32  # one unfold per image
+
+
+@hand_checked("layout_transform")
+def test_layout_transform_bytes():
+    """An NCHW <-> NHWC transform of 1,000,000 bf16 elements reads and writes them: 4,000,000 B, no FLOPs."""
+    w = ops.layout_transform(10**6)
+    assert (w.bytes_read, w.bytes_written, w.flops) == (2_000_000, 2_000_000, 0)
+    assert w.kernels[0].kind == "layout"
+
+
+@hand_checked("pool2d")
+def test_pool2d_counts():
+    """ResNet-50's max pool: 3x3/2 pad 1 on 32 x 64 x 112 x 112 -> 56 x 56; 9 compares per output."""
+    w = ops.pool2d(32, 64, 112, 112, kernel=3, stride=2, padding=1)
+    outputs = 32 * 64 * 56 * 56  # (112 + 2 - 3) // 2 + 1 = 56: 6,422,528 outputs
+    assert w.flops == 9 * outputs  # 57,802,752
+    assert w.bytes == (32 * 64 * 112 * 112 + outputs) * 2  # 51,380,224 + 12,845,056 = 64,225,280
+    g = ops.pool2d(2, 2048, 7, 7, kernel=7, stride=1, mode="avg")  # global average: 49 adds per output
+    assert g.flops == 49 * 2 * 2048  # 200,704
+    with pytest.raises(ShapeError, match="must fit the padded input along height"):
+        ops.pool2d(1, 8, 2, 8, kernel=3)

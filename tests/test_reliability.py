@@ -91,36 +91,34 @@ def _real_values() -> list[tuple[str, Any, type, str, str]]:
     ]
 
 
-#: (op name, function, valid keyword arguments, {shape argument: minimum}, shape arguments whose
-#:  default is None, {option: an unknown string}, True/False flags)
-OpRow = tuple[str, Callable[..., Any], dict[str, Any], dict[str, int], tuple[str, ...], dict[str, str], tuple[str, ...]]
-OPS_TABLE: list[OpRow] = [
-    ("matmul", ops.matmul, dict(m=64, n=32, k=16, batch=2), dict(m=1, n=1, k=1, batch=1), (),
-     dict(dtype="bf17", out_dtype="bf17", epilogue="swish"), ("bias",)),
-    ("qkv_projection", ops.qkv_projection, dict(tokens=64, d_model=512, heads=8, kv_heads=2, head_dim=64),
-     dict(tokens=1, d_model=1, heads=1, kv_heads=1, head_dim=1), ("heads", "kv_heads", "head_dim"),
-     dict(dtype="bf17"), ("fused",)),
-    ("layernorm", ops.layernorm, dict(tokens=64, d_model=512), dict(tokens=1, d_model=1), (), dict(dtype="bf17"), ()),
-    ("rmsnorm", ops.rmsnorm, dict(tokens=64, d_model=512), dict(tokens=1, d_model=1), (), dict(dtype="bf17"), ()),
-    ("softmax", ops.softmax, dict(rows=64, cols=512), dict(rows=1, cols=1), (), dict(dtype="bf17"), ()),
-    ("layernorm_residual", ops.layernorm_residual, dict(tokens=64, d_model=512), dict(tokens=1, d_model=1), (),
-     dict(dtype="bf17"), ("fused",)),
-    ("conv2d", ops.conv2d,
-     dict(batch=2, in_channels=8, height=16, width=16, out_channels=8, kernel=3, stride=1, padding=1, dilation=1, groups=1),
-     dict(batch=1, in_channels=1, height=1, width=1, out_channels=1, kernel=1, stride=1, padding=0, dilation=1, groups=1),
-     (), dict(layout="chwn", dtype="bf17"), ()),
-    ("attention", ops.attention, dict(batch=2, heads=8, seq_q=64, seq_kv=128, head_dim=64, kv_heads=2),
-     dict(batch=1, heads=1, seq_q=1, seq_kv=1, head_dim=1, kv_heads=1), ("seq_kv", "kv_heads"),
-     dict(impl="xformers", dtype="bf17"), ("causal",)),
-    ("add", ops.add, dict(elements=4096), dict(elements=1), (), dict(dtype="bf17"), ()),
-    ("gelu", ops.gelu, dict(elements=4096), dict(elements=1), (), dict(dtype="bf17"), ()),
-    ("silu", ops.silu, dict(elements=4096), dict(elements=1), (), dict(dtype="bf17"), ()),
-    ("copy", ops.copy, dict(elements=4096), dict(elements=1), (), dict(dtype="bf17"), ()),
-    ("elementwise", ops.elementwise, dict(elements=4096, inputs=2, outputs=1, flops_per_element=3),
-     dict(elements=1, inputs=0, outputs=1, flops_per_element=0), (), dict(dtype="bf17"), ()),
-    ("embedding", ops.embedding, dict(tokens=64, vocab=32000, d_model=512), dict(tokens=1, vocab=1, d_model=1), (),
-     dict(dtype="bf17"), ()),
-]
+#: census base calls: small valid shapes (the registry's examples are large); an op without one uses its example
+SMALL_CALLS: dict[str, dict[str, Any]] = {
+    "matmul": dict(m=64, n=32, k=16, batch=2),
+    "qkv_projection": dict(tokens=64, d_model=512, heads=8, kv_heads=2, head_dim=64),
+    "conv2d": dict(batch=2, in_channels=8, height=16, width=16, out_channels=8, kernel=3, stride=1, padding=1,
+                   dilation=1, groups=1),
+    "im2col": dict(batch=2, in_channels=8, height=16, width=16, kernel=3, stride=1, padding=1, dilation=1),
+    "pool2d": dict(batch=2, channels=8, height=16, width=16, kernel=3, stride=2, padding=1),
+    "attention": dict(batch=2, heads=8, seq_q=64, seq_kv=128, head_dim=64, kv_heads=2),
+}
+
+
+def _census_rows() -> list[tuple[str, Callable[..., Any], dict[str, Any], dict[str, int], tuple[str, ...], dict[str, str],
+                                 tuple[str, ...], tuple[str, ...]]]:
+    """(op, function, base call, {dimension: minimum}, optional dimensions, {option: an unknown value}, flags, texts), from the registry."""
+    rows = []
+    for name, op in ops.REGISTRY.items():
+        base = {**op.example, **SMALL_CALLS.get(name, {})}
+        dims = {p.name: p.minimum for p in op.params if p.kind in ("dim", "pair")}
+        optional = tuple(p.name for p in op.params if p.optional and p.kind == "dim")
+        unknown = {p.name: {"option": "bogus", "dtype": "bf17"}[p.kind] for p in op.params if p.kind in ("option", "dtype")}
+        flags = tuple(p.name for p in op.params if p.kind == "flag")
+        texts = tuple(p.name for p in op.params if p.kind == "text")
+        rows.append((name, op.function, base, dims, optional, unknown, flags, texts))
+    return rows
+
+
+OPS_TABLE = _census_rows()
 
 FLAG_VALUES = [("'no'", "no", "'no'"), ("1", 1, "1")]  # a truthy string that reads as false; an int
 GPU_VALUES = [("'h2000'", "h2000", LookupError, "'h2000'"), ("42", 42, TypeError, "42"), ("None", None, TypeError, "None")]
@@ -134,7 +132,7 @@ def _case(fname: str, fn: Callable[..., Any], base: dict[str, Any], arg: str, la
 
 def _op_cases() -> list[Bad]:
     cases = []
-    for fname, fn, base, shapes, optional, options, flags in OPS_TABLE:
+    for fname, fn, base, shapes, optional, options, flags, texts in OPS_TABLE:
         for arg, minimum in shapes.items():
             for label, value, builtin, shown, index in _shape_values(minimum, arg in optional):
                 cases.append(_case(fname, fn, base, arg, label, value, builtin, (arg,), shown, index))
@@ -144,8 +142,8 @@ def _op_cases() -> list[Bad]:
         for flag in flags:
             for label, value, shown in FLAG_VALUES:
                 cases.append(_case(fname, fn, base, flag, label, value, TypeError, (flag,), shown))
-    ew = dict(elements=4096)
-    cases.append(_case("elementwise", ops.elementwise, ew, "name", "3", 3, TypeError, ("name",), "3"))
+        for text in texts:
+            cases.append(_case(fname, fn, base, text, "3", 3, TypeError, (text,), "3"))
     return cases
 
 
@@ -240,14 +238,6 @@ def _consistency_cases() -> list[Bad]:
 CASES: list[Bad] = _op_cases() + _api_cases() + _consistency_cases()
 
 #: census cases that the library gets wrong today: id -> what happens and what should
-_NON_STRING_OPTION = "BUG: a non-string option raises OptionError (a ValueError), not a TypeError (_validate.choice)"
-_NON_STRING_DTYPE = ("BUG: a non-string dtype (3) is str()-ed and raises UnknownPrecisionError (a ValueError) "
-                     "showing got '3'; expected a TypeError (precision.normalize)")
-_UNCHECKED_SPARSE = "BUG: sparse is not validated: sparse='no' or 1 silently uses the 2:4 sparse peak"
-_GPU_TYPE = "BUG: a non-string gpu raises UnknownGPUError (a LookupError), not a TypeError (hardware.load_gpu)"
-_KV_ABOVE_HEADS = "BUG: kv_heads > heads in an array prints the whole array, no 'at index 1'"
-_UNCHECKED_WARN = "BUG: predict's warn flag is not validated: warn='no' or 1 is taken as True"
-_OPS_WITH_DTYPE = [row[0] for row in OPS_TABLE] + ["mfu", "hfu"]
 KNOWN_BUGS: dict[str, str] = {}
 
 
@@ -355,6 +345,14 @@ def _exact(op: str, d: dict[str, int]) -> tuple[int | Fraction, int | Fraction]:
         return d["flops_per_element"] * n, (d["inputs"] + d["outputs"]) * n * E
     if op == "embedding":
         return 0, d["tokens"] * 8 + 2 * d["tokens"] * d["d_model"] * E
+    if op == "im2col":  # kernel 3, stride 1, padding 0: Ho = H - 2; columns [N*Ho*Wo, C*9]
+        n, c, h, w = d["batch"], d["in_channels"], d["height"], d["width"]
+        return 0, (n * c * h * w + n * (h - 2) * (w - 2) * c * 9) * E
+    if op == "layout_transform":
+        return 0, 2 * d["elements"] * E
+    if op == "pool2d":  # kernel 3, stride 1, padding 0: Ho = H - 2; 9 compares per output
+        n, c, h, w = d["batch"], d["channels"], d["height"], d["width"]
+        return 9 * n * c * (h - 2) * (w - 2), (n * c * h * w + n * c * (h - 2) * (w - 2)) * E
     raise AssertionError(op)
 
 
@@ -373,8 +371,12 @@ HUGE_DIMS: dict[str, tuple[str, ...]] = {
     "copy": ("elements",),
     "elementwise": ("elements", "inputs", "outputs", "flops_per_element"),
     "embedding": ("tokens", "vocab", "d_model"),
+    "im2col": ("batch", "in_channels", "height", "width"),
+    "layout_transform": ("elements",),
+    "pool2d": ("batch", "channels", "height", "width"),
 }
-FIXED = {"conv2d": dict(kernel=3), "attention": dict(causal=True)}
+FIXED = {"conv2d": dict(kernel=3), "attention": dict(causal=True), "im2col": dict(kernel=3),
+         "pool2d": dict(kernel=3, stride=1)}
 
 
 @pytest.mark.parametrize("op", sorted(HUGE_DIMS))
@@ -520,6 +522,17 @@ def _conv_shapes(draw: Any) -> dict[str, Any]:
 
 
 @st.composite
+def _window_shapes(draw: Any, channels: str, dilated: bool) -> dict[str, Any]:
+    """A window over an input it fits once padded (im2col, pool2d)."""
+    r, pad = draw(st.integers(1, 5)), draw(st.integers(0, 2))
+    dil = draw(st.integers(1, 2)) if dilated else 1
+    fit = max(1, dil * (r - 1) + 1 - 2 * pad)
+    shapes = dict(batch=draw(st.integers(1, 8)), height=fit + draw(st.integers(0, 48)), width=fit + draw(st.integers(0, 48)),
+                  kernel=r, stride=draw(st.integers(1, 3)), padding=pad, **{channels: draw(st.integers(1, 64))})
+    return {**shapes, "dilation": dil} if dilated else shapes
+
+
+@st.composite
 def _attention_shapes(draw: Any) -> dict[str, Any]:
     kv, group = draw(st.integers(1, 8)), draw(st.integers(1, 8))
     return dict(batch=draw(st.integers(1, 8)), heads=kv * group, kv_heads=kv, seq_q=draw(st.integers(1, 2048)),
@@ -594,6 +607,21 @@ MODELS: dict[str, Model] = {
         {n: _plus(n) for n in ("elements", "inputs", "outputs", "flops_per_element")},
     ),
     "embedding": _simple(ops.embedding, "tokens", "vocab", "d_model"),
+    "layout_transform": _simple(ops.layout_transform, "elements"),
+    "im2col": Model(
+        ops.im2col,
+        st.fixed_dictionaries({"dtype": DTYPES}),
+        lambda o: _window_shapes("in_channels", dilated=True),
+        {"batch": _plus("batch"), "in_channels": _plus("in_channels"), "height": _plus("height"),
+         "width": _plus("width"), "padding": _plus("padding")},
+    ),
+    "pool2d": Model(
+        ops.pool2d,
+        st.fixed_dictionaries({"dtype": DTYPES, "mode": st.sampled_from(["max", "avg"])}),
+        lambda o: _window_shapes("channels", dilated=False),
+        {"batch": _plus("batch"), "channels": _plus("channels"), "height": _plus("height"), "width": _plus("width"),
+         "padding": _plus("padding")},
+    ),
 }
 OP_NAMES = sorted(MODELS)
 
@@ -616,8 +644,8 @@ PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 
 
 def test_every_op_has_a_model():
-    """The property tests cover every operator of the census."""
-    assert set(MODELS) == {row[0] for row in OPS_TABLE} == set(HUGE_DIMS)
+    """The property tests and the census cover every registered operator."""
+    assert set(MODELS) == {row[0] for row in OPS_TABLE} == set(HUGE_DIMS) == set(ops.REGISTRY)
 
 
 @pytest.mark.parametrize("op", OP_NAMES)
@@ -668,23 +696,13 @@ def test_vectorized_equals_scalar(op, data):
             assert vec[name][i] == pytest.approx(float(value), rel=1e-12, abs=0), f"{op} {name} row {i}: {row}"
 
 
-def _split_kv(rows: list[dict[str, Any]]) -> set[bool]:
-    """Whether each attention row has fewer flash work items (128-query tiles x b x kv) than H200 SMs."""
-    return {math.ceil(r["seq_q"] * r["heads"] / r["kv_heads"] / 128) * r["batch"] * r["kv_heads"] < H200.sm_count
-            for r in rows}
-
-
 @pytest.mark.parametrize("op", OP_NAMES)
 @PROPERTY
 @given(data=st.data())
 def test_vectorized_predict_equals_scalar(op, data):
     """sk.predict on arrays of shapes equals the scalar predictions element by element."""
-    # attention sweeps mixing split-KV (decode-like) and ordinary rows are a known bug, pinned by
-    # test_vectorized_predict_mixed_split_kv; here an attention sweep stays on one side
     options = data.draw(MODELS[op].options, label="options")
     rows = data.draw(st.lists(MODELS[op].shapes(options), min_size=1, max_size=6), label="rows")
-    if op == "attention":
-        assume(len(_split_kv(rows)) == 1)
     arrays = {k: np.array([r[k] for r in rows]) for k in rows[0]}
     vec = np.asarray(sk.predict(_call(op, options, arrays), H200, warn=False).seconds)
     assert vec.shape == (len(rows),)
@@ -695,9 +713,8 @@ def test_vectorized_predict_equals_scalar(op, data):
 
 def test_vectorized_predict_mixed_split_kv():
     """A decode row (b=1, sq=1) beside a prefill row (b=64, sq=4096) in one sweep predicts as each alone."""
-    # decode: ceil(1*32/32/128)*1*32 = 32 work items < 132 SMs (split-KV); prefill: ceil(4096/128)*64*32 = 65,536.
-    # The library gives the decode row 53.3 us in the sweep but 28.6 us alone: kernel_terms uses the
-    # flash_attention_splitkv latency/efficiency only when every element splits (np.all(split)).
+    # decode: ceil(1*32/32/128)*1*32 = 32 work items < 132 SMs (split-KV); prefill: ceil(4096/128)*64*32 = 65,536:
+    # each element takes its own variant's latency and efficiency
     batch, seq_q = np.array([1, 64]), np.array([1, 4096])
     sweep = sk.predict(ops.attention(batch, 32, seq_q, 4096), H200, warn=False).seconds
     alone = [sk.predict(ops.attention(int(b), 32, int(q), 4096), H200, warn=False).seconds for b, q in zip(batch, seq_q)]

@@ -7,7 +7,7 @@ Each function returns a ``Workload`` (an ordered list of kernels), so ``roofline
 from __future__ import annotations
 
 from .resnet import resnet50
-from .training import training_step
+from .training import backward, training_step
 from .transformer import PRESETS, decoder_layer, preset, transformer
 
-__all__ = ["PRESETS", "decoder_layer", "preset", "resnet50", "training_step", "transformer"]
+__all__ = ["PRESETS", "backward", "decoder_layer", "preset", "resnet50", "training_step", "transformer"]
