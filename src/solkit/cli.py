@@ -16,7 +16,6 @@ Errors are one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import sys
 from typing import Any, Callable, NoReturn, Sequence
@@ -56,18 +55,19 @@ def parse_value(text: str) -> Any:
     return text
 
 
-def _op_function(name: str) -> Callable[..., Any]:
+def _operator(name: str) -> Any:
+    """The registered operator called ``name`` (dashes or underscores); the error lists the registered ones."""
     from . import ops
 
-    key = name.replace("-", "_")
-    if key not in ops.OPERATORS:
-        raise CLIError(f"op must be one of {', '.join(sorted(ops.OPERATORS))}; got {name!r}")
-    return getattr(ops, key)
+    try:
+        return ops.get(name)
+    except SolkitError as exc:
+        raise CLIError(str(exc)) from None
 
 
-def _op_params(fn: Callable[..., Any], rest: Sequence[str], require: bool = True) -> dict[str, Any]:
-    """--name value (or --name=value) pairs checked against the op's signature (dashes or underscores)."""
-    sig = inspect.signature(fn)
+def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, Any]:
+    """--name value (or --name=value) pairs checked against the operator's registered parameters (dashes or underscores)."""
+    names = [p.name for p in op.params]
     params: dict[str, Any] = {}
     i = 0
     items = list(rest)
@@ -84,10 +84,10 @@ def _op_params(fn: Callable[..., Any], rest: Sequence[str], require: bool = True
                 raise CLIError(f"--{key} needs a value")
             value = items[i + 1]
             i += 2
-        if key not in sig.parameters:
-            raise CLIError(f"{fn.__name__} has no parameter {key!r}; it takes: {', '.join(sig.parameters)}")
+        if key not in names:
+            raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)}")
         params[key] = parse_value(value)
-    return _complete(fn, params) if require else params
+    return _complete(op, params) if require else params
 
 
 def _assignments(text: str | None) -> dict[str, Any]:
@@ -180,7 +180,7 @@ def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
     from .prediction import predict
     from .sol import roofline
 
-    w = _op_function(name)(**params)
+    w = _operator(name).function(**params)
     r = roofline(w, gpu)
     if np.ndim(r.t_sol):
         raise CLIError("the CLI takes scalar shapes; use solkit.sweep() in Python for sweeps")
@@ -208,10 +208,10 @@ KERNEL_HEADER = ("kernel", "kind", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_m
                  "predicted us", "limiter")
 
 
-def _with_dtype(fn: Callable[..., Any], params: dict[str, Any], dtype: str | None) -> dict[str, Any]:
+def _with_dtype(op: Any, params: dict[str, Any], dtype: str | None) -> dict[str, Any]:
     if dtype is not None:
-        if "dtype" not in inspect.signature(fn).parameters:
-            raise CLIError(f"{fn.__name__} takes no dtype")
+        if "dtype" not in [p.name for p in op.params]:
+            raise CLIError(f"{op.name} takes no dtype")
         params = {**params, "dtype": dtype}
     return params
 
@@ -220,8 +220,8 @@ def _cmd_op(args: argparse.Namespace) -> int:
     from .hardware import load_gpu
     from .report import format_table
 
-    fn = _op_function(args.op)
-    params = _with_dtype(fn, _op_params(fn, args.params), args.dtype)
+    op = _operator(args.op)
+    params = _with_dtype(op, _op_params(op, args.params), args.dtype)
     gpu = load_gpu(args.gpu or DEFAULT_GPUS[0])
     report = _op_report(args.op, params, gpu)
     if args.json:
@@ -244,14 +244,14 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .hardware import load_gpu
     from .report import format_table
 
-    fn = _op_function(args.op)
-    base = _with_dtype(fn, _op_params(fn, args.params, require=False), args.dtype)
+    op = _operator(args.op)
+    base = _with_dtype(op, _op_params(op, args.params, require=False), args.dtype)
     gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
     a, b = _assignments(args.baseline), _assignments(args.variant)
     if not a and not b:
         if len(gpus) < 2:
             raise CLIError("compare needs --baseline/--variant KEY=VALUE, or two or more --gpu")
-        reports = [_op_report(args.op, _complete(fn, base), g) for g in gpus]
+        reports = [_op_report(args.op, _complete(op, base), g) for g in gpus]
         if args.json:
             _emit({"op": args.op, "params": base, "gpus": reports})
             return 0
@@ -259,8 +259,8 @@ def _cmd_compare(args: argparse.Namespace) -> int:
                  f"{reports[0]['t_sol'] / r['t_sol']:.2f}") for r in reports]
         print(format_table(rows, ("gpu", "t_sol us", "bound", "predicted us", f"T_SOL speedup vs {gpus[0].name}")))
         return 0
-    wa = fn(**_complete(fn, {**base, **a}))
-    wb = fn(**_complete(fn, {**base, **b}))
+    wa = op.function(**_complete(op, {**base, **a}))
+    wb = op.function(**_complete(op, {**base, **b}))
     results = [compare(wa, wb, g) for g in gpus]
     if args.json:
         _emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results]})
@@ -274,14 +274,16 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _complete(fn: Callable[..., Any], params: dict[str, Any]) -> dict[str, Any]:
-    sig = inspect.signature(fn)
-    missing = [n for n, p in sig.parameters.items() if p.default is inspect.Parameter.empty and n not in params]
+def _complete(op: Any, params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` if it names every required parameter of ``op`` and no other."""
+    defaults = op.defaults
+    missing = [p.name for p in op.params if p.name not in defaults and p.name not in params]
     if missing:
-        raise CLIError(f"{fn.__name__} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
-    unknown = [k for k in params if k not in sig.parameters]
+        raise CLIError(f"{op.name} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+    names = [p.name for p in op.params]
+    unknown = [k for k in params if k not in names]
     if unknown:
-        raise CLIError(f"{fn.__name__} has no parameter {unknown[0]!r}; it takes: {', '.join(sig.parameters)}")
+        raise CLIError(f"{op.name} has no parameter {unknown[0]!r}; it takes: {', '.join(names)}")
     return params
 
 
@@ -310,10 +312,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
     gpu = load_gpu(args.gpu)
     if args.op:
-        fn = _op_function(args.op)
-        params = _with_dtype(fn, _op_params(fn, args.params), args.dtype)
+        op = _operator(args.op)
+        params = _with_dtype(op, _op_params(op, args.params), args.dtype)
         label = f"{args.op}(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
-        workloads = {label: fn(**params)}
+        workloads = {label: op.function(**params)}
     else:
         if args.params:
             raise CLIError("operator parameters need --op")
