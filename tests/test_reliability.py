@@ -309,6 +309,15 @@ def test_sparse_string_does_not_silently_halve_t_sol():
     with pytest.raises(TypeError, match="sparse"):
         sk.roofline(w, H200, sparse="no")
 
+def test_sparse_one_is_refused_even_after_sparse_true():
+    """1 == True in Python: after a sparse=True call has filled the peak cache, sparse=1 is still a TypeError."""
+    assert H200.peak_flops("bf16", sparse=True) == 1979e12  # datasheet: 1,979 TFLOP/s bf16 with sparsity
+    with pytest.raises(TypeError, match="sparse must be True or False, got 1"):
+        H200.peak_flops("bf16", sparse=1)
+    with pytest.raises(TypeError, match="sparse"):
+        sk.mfu(1e12, 1e-3, H200, sparse=1)
+
+
 # =========================================================================================
 # Part 2: numbers (no wrap-around, exact where float64 can be, always finite)
 # =========================================================================================

@@ -268,16 +268,14 @@ class GPU(BaseModel):
         The sparse peak is the file's stated ``sparse_tflops``; a peak without one (fp64 tensor
         cores, vector units) has no sparse mode and raises ``UnsupportedPrecisionError``.
         """
-        memo = self.__pydantic_private__["_memo"]  # type: ignore[index]  # direct: pydantic's __getattr__ is slow
-        key = (precision, unit, sparse)
-        try:
-            return memo[key]  # type: ignore[no-any-return]
-        except (KeyError, TypeError):  # TypeError: an unhashable argument, which the slow path names
-            pass
-        value = self._peak_flops(precision, unit, sparse)
-        if type(precision) is str and type(unit) is str and type(sparse) is bool:
-            memo[key] = value
-        return value
+        if type(precision) is str and type(unit) is str and type(sparse) is bool:  # 1 == True: only exact types hit
+            memo = self.__pydantic_private__["_memo"]  # type: ignore[index]  # direct: pydantic's __getattr__ is slow
+            key = ("peak", precision, unit, sparse)
+            value = memo.get(key)
+            if value is None:
+                value = memo[key] = self._peak_flops(precision, unit, sparse)
+            return value  # type: ignore[no-any-return]
+        return self._peak_flops(precision, unit, sparse)
 
     @property
     def memo(self) -> dict[Any, Any]:
