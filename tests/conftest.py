@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 import solkit as sk
+
+
+@pytest.fixture(autouse=os.environ.get("MUTANT_UNDER_TEST") is not None)
+def _fresh_derivations():
+    """Under mutation testing (benchmarks/mutation.py), every test derives peaks and calibrations afresh (no cache)."""
+    sk.hardware.clear_cache()
 
 
 @pytest.fixture(scope="session")

@@ -363,3 +363,103 @@ def test_pool2d_counts():
     assert g.flops == 49 * 2 * 2048  # 200,704
     with pytest.raises(ShapeError, match="must fit the padded input along height"):
         ops.pool2d(1, 8, 2, 8, kernel=3)
+
+
+# ---- the problem each kernel solves (what the predictor's tile model reads) ------------
+
+
+def test_gemm_dims_of_each_kernel():
+    """Each matrix kernel names its GEMM: matmul (m, n, k, batch), flash attention per KV head, naive's two products, convs per group."""
+    g = ops.matmul(512, 256, 64, batch=16).kernels[0].gemm
+    assert (g.m, g.n, g.k, g.batch) == (512, 256, 64, 16)
+    # flash, GQA 32 query heads over 8 KV heads, b=2, s=4096, d=128: [4096*32/8, 128] x [128, 4096], 2*8 items
+    g = ops.attention(2, 32, 4096, head_dim=128, kv_heads=8).kernels[0].gemm
+    assert (g.m, g.n, g.k, g.batch) == (16384, 4096, 128, 16)
+    qk, _, pv = ops.attention(2, 8, 256, seq_kv=512, head_dim=64, impl="naive").kernels
+    assert (qk.gemm.m, qk.gemm.n, qk.gemm.k, qk.gemm.batch) == (256, 512, 64, 16)  # Q [256,64] @ K^T [64,512]
+    assert (pv.gemm.m, pv.gemm.n, pv.gemm.k, pv.gemm.batch) == (256, 64, 512, 16)  # P [256,512] @ V [512,64]
+    # conv, 2 groups: N*Ho*Wo = 4*30*30 = 3600 rows, K/g = 32 columns, (C/g)*R*S = 16*9 = 144 deep, C/g = 16 channels
+    g = ops.conv2d(4, 32, 32, 32, 64, 3, groups=2).kernels[0].gemm
+    assert (g.m, g.n, g.k, g.batch, g.channels) == (3600, 32, 144, 2, 16)
+    assert ops.conv2d(4, 32, 32, 32, 64, 3, groups=2).flops == 2 * 2 * 3600 * 32 * 144  # 66,355,200
+    g = ops.conv2d(4, 32, 32, 32, 64, 3, groups=2, layout="im2col").kernels[1].gemm
+    assert (g.m, g.n, g.k, g.batch) == (3600, 32, 144, 2)
+
+
+@pytest.mark.parametrize("kernel, stride, padding, direct", [(1, 1, 0, True), (1, 2, 0, False), (1, 1, 1, False),
+                                                               ((1, 3), 1, 0, False), ((3, 1), 1, (1, 0), False)])
+def test_nchw_direct_only_for_unpadded_unit_stride_1x1(kernel, stride, padding, direct):
+    """NCHW skips the layout transforms only for a 1x1, stride-1, unpadded conv (else three kernels)."""
+    w = ops.conv2d(2, 16, 8, 8, 16, kernel=kernel, stride=stride, padding=padding, layout="nchw")
+    assert len(w.kernels) == (1 if direct else 3)
+
+
+def test_nchw_sweep_transforms_only_where_needed():
+    """A sweep over 1x1 and 3x3 (padding 1) in NCHW: the transforms move nothing at the 1x1 element, x and y at the 3x3."""
+    w = ops.conv2d(2, 16, 8, 8, 16, kernel=np.array([1, 3]), padding=np.array([0, 1]), layout="nchw")
+    x = y = 2 * 16 * 8 * 8 * 2  # bytes of x and of y (8x8 out either way): 4,096
+    to_nhwc, _, to_nchw = w.kernels
+    assert list(to_nhwc.bytes) == [0, 2 * x] and list(to_nchw.bytes) == [0, 2 * y]
+    from solkit import models
+
+    back = [k for k in models.backward(w).kernels if k.kind == "layout"]
+    assert [list(k.bytes) for k in back] == [[0, 2 * y], [0, 2 * x]]  # dy to NHWC, dx back
+
+
+def test_elementwise_keys_are_the_operators_not_the_names():
+    """A named elementwise kernel ('bn+relu') keeps the calibration key 'elementwise'; add, gelu, silu, copy their own."""
+    assert ops.elementwise(1000, name="bn+relu").kernels[0].op == "elementwise"
+    assert [f(1000).kernels[0].op for f in (ops.add, ops.gelu, ops.silu, ops.copy)] == ["add", "gelu", "silu", "copy"]
+    assert ops.copy(1000).kernels[0].kind == "copy" and ops.softmax(4, 8).kernels[0].kind == "reduction"
+
+
+def test_public_helpers():
+    """qkv_widths, attention_pairs and conv_output_size by hand, and their errors name the argument."""
+    assert ops.qkv_widths(768) == (768, 768)
+    assert ops.qkv_widths(4096, heads=32, kv_heads=8) == (4096, 1024)  # head_dim 128: 32*128, 8*128
+    assert ops.qkv_widths(2048, heads=16, kv_heads=1, head_dim=256) == (4096, 256)
+    assert list(ops.qkv_widths(np.array([768, 1536]), heads=12)[1]) == [768, 1536]
+    with pytest.raises(ShapeError, match="d_model must be a multiple of heads"):
+        ops.qkv_widths(1000, heads=3)
+    with pytest.raises(ShapeError, match="kv_heads and head_dim need heads"):
+        ops.qkv_widths(1000, kv_heads=2)
+    assert list(ops.attention_pairs(np.array([3, 5]), np.array([5, 3]), causal=True)) == [12, 6]  # 15 - 3; 3*4/2
+    assert ops.attention_pairs(4, 6) == 24
+    with pytest.raises(ShapeError, match="seq_kv must be a positive integer, got 0"):
+        ops.attention_pairs(4, 0)
+    assert list(ops.conv_output_size(np.array([224, 225]), 7, 2, 3)) == [112, 113]  # (224+6-7)//2+1; (225+6-7)//2+1
+    with pytest.raises(ShapeError, match="must fit the padded input along width: width 4 .* at index 1"):
+        ops.conv_output_size(np.array([8, 4]), 7, axis="width")
+    with pytest.raises(ShapeError, match="stride must be a positive integer, got 0"):
+        ops.conv_output_size(8, 3, stride=0)
+
+
+@pytest.mark.parametrize("call, error, says", [
+    (lambda: ops.conv_output_size(8, 3, padding=-1), ShapeError, "padding must be an integer >= 0, got -1"),
+    (lambda: ops.conv_output_size(8, 3, dilation=0), ShapeError, "dilation must be a positive integer, got 0"),
+    (lambda: ops.conv_output_size(8, 0), ShapeError, "kernel must be a positive integer, got 0"),
+    (lambda: ops.conv_output_size(0, 3), ShapeError, "height must be a positive integer, got 0"),
+    (lambda: ops.conv_output_size(np.array([8, 9]), np.array([3, 3, 3])), ShapeError, "height (2,), kernel (3,)"),
+    (lambda: ops.qkv_widths(768, heads=0), ShapeError, "heads must be a positive integer, got 0"),
+    (lambda: ops.qkv_widths(768, heads=12, kv_heads=0), ShapeError, "kv_heads must be a positive integer, got 0"),
+    (lambda: ops.qkv_widths(768, heads=12, head_dim=0), ShapeError, "head_dim must be a positive integer, got 0"),
+    (lambda: ops.qkv_widths(768, heads=8, kv_heads=16), ShapeError, "kv_heads must be at most heads, got 16"),
+    (lambda: ops.qkv_widths(768, heads=8, kv_heads=3), ShapeError, "heads must be a multiple of kv_heads"),
+    (lambda: ops.qkv_widths(np.array([768, 1536]), heads=np.array([12, 12, 12])), ShapeError, "d_model (2,), heads (3,)"),
+    (lambda: ops.attention_pairs(0, 4), ShapeError, "seq_q must be a positive integer, got 0"),
+    (lambda: ops.attention_pairs(4, 4, causal="yes"), ArgumentTypeError, "causal must be True or False, got 'yes'"),
+    (lambda: ops.attention_pairs(np.array([1, 2]), np.array([1, 2, 3])), ShapeError, "seq_q (2,), seq_kv (3,)"),
+])
+def test_helper_errors(call, error, says):
+    """The helpers validate like the operators: the error names the argument and what came."""
+    with pytest.raises(error) as info:
+        call()
+    assert says in str(info.value)
+
+
+def test_helpers_by_hand():
+    """conv_output_size with stride, padding and dilation; qkv_widths with an explicit head_dim; causal pairs by element."""
+    assert ops.conv_output_size(32, 3, stride=2, padding=1, dilation=2) == 15  # (32 + 2 - 4 - 1)//2 + 1
+    assert ops.conv_output_size(7, 7) == 1 and ops.conv_output_size(8, 1, stride=3) == 3  # (8 - 1)//3 + 1
+    assert ops.qkv_widths(1000, heads=10, kv_heads=2, head_dim=64) == (640, 128)  # head_dim need not divide d_model
+    assert ops.attention_pairs(5, 3, causal=False) == 15 and ops.attention_pairs(5, 3, causal=True) == 6

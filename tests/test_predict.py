@@ -112,3 +112,84 @@ def test_predicted_never_below_t_sol_others(b, h, s, causal, t, d):
     for w in (ops.attention(b, h, s, head_dim=128, causal=causal), ops.layernorm_residual(t, d, fused=False),
               ops.softmax(t, d), ops.add(t * d), ops.conv2d(b, 64, 56, 56, 64, 3, padding=1, layout="nchw")):
         assert predict(w, "h200").seconds >= sk.roofline(w, "h200").t_sol
+
+
+# ---- the pieces, each by hand ---------------------------------------------------------------------
+
+
+def test_soft_max_for_any_exponent():
+    """(a^p + b^p)^(1/p) for p = 1, 3, inf and 2, on scalars and arrays alike."""
+    assert soft_max(3.0, 4.0, 3.0) == pytest.approx((27 + 64) ** (1 / 3))  # 4.498
+    a, b = np.array([3.0, 0.0, 1.0]), np.array([4.0, 0.0, 1.0])
+    assert soft_max(a, b, 1.0) == pytest.approx([7.0, 0.0, 2.0])
+    assert soft_max(a, b, 3.0) == pytest.approx([(27 + 64) ** (1 / 3), 0.0, 2 ** (1 / 3)])
+    assert list(soft_max(a, b, np.inf)) == [4.0, 0.0, 1.0]
+    assert soft_max(a, b, 2.0) == pytest.approx([5.0, 0.0, 2**0.5])
+    assert soft_max(0.0, 0.0, 3.0) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 20000), st.integers(1, 16)),
+                min_size=1, max_size=20))
+def test_gemm_time_sweep_equals_one_shape_at_a_time(shapes):
+    """The sweep path of the tile model (two regimes, reused buffers) gives exactly the one-shape path's numbers."""
+    m, n, k, b = (np.array([s[i] for s in shapes], dtype=float) for i in range(4))
+    t, eff = gemm_compute_time(m, n, k, b, 691.4e12, 132)
+    for i, (mi, ni, ki, bi) in enumerate(shapes):
+        ti, ei = gemm_compute_time(float(mi), float(ni), float(ki), float(bi), 691.4e12, 132)
+        assert t[i] == ti and eff[i] == pytest.approx(ei, rel=1e-12)
+    k_alone, _ = gemm_compute_time(m, n, float(shapes[0][2]), b, 691.4e12, 132)  # k a scalar: its fast fold
+    assert k_alone[0] == gemm_compute_time(float(m[0]), float(n[0]), float(shapes[0][2]), float(b[0]), 691.4e12, 132)[0]
+
+
+def test_split_k_fills_idle_sms():
+    """m = n = 64, k = 8192 on 132 SMs at 1 TFLOP/s each: one 64x64 tile splits k 33 ways (8192/256 = 32 caps it): 256 per split."""
+    rate = 132e12
+    t, eff = gemm_compute_time(64.0, 64.0, 8192.0, 1.0, rate, 132)
+    # every tile candidate covers the 64x64 output in 1 tile; split = min(132, 32) = 32; one wave of k/32 = 256 deep
+    assert t == pytest.approx(2 * 64 * 64 * 256 / 1e12)  # 2.1 us on one SM's 1 TFLOP/s
+    assert eff == pytest.approx((2 * 64 * 64 * 8192 / rate) / t)  # 32 of 132 SMs busy: 0.242
+
+
+def test_limiters_name_what_binds():
+    """Each label by construction: compute, memory, wave quantization, small channels, misaligned, launch/latency, absent."""
+    h200 = sk.load_gpu("h200")
+    limit = lambda w: predict(w, h200, warn=False).kernels[0].limiter  # noqa: E731
+    assert limit(ops.matmul(8192, 8192, 8192)) in ("compute", "wave quantization")
+    assert limit(ops.layernorm(65536, 8192)) == "memory"
+    # m = 208: 4 row tiles of 64 (3.25 used), so every candidate wastes a quarter of its tiles or more
+    assert predict(ops.matmul(208, 4312, 3400), h200, warn=False).kernels[0].wave_efficiency < 0.75
+    assert limit(ops.matmul(208, 4312, 3400)) == "wave quantization"
+    assert limit(ops.conv2d(32, 3, 224, 224, 64, 7, 2, 3)) == "small channels"
+    assert limit(ops.matmul(4096, 50257, 4096)) == "misaligned"
+    assert limit(ops.add(1000)) == "launch/latency"
+    sweep = predict(ops.conv2d(2, 16, 8, 8, 16, kernel=np.array([1, 3]), padding=np.array([0, 1]), layout="nchw"), h200)
+    assert sweep.kernels[0].limiter[0] == "absent" and sweep.kernels[0].seconds[0] == 0.0
+
+
+def test_variants_take_their_own_entries_per_element():
+    """A sweep of groups 1 and 64 (depthwise, 64 channels): only the depthwise element runs on CUDA cores."""
+    h200 = sk.load_gpu("h200")
+    cal = calibration(h200)
+    from solkit.prediction import kernel_terms
+
+    k = ops.conv2d(8, 64, 56, 56, 64, 3, padding=1, groups=np.array([1, 64])).kernels[0]
+    t = kernel_terms(k, h200, cal)
+    assert t.variant == "depthwise" and list(t.variant_mask) == [False, True]
+    # the depthwise element: 2*8*64*56*56*9 FLOPs at the 67 TFLOP/s fp32 CUDA-core peak
+    assert t.t_compute[1] == pytest.approx(2 * 8 * 64 * 56 * 56 * 9 / 67e12)
+    stem = kernel_terms(ops.conv2d(8, np.array([3, 64]), 224, 224, 64, 7, 2, 3).kernels[0], h200, cal)
+    assert list(stem.small_channels) == [True, False]  # 3 bf16 channels are 6 bytes < 16
+
+
+def test_uncalibrated_ceilings_are_the_reference_shares():
+    """An uncalibrated GPU: each precision at the H200's measured share of its own peak; copy at 4.271/4.8 of its bandwidth."""
+    a100, b200 = calibration("a100"), calibration("b200")
+    assert not a100.calibrated and "uncalibrated" in a100.source
+    assert a100.matmul_rate["bf16"] == pytest.approx(691.4 / 989.4 * 312e12)  # 218.0 TFLOP/s
+    assert a100.matmul_rate["tf32"] == pytest.approx(352.5 / 494.7 * 156e12)  # 111.2 TFLOP/s
+    assert a100.copy_bandwidth == pytest.approx(4.271 / 4.8 * 2.039e12)  # 1.814 TB/s
+    assert a100.launch_floor == pytest.approx(4.48e-6) and a100.kernel_gap == pytest.approx(4.0e-6)
+    assert b200.matmul_rate["fp4"] == pytest.approx(691.4 / 989.4 * 9000e12)  # no fp4 on the H200: the bf16 share
+    assert calibration("a100") is a100  # derived once per loaded spec
+    assert calibration("h200").memory_efficiency["softmax"] == 0.49

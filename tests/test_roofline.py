@@ -241,3 +241,77 @@ def test_mfu_refuses_a_precision_mismatch(h200):
         sk.mfu(w, 1e-3, h200)
     # 2*8192^3 / (1978.9e12 * 1e-3) = 0.5556
     assert sk.mfu(w, 1e-3, h200, dtype="fp8") == pytest.approx(2 * 8192**3 / (1978.9e12 * 1e-3))
+
+
+# ---- the breakdown, repeated kernels, arrays and errors ------------------------------------------
+
+
+def test_repeated_kernels_and_rows(h200):
+    """A 1x8192x8192 GEMV run 3 times: T_SOL 3 x 27.97 us; one row per distinct kernel, its figures per launch."""
+    gemv = ops.matmul(1, 8192, 8192)
+    r = sk.roofline(gemv.repeat(3), h200)
+    assert r.t_sol == pytest.approx(3 * 134_250_496 / 4.8e12)  # 83.9 us
+    assert r.t_memory == pytest.approx(3 * 134_250_496 / 4.8e12) and r.t_compute == pytest.approx(3 * 2 * 8192**2 / 989.4e12)
+    (row,) = r.kernels
+    assert (row.count, row.bound, row.bytes) == (3, "memory", 134_250_496)
+    assert row.t_sol == pytest.approx(134_250_496 / 4.8e12)
+    assert row.intensity == pytest.approx(2 * 8192 * 8192 / 134_250_496)  # 1.0 FLOP/B
+    assert (r.flops, r.bytes) == (3 * 2 * 8192**2, 3 * 134_250_496)
+    with pytest.raises(AttributeError, match="immutable"):
+        r.t_sol = 0
+
+
+def test_a_kernel_without_bytes_has_intensity_zero(h200):
+    """A kernel that moves no bytes (hand-built, or absent in a sweep) has intensity 0, never inf or nan."""
+    r = sk.roofline(Kernel("pure", "gemm", "bf16", matrix_flops=989.4e12), h200)
+    assert r.kernels[0].intensity == 0.0 and r.intensity == 0.0
+    assert r.t_sol == pytest.approx(1.0) and r.bound == "compute"  # 989.4e12 FLOP at 989.4 TFLOP/s
+    sweep = sk.roofline(ops.conv2d(2, 16, 8, 8, 16, kernel=np.array([1, 3]), padding=np.array([0, 1]), layout="nchw"), h200)
+    to_nhwc = sweep.kernels[0]
+    assert list(to_nhwc.intensity) == [0.0, 0.0] and list(to_nhwc.bytes) == [0, 2 * 2 * 16 * 8 * 8 * 2]
+    assert list(to_nhwc.bound) == ["compute", "memory"]  # no work at the 1x1 element: 0 >= 0
+
+
+def test_bound_of_a_sweep_follows_the_larger_share(h200):
+    """The sweep's bound per element: memory where the memory-bound kernels hold more of T_SOL."""
+    r = sk.roofline(ops.matmul(np.array([1, 8192]), 8192, 8192, bias=True), h200)
+    assert list(r.bound) == ["memory", "compute"]
+    assert list(r.kernels[0].bound) == ["memory", "compute"]
+
+
+def test_work_in_a_precision_without_a_peak(h200):
+    """fp4 work on an H200 (no fp4 peak) is an error; none of it (an all-zero sweep figure) needs no peak."""
+    from solkit.errors import UnsupportedPrecisionError
+
+    with pytest.raises(UnsupportedPrecisionError, match="h200-sxm has no matrix peak for precision 'fp4'"):
+        sk.roofline(Kernel("fp4 gemm", "gemm", "fp4", matrix_flops=1e12, bytes_read=1.0), h200)
+    idle = Kernel("idle", "gemm", "fp4", matrix_flops=np.zeros(2), bytes_read=np.array([4.8e12, 9.6e12]))
+    assert list(sk.roofline(idle, h200).t_sol) == [1.0, 2.0]  # bytes only: 4.8e12 B at 4.8 TB/s
+    with pytest.raises(UnsupportedPrecisionError):
+        sk.roofline(Kernel("some", "gemm", "fp4", matrix_flops=np.array([0.0, 1.0]), bytes_read=1.0), h200)
+
+
+def test_rates_and_fractions_take_arrays(h200):
+    """achieved_flops/bandwidth and sol_fraction broadcast over seconds; shapes that do not broadcast are named."""
+    w = ops.matmul(8192, 8192, 8192)
+    seconds = np.array([1.4e-3, 2.8e-3])
+    assert sk.achieved_flops(w, seconds) == pytest.approx([2 * 8192**3 / 1.4e-3, 2 * 8192**3 / 2.8e-3])
+    assert sk.achieved_bandwidth(w, seconds) == pytest.approx([402_653_184 / 1.4e-3, 402_653_184 / 2.8e-3])
+    assert sk.sol_fraction(w, h200, seconds) == pytest.approx([1.1113e-3 / 1.4e-3, 1.1113e-3 / 2.8e-3], rel=1e-4)
+    sweep = ops.matmul(np.array([1, 2, 3]), 8, 8)
+    with pytest.raises(ShapeError, match=r"measured_seconds of shape \(2,\) does not broadcast with the workload's shape \(3,\)"):
+        sk.sol_fraction(sweep, h200, np.array([1.0, 2.0]))
+    for f in (sk.achieved_flops, sk.achieved_bandwidth):
+        with pytest.raises(MeasurementError, match="seconds must be a positive finite number, got 0"):
+            f(w, 0.0)
+        with pytest.raises(MeasurementError, match="seconds gives a non-finite result"):
+            f(w, 5e-324)
+
+
+def test_mfu_of_vector_only_work_and_arrays(h200):
+    """A workload with no matrix kernels takes any dtype; MFU broadcasts over seconds and GPU counts."""
+    w = ops.layernorm(8192, 4096)  # 268,435,456 vector FLOPs, counted as model FLOPs
+    assert sk.mfu(w, 1e-3, h200, dtype="fp8") == pytest.approx(268_435_456 / (1978.9e12 * 1e-3))
+    got = sk.mfu(1e15, np.array([1.0, 2.0]), h200, n_gpus=np.array([1, 8]))
+    assert got == pytest.approx([1e15 / 989.4e12, 1e15 / (989.4e12 * 16)])
+    assert sk.hfu(ops.matmul(64, 64, 64), 1.0, h200) == pytest.approx(2 * 64**3 / 989.4e12)

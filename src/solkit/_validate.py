@@ -85,7 +85,7 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
     if arr.size:
         low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
         integral = arr.dtype.kind != "f" or not (np.floor(arr) != arr).any()
-        if low >= minimum and high - high == 0 and integral:
+        if low >= minimum and np.isfinite(high) and integral:
             out = arr.astype(np.float64)
             return float(out) if out.ndim == 0 else out
     expected = _integer(minimum)

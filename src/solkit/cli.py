@@ -193,7 +193,7 @@ def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
 
 
 def _kernel_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for k in report["kernels"]:
         rows.append((k["name"], k["kind"], f"{k['executed_flops'] / 1e9:,.3f}", f"{k['bytes'] / 1e6:,.3f}",
                      f"{k['intensity']:,.1f}", f"{k['t_compute'] * 1e6:,.2f}", f"{k['t_memory'] * 1e6:,.2f}",
@@ -255,7 +255,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         if args.json:
             _emit({"op": args.op, "params": base, "gpus": reports})
             return 0
-        rows = [(r["gpu"], f"{r['t_sol'] * 1e6:,.2f}", r["bound"], f"{r['predicted_seconds'] * 1e6:,.2f}",
+        rows: list[tuple[str, ...]] = [(r["gpu"], f"{r['t_sol'] * 1e6:,.2f}", r["bound"], f"{r['predicted_seconds'] * 1e6:,.2f}",
                  f"{reports[0]['t_sol'] / r['t_sol']:.2f}") for r in reports]
         print(format_table(rows, ("gpu", "t_sol us", "bound", "predicted us", f"T_SOL speedup vs {gpus[0].name}")))
         return 0

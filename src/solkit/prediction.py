@@ -39,6 +39,7 @@ from __future__ import annotations
 import html
 import math
 import warnings
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
@@ -239,7 +240,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     wave: Any = 1.0
     misaligned: Any = False
     small: Any = False
-    variant, variant_mask = "", False
+    variant: str = ""
+    variant_mask: Any = False
     g = kernel.gemm
     if any_(mf > 0):
         rate = matmul_rate(cal, gpu, kernel.precision)
@@ -263,7 +265,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
-    present: Any = (nbytes > 0) | (vf + mf > 0) if type(nbytes) is float or nbytes.min() <= 0 else True
+    present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
     return KernelTerms(kernel.kind, kernel.op, variant, variant_mask, kernel.launches, present, t_compute, t_memory,
                        wave, misaligned, small)
 
@@ -319,7 +321,8 @@ def combine(terms: Any, cal: Calibration) -> Num:
 # ---- the prediction ---------------------------------------------------------------------------
 
 
-class KernelPrediction(NamedTuple):
+@dataclass(frozen=True)
+class KernelPrediction:
     """One kernel's expected time per launch (its body, without the workload's launch floor), its count and limiter."""
 
     name: str
@@ -359,6 +362,7 @@ class Prediction:
     calibrated: bool
     launch_floor: float
     notes: tuple[str, ...]
+    _rows: Any  # () -> the per-kernel rows
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Prediction is immutable: cannot set {name!r}")
@@ -376,7 +380,7 @@ class Prediction:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON; times in seconds."""
         out = {k: plain(getattr(self, k)) for k in self._FIELDS}
-        out["kernels"] = [{k: plain(v) for k, v in kp._asdict().items()} for kp in self.kernels]
+        out["kernels"] = [{k: plain(v) for k, v in kp.__dict__.items()} for kp in self.kernels]
         return out
 
     def __repr__(self) -> str:
@@ -390,7 +394,7 @@ class Prediction:
     def _repr_html_(self) -> str:
         if np.ndim(self.seconds):
             return f"<p>{repr(self)}</p>"
-        rows = [(k.name, k.count, k.kind, k.seconds * 1e6, k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6,
+        rows: list[tuple[Any, ...]] = [(k.name, k.count, k.kind, k.seconds * 1e6, k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6,
                  k.wave_efficiency, k.limiter) for k in self.kernels]
         rows.append(("launch floor", "", "", self.launch_floor * 1e6, "", "", "", "", ""))
         rows.append(("total", "", "", self.seconds * 1e6, "", "", self.t_sol * 1e6, "", ""))

@@ -8,7 +8,8 @@ figures unless ``sparse=True``. Cost: one pass over the workload's distinct kern
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -58,7 +59,8 @@ def _bound(t_compute: Num, t_memory: Num) -> Any:
     return result(np.where(t_compute >= t_memory, "compute", "memory"))
 
 
-class KernelRoofline(NamedTuple):
+@dataclass(frozen=True)
+class KernelRoofline:
     """One kernel's bound per launch (seconds), how many times it runs, the roof that binds it, its intensity."""
 
     name: str
@@ -95,6 +97,11 @@ class Roofline:
     t_sol: Any
     t_compute: Any
     t_memory: Any
+    _w: Workload
+    _g: "GPU"
+    _sparse: bool
+    _times: list[Any]
+    _lazy: dict[str, Any]
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Roofline is immutable: cannot set {name!r}")
@@ -142,8 +149,8 @@ class Roofline:
         """Intensity (FLOP/byte) where the roofs of the workload's precision meet (fp32 vector for vector-only work)."""
         w, g = self._w, self._g
         if any(np.any(k.matrix_flops > 0) for k, _ in w.counted):
-            return g.peak_flops(w.precision, "matrix", sparse=self._sparse) / g.memory_bandwidth  # type: ignore[no-any-return]
-        return g.ridge_point("fp32", "vector")  # type: ignore[no-any-return]
+            return g.peak_flops(w.precision, "matrix", sparse=self._sparse) / g.memory_bandwidth
+        return g.ridge_point("fp32", "vector")
 
     @property
     def kernels(self) -> tuple[KernelRoofline, ...]:
@@ -158,7 +165,7 @@ class Roofline:
     def to_dict(self) -> dict[str, Any]:
         """Plain dict (arrays become lists) for JSON; times in seconds."""
         out = {k: plain(getattr(self, k)) for k in self._FIELDS}
-        out["kernels"] = [{k: plain(v) for k, v in kr._asdict().items()} for kr in self.kernels]
+        out["kernels"] = [{k: plain(v) for k, v in kr.__dict__.items()} for kr in self.kernels]
         return out
 
     def to_frame(self) -> Any:
@@ -193,7 +200,7 @@ class Roofline:
     def _repr_html_(self) -> str:
         if np.ndim(self.t_sol):
             return f"<p>{repr(self)}</p>"
-        rows = [
+        rows: list[tuple[Any, ...]] = [
             (k.name, k.count, k.kind, k.precision, k.executed_flops / 1e9, k.bytes / 1e6, k.intensity,
              k.t_compute * 1e6, k.t_memory * 1e6, k.t_sol * 1e6, k.bound)
             for k in self.kernels

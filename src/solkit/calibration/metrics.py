@@ -148,8 +148,8 @@ def measured_pairs(mset: MeasurementSet, gpu: Any, key: str, baseline: Any, vari
             pairs.append(MeasuredPair(
                 op=op,
                 shape=", ".join(f"{k}={v}" for k, v in rest if k not in ("dtype",)),
-                baseline_seconds=a.seconds,
-                variant_seconds=b.seconds,
+                baseline_seconds=float(a.seconds or 0.0),  # cases without seconds were left out above
+                variant_seconds=float(b.seconds or 0.0),
                 t_sol_ratio=float(roofline(wa, g).t_sol / roofline(wb, g).t_sol),
                 predicted_ratio=float(pa.seconds / pb.seconds),
             ))

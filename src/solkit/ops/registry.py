@@ -165,7 +165,7 @@ class Operator:
     aten_backward: tuple[str, ...]
     check: Optional[Callable[[dict[str, Any]], None]]
     example: Mapping[str, Any]
-    function: Callable[..., Workload] = field(repr=False, compare=False, default=lambda: None)
+    function: Callable[..., Workload] = field(repr=False, compare=False, default=None)  # type: ignore[assignment]  # set at registration
     validators: tuple[tuple[str, Callable[[Any], Any]], ...] = field(repr=False, compare=False, default=())
 
     @property

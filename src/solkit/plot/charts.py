@@ -342,7 +342,7 @@ def roofline(
         ax = fig.add_subplot(1, 1, 1)
         fig.subplots_adjust(left=0.085, right=0.975, bottom=0.09, top=0.93)
     else:
-        fig = ax.figure
+        fig = ax.figure  # type: ignore[assignment]  # a SubFigure draws the same
 
     bw_t = g.memory_bandwidth / TERA  # TFLOP/s per FLOP/byte
     top = roofs[0][2] / TERA
@@ -389,7 +389,7 @@ def _frame(ax: "Axes", g: GPU, points: list[_Point], bw_t: float, top: float, ti
     ax.grid(True, which="minor", color="0.93", linewidth=0.4)
     ax.set_axisbelow(True)
     for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10)))
+        axis.set_minor_locator(LogLocator(base=10, subs=[2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0]))
         axis.set_minor_formatter(NullFormatter())
     return x_lo, x_hi
 
@@ -430,7 +430,7 @@ def _measured_ceilings(scene: _Scene, g: GPU, bw_t: float, top: float, x_lo: flo
         return []
     copy_t = m.copy_bandwidth_tb_s
     mm_prec = "bf16" if "bf16" in m.matmul_rate_tflops else None
-    mm = m.matmul_rate_tflops[mm_prec] if mm_prec else None
+    mm = m.matmul_rate_tflops["bf16"] if mm_prec else None
     mem_top = mm if mm is not None else top
     dashed = dict(color=MEASURED_COLOR, lw=1.2, ls=(0, (5, 3)))
     copy = f"measured copy {copy_t:.3g} TB/s"
@@ -457,11 +457,12 @@ def _workload_points(scene: _Scene, points: list[_Point]) -> list[Any]:
             handles.append(sc)
     meas = [p for p in points if p.measured_y is not None]
     if meas:
-        for p in meas:
-            (gap,) = ax.plot([p.x, p.x], [p.y, p.measured_y], color=BOUND_COLORS[p.bound], lw=1.0, alpha=0.7, zorder=5)
+        achieved = [float(p.measured_y or 0.0) for p in meas]  # every one of them was measured
+        for p, y in zip(meas, achieved):
+            (gap,) = ax.plot([p.x, p.x], [p.y, y], color=BOUND_COLORS[p.bound], lw=1.0, alpha=0.7, zorder=5)
             gap.set_gid(f"gap:{p.label}")
-            scene.line([p.x, p.x], [p.y, p.measured_y])
-        hs = ax.scatter([p.x for p in meas], [p.measured_y for p in meas], s=MARKER_AREA * 0.8, facecolors="white",
+            scene.line([p.x, p.x], [p.y, y])
+        hs = ax.scatter([p.x for p in meas], achieved, s=MARKER_AREA * 0.8, facecolors="white",
                         edgecolors=[BOUND_COLORS[p.bound] for p in meas], linewidths=1.4, zorder=6)
         hs.set_gid("points:measured")
         handles.append(_line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=6,

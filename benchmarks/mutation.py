@@ -1,0 +1,170 @@
+"""Test strength, measured: a mutation run (mutmut) over the counting code, the registry, the roofline and the predictor.
+
+    python benchmarks/mutation.py [--jobs 2] [--out data/mutation.json]
+
+It copies the working tree to a temporary folder, runs ``mutmut run`` there (every mutant of the
+mutated files is run against the tests that cover it; the first failing test kills it), and prints
+the score per group: killed / (killed + survived + no test). Lines marked ``# pragma: no mutate``
+are fast paths whose mutants are equivalent (they pick between two paths that give the same
+result; the vectorized-equals-scalar property tests check both). The summary, with every surviving
+mutant's name, is written to ``--out``. Needs ``pip install mutmut`` (3.x); a benchmark-style
+script, not a CI test: it takes minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: the mutated files, by group: the counting code (operators' formulas and the workload's figures), the registry, the
+#: roofline and the predictor
+GROUPS = {
+    "counting (ops formulas, Kernel and Workload figures)": ("src/solkit/ops/", "src/solkit/workload.py"),
+    "registry (registration, parameters, validation)": ("src/solkit/ops/registry.py",),
+    "roofline (solkit.sol)": ("src/solkit/sol.py",),
+    "predictor (solkit.prediction)": ("src/solkit/prediction.py",),
+}
+#: functions that only format output (reprs, HTML, dicts, frames): reported apart, not part of any score
+DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
+TESTS = ("tests/test_ops.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
+         "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
+         "tests/test_predict.py", "tests/test_calibration.py", "tests/test_display.py")
+#: the calibration tests that refit (seconds each) are left out; the others check every measured case's prediction
+DESELECT = "not committed_spec and not fit_uses and not writer"
+#: (process isolation, groups): most code is tested in workers forked from one process that has imported solkit and
+#: run the tests once (fast); the registry's code runs at import (registration), so its mutants run each in a fresh
+#: process that imports solkit with the mutant active (slow, fewer mutants)
+PASSES = (
+    ("fork", ("counting (ops formulas, Kernel and Workload figures)", "roofline (solkit.sol)", "predictor (solkit.prediction)")),
+    ("forkserver", ("registry (registration, parameters, validation)",)),
+)
+
+
+def _module_of(name: str) -> str:
+    """'solkit.ops.conv.x__col2im__mutmut_3' -> 'src/solkit/ops/conv.py'."""
+    module = name.split(".x")[0] if ".x" in name else name.rsplit(".", 1)[0]
+    return "src/" + module.replace(".", "/") + ".py"
+
+
+def _function_of(name: str) -> str:
+    return re.sub(r"__mutmut_\d+$", "", name.split(".x", 1)[-1]).replace("ǁ", ".").lstrip("._")
+
+
+def _group(name: str) -> str:
+    path = _module_of(name)
+    if DISPLAY.search(_function_of(name)):
+        return "display (reprs, HTML, dicts; no score)"
+    for group, prefixes in reversed(list(GROUPS.items())):  # the registry before the rest of ops/
+        if any(path == p or (p.endswith("/") and path.startswith(p)) for p in prefixes):
+            return group
+    return "other"
+
+
+def run(jobs: int, keep: str = "") -> dict[str, str]:
+    """{mutant: status} from a mutmut run on a copy of the working tree (two passes: see PASSES)."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout.split()
+    results: dict[str, str] = {}
+    for isolation, groups in PASSES:
+        with tempfile.TemporaryDirectory(prefix="solkit-mutation-") as tmp:
+            work = Path(keep) / isolation if keep else Path(tmp)
+            results.update(_run_pass(files, work, jobs, isolation, groups))
+    return results
+
+
+def _run_pass(files: list[str], work: Path, jobs: int, isolation: str, groups: tuple[str, ...]) -> dict[str, str]:
+    """One mutmut run over ``groups``' files, with the given process isolation; {mutant: status}."""
+    if work.exists():
+        shutil.rmtree(work)
+    for f in files:
+        src = ROOT / f
+        if src.is_file() or src.is_symlink():
+            (work / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, work / f, follow_symlinks=False)
+    only = "\n    ".join(p + ("*.py" if p.endswith("/") else "") for g in groups for p in GROUPS[g])
+    skip = "\n    ".join(p for g in GROUPS if g not in groups for p in GROUPS[g] if not p.endswith("/"))
+    tests = "\n    ".join(TESTS)
+    (work / "setup.cfg").write_text(f"""[mutmut]
+source_paths=src
+process_isolation={isolation}
+forkserver_warmup=none
+only_mutate=
+    {only}
+do_not_mutate=
+    {skip}
+also_copy=
+    hardware_specs
+    data
+    src/solkit/hardware_specs
+pytest_add_cli_args_test_selection=
+    {tests}
+pytest_add_cli_args=
+    -p
+    no:cacheprovider
+    -q
+    -x
+    -k
+    {DESELECT}
+""")
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)], cwd=work,
+                   stdout=subprocess.DEVNULL, check=False)
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, capture_output=True,
+                         text=True, check=True).stdout
+    results = {}
+    for line in out.splitlines():
+        if ":" in line:
+            name, status = line.strip().rsplit(":", 1)
+            results[name.strip()] = status.strip()
+    return results
+
+
+def summarize(results: dict[str, str]) -> dict[str, dict[str, object]]:
+    """Per group: counts by status, the score, and the survivors."""
+    groups: dict[str, dict[str, object]] = {}
+    for name, status in sorted(results.items()):
+        g = groups.setdefault(_group(name), {"killed": 0, "survived": 0, "no tests": 0, "other": 0, "survivors": []})
+        key = status if status in ("killed", "survived", "no tests") else "other"
+        g[key] = int(g[key]) + 1  # type: ignore[call-overload]
+        if status in ("survived", "no tests"):
+            g["survivors"].append(name)  # type: ignore[union-attr]
+    for g in groups.values():
+        scored = int(g["killed"]) + int(g["survived"]) + int(g["no tests"])  # type: ignore[call-overload]
+        g["score"] = round(int(g["killed"]) / scored, 4) if scored else None  # type: ignore[call-overload]
+    return groups
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--out", default=str(ROOT / "data" / "mutation.json"))
+    parser.add_argument("--keep", default="", help="run in this folder and keep it (to read survivors with mutmut show)")
+    args = parser.parse_args()
+    import mutmut  # noqa: F401 - fail early, with the install hint, if it is missing
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    groups = summarize(run(args.jobs, args.keep))
+    print(f"{'group':<56} {'mutants':>8} {'killed':>7} {'survived':>9} {'no test':>8} {'score':>7}")
+    for name, g in groups.items():
+        total = sum(int(g[k]) for k in ("killed", "survived", "no tests", "other"))  # type: ignore[call-overload]
+        score = "-" if g["score"] is None or name.startswith("display") else f"{g['score']:.1%}"
+        print(f"{name:<56} {total:>8} {g['killed']:>7} {g['survived']:>9} {g['no tests']:>8} {score:>7}")
+    Path(args.out).write_text(json.dumps({
+        "date_utc": started.isoformat(timespec="seconds"),
+        "tool": f"mutmut {__import__('mutmut').__version__}",
+        "tests": list(TESTS), "deselected": DESELECT, "groups": groups,
+    }, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
