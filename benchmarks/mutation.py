@@ -36,6 +36,7 @@ GROUPS = {
 #: functions that only format output (reprs, HTML, dicts, frames): reported apart, not part of any score
 DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
 TESTS = ("tests/test_ops.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
+         "tests/test_workload.py", "tests/test_api.py",
          "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
          "tests/test_predict.py", "tests/test_calibration.py", "tests/test_display.py")
 #: the calibration tests that refit (seconds each) are left out; the others check every measured case's prediction
@@ -69,15 +70,34 @@ def _group(name: str) -> str:
     return "other"
 
 
-def run(jobs: int, keep: str = "") -> dict[str, str]:
-    """{mutant: status} from a mutmut run on a copy of the working tree (two passes: see PASSES)."""
+def run(jobs: int, keep: str = "", reuse: dict[str, str] | None = None) -> dict[str, str]:
+    """{mutant: status} from mutmut runs on a copy of the working tree (the passes of PASSES).
+
+    ``reuse``: isolation -> a folder where that pass already ran (kept with ``--keep``): its
+    results are read there instead of running it again.
+    """
     files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True,
                            check=True).stdout.split()
     results: dict[str, str] = {}
     for isolation, groups in PASSES:
+        if reuse and isolation in reuse:
+            results.update(_results(Path(reuse[isolation])))
+            continue
         with tempfile.TemporaryDirectory(prefix="solkit-mutation-") as tmp:
             work = Path(keep) / isolation if keep else Path(tmp)
             results.update(_run_pass(files, work, jobs, isolation, groups))
+    return results
+
+
+def _results(work: Path) -> dict[str, str]:
+    """{mutant: status} of the mutmut run in ``work``."""
+    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, capture_output=True,
+                         text=True, check=True).stdout
+    results = {}
+    for line in out.splitlines():
+        if ":" in line:
+            name, status = line.strip().rsplit(":", 1)
+            results[name.strip()] = status.strip()
     return results
 
 
@@ -117,14 +137,7 @@ pytest_add_cli_args=
 """)
     subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)], cwd=work,
                    stdout=subprocess.DEVNULL, check=False)
-    out = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=work, capture_output=True,
-                         text=True, check=True).stdout
-    results = {}
-    for line in out.splitlines():
-        if ":" in line:
-            name, status = line.strip().rsplit(":", 1)
-            results[name.strip()] = status.strip()
-    return results
+    return _results(work)
 
 
 def summarize(results: dict[str, str]) -> dict[str, dict[str, object]]:
@@ -147,11 +160,14 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=str(ROOT / "data" / "mutation.json"))
     parser.add_argument("--keep", default="", help="run in this folder and keep it (to read survivors with mutmut show)")
+    parser.add_argument("--reuse", action="append", default=[], metavar="ISOLATION=DIR",
+                        help="take a pass's results from a kept folder instead of running it (fork=... or forkserver=...)")
     args = parser.parse_args()
     import mutmut  # noqa: F401 - fail early, with the install hint, if it is missing
 
     started = datetime.datetime.now(datetime.timezone.utc)
-    groups = summarize(run(args.jobs, args.keep))
+    reuse = dict(item.split("=", 1) for item in args.reuse)
+    groups = summarize(run(args.jobs, args.keep, reuse))
     print(f"{'group':<56} {'mutants':>8} {'killed':>7} {'survived':>9} {'no test':>8} {'score':>7}")
     for name, g in groups.items():
         total = sum(int(g[k]) for k in ("killed", "survived", "no tests", "other"))  # type: ignore[call-overload]

@@ -193,3 +193,20 @@ def test_uncalibrated_ceilings_are_the_reference_shares():
     assert b200.matmul_rate["fp4"] == pytest.approx(691.4 / 989.4 * 9000e12)  # no fp4 on the H200: the bf16 share
     assert calibration("a100") is a100  # derived once per loaded spec
     assert calibration("h200").memory_efficiency["softmax"] == 0.49
+
+
+def test_a_precision_the_calibration_lacks_takes_the_bf16_share(tmp_path):
+    """A calibrated spec without an fp8 matmul rate predicts fp8 at its bf16 measured share of the fp8 peak."""
+    import yaml
+
+    spec = yaml.safe_load(open(sk.load_gpu("h200").path))
+    spec["name"], spec["aliases"] = "h200-nofp8", []
+    del spec["measured"]["matmul_rate_tflops"]["fp8"]
+    path = tmp_path / "h200-nofp8.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    from solkit.prediction import matmul_rate
+
+    gpu = sk.load_gpu(path)
+    cal = calibration(gpu)
+    assert matmul_rate(cal, gpu, "fp8_e4m3") == pytest.approx(691.4 / 989.4 * 1978.9e12)  # 1382.8 TFLOP/s
+    assert matmul_rate(cal, gpu, "bf16") == pytest.approx(691.4e12)

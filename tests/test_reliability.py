@@ -10,8 +10,8 @@ Three parts:
 - hypothesis properties over all ops: FLOPs and bytes never fall when a dimension grows, and a
   vectorized call equals element-by-element scalar calls.
 
-Known library bugs are listed in ``KNOWN_BUGS`` (census) or marked ``xfail(strict=True)``; when
-one is fixed its strict xfail turns into a failure, telling the fixer to remove the mark.
+A known library bug would be listed in ``KNOWN_BUGS`` (census, none today) and xfail'd strictly, so
+that fixing it fails the census until the entry is removed.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def _consistency_cases() -> list[Bad]:
 
 CASES: list[Bad] = _op_cases() + _api_cases() + _consistency_cases()
 
-#: census cases that the library gets wrong today: id -> what happens and what should
+#: census cases the library gets wrong (none today): id -> what happens and what should; each is xfail'd, strictly
 KNOWN_BUGS: dict[str, str] = {}
 
 
@@ -442,8 +442,7 @@ def test_cubic_gemm_at_2_pow_21_does_not_wrap():
 )
 def test_overflowing_shapes_are_refused_or_finite(make):
     """A shape whose FLOPs or bytes overflow float64 is a ShapeError, never an inf or a nan figure."""
-    # matmul(1e200, 1e200, 1e200): 2*1e600 overflows (the library gives flops = nan: inf matrix + inf*0 vector);
-    # copy(1e308): bytes 2*1e308*2 = 4e308 > 1.8e308 (the library gives inf)
+    # matmul(1e200, 1e200, 1e200): 2*1e600 overflows float64; copy(1e308): bytes 2*1e308*2 = 4e308 > 1.8e308
     try:
         w = make()
     except SolkitError as exc:
@@ -473,8 +472,7 @@ def test_tiny_seconds_are_refused_or_finite(make):
 
 def test_python_int_beyond_int64():
     """m = 2**64 is a positive integer: FLOPs 2*2**64*8*8 = 2**71, or a ShapeError (ValueError) saying it is too large."""
-    # the library raises ArgumentTypeError (a TypeError) 'm must be a number or an array of numbers, got
-    # 18446744073709551616 (dtype object)': np.asarray makes an object array of it
+    # 2**64 does not fit int64: a plain Python int, converted to float64 exactly (2**64 is a power of two)
     try:
         w = ops.matmul(2**64, 8, 8)
     except SolkitError as exc:

@@ -315,3 +315,22 @@ def test_mfu_of_vector_only_work_and_arrays(h200):
     got = sk.mfu(1e15, np.array([1.0, 2.0]), h200, n_gpus=np.array([1, 8]))
     assert got == pytest.approx([1e15 / 989.4e12, 1e15 / (989.4e12 * 16)])
     assert sk.hfu(ops.matmul(64, 64, 64), 1.0, h200) == pytest.approx(2 * 64**3 / 989.4e12)
+
+
+def test_multi_kernel_sums_and_ties(h200):
+    """Two kernels of 1 s each, one compute-bound, one memory-bound: T_SOL 2 s, t_compute 1 s, t_memory 1 s; a tie is 'compute'."""
+    compute = Kernel("c", "gemm", "bf16", matrix_flops=989.4e12)  # 1 s at 989.4 TFLOP/s, no bytes
+    memory = Kernel("m", "copy", "bf16", bytes_read=2.4e12, bytes_written=2.4e12)  # 1 s at 4.8 TB/s
+    r = sk.roofline(Workload("both", (compute, memory)), h200)
+    assert (r.t_sol, r.t_compute, r.t_memory) == pytest.approx((2.0, 1.0, 1.0))
+    assert r.bound == "compute"  # the compute share (1 s) is not below half of T_SOL (2 s)
+    r3 = sk.roofline(Workload("more memory", (compute, memory, memory)), h200)
+    assert r3.bound == "memory" and r3.t_memory == pytest.approx(2.0)
+
+
+def test_a_sweep_dimension_that_moves_nothing_keeps_the_shape(h200):
+    """An embedding swept over vocab (which costs nothing): every figure still has the sweep's shape."""
+    r = sk.roofline(ops.embedding(8, np.array([100, 200, 300]), 16), h200)
+    assert np.shape(r.t_sol) == np.shape(r.t_memory) == np.shape(r.t_compute) == (3,)
+    assert list(r.t_sol) == [(8 * 8 + 2 * 8 * 16 * 2) / 4.8e12] * 3  # ids + rows read + rows written: 576 B
+    assert list(r.bound) == ["memory"] * 3

@@ -161,7 +161,7 @@ def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int)
     nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
     (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
     """
-    if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:
+    if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
         return _gemm_compute_time_one(m, n, k, batch, rate, sms)
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
     if not shape:  # numpy scalars

@@ -226,9 +226,9 @@ def _rate_time(work: Any, gpu: "GPU", precision: str, unit: str, sparse: bool) -
 
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
-    w = workload if type(workload) is Workload else as_workload(workload)
+    w = workload if type(workload) is Workload else as_workload(workload)  # pragma: no mutate (a fast path)
     g = as_gpu(gpu)
-    if sparse is not False:
+    if sparse is not False:  # pragma: no mutate (False needs no check)
         flag("sparse", sparse)
     bandwidth = g.memory_bandwidth
     total_c: Any = None
@@ -239,8 +239,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
         t_mat = _rate_time(k.matrix_flops, g, k.precision, "matrix", sparse)
         t_vec = _rate_time(k.vector_flops, g, k.vector_precision, "vector", False)
         t_mem = k.bytes / bandwidth
-        t_c = t_mat if type(t_vec) is float and t_vec == 0.0 else t_vec if type(t_mat) is float and t_mat == 0.0 \
-            else maximum(t_mat, t_vec)
+        t_c = _max(t_mat, t_vec)
         t_sol = maximum(t_c, t_mem)
         times.append((t_mat, t_vec, t_c, t_mem, t_sol))
         if count != 1:
@@ -261,8 +260,18 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     s(r, "_g", g)
     s(r, "_sparse", sparse)
     s(r, "_times", times)
-    s(r, "_lazy", {} if shape else {"bound": "compute" if _compute_share(w, times) >= total_sol / 2 else "memory"})
+    scalar_bound = "compute" if not shape and _compute_share(w, times) >= total_sol / 2 else "memory"
+    s(r, "_lazy", {} if shape else {"bound": scalar_bound})  # pragma: no mutate (the sweep path gives the same)
     return r
+
+
+def _max(a: Any, b: Any) -> Any:
+    """max(a, b), without a new array when one side is the scalar 0 (times are never negative)."""
+    if type(b) is float and b == 0.0:  # pragma: no mutate (a fast path: max(a, 0) is a)
+        return a
+    if type(a) is float and a == 0.0:  # pragma: no mutate
+        return b
+    return maximum(a, b)
 
 
 def _compute_share(w: Workload, times: list[Any]) -> float:

@@ -336,7 +336,7 @@ class Workload:
     def shape(self) -> tuple[int, ...]:
         """Broadcast shape of the workload's figures (() for one shape)."""
         if self._shape is None:
-            shapes = [k.shape for k, _ in self.counted]
+            shapes = [node.shape for node, _ in self.parts]
             object.__setattr__(self, "_shape", np.broadcast_shapes(*shapes) if any(shapes) else ())
         return self._shape  # type: ignore[return-value]
 

@@ -183,6 +183,11 @@ class Operator:
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Every argument validated, broadcast-checked and constraint-checked (``args`` is updated and returned)."""
+        self._validate(args)
+        return args
+
+    def _validate(self, args: dict[str, Any]) -> tuple[int, ...]:
+        """``validate``, returning the arguments' broadcast shape (() for one shape)."""
         arrays = False
         for name, check in self.validators:
             value = check(args[name])
@@ -190,6 +195,7 @@ class Operator:
             kind = type(value)
             if kind is np.ndarray or (kind is tuple and (type(value[0]) is np.ndarray or type(value[1]) is np.ndarray)):
                 arrays = True
+        shape: tuple[int, ...] = ()
         if arrays:
             named: dict[str, Any] = {}
             for p in self.params:
@@ -198,20 +204,22 @@ class Operator:
                     named[f"{p.name}[0]"], named[f"{p.name}[1]"] = value
                 elif p.kind == "dim" and value is not None:
                     named[p.name] = value
-            broadcast(**named)
+            shape = broadcast(**named)
         if self.check is not None:
             self.check(args)
-        return args
+        return shape
 
     def run(self, args: dict[str, Any]) -> Workload:
         """Validate ``args`` (all the op's arguments, by name), count, and record the call."""
-        self.validate(args)
+        shape = self._validate(args)
         w = self.count(**args)
         call = OpCall(self.name, args)
-        if w.call is None:
-            object.__setattr__(w, "call", call)  # a workload the count function just made: nobody else holds it
-            return w
-        return Workload.of(w.name, w.parts, call)
+        if w.call is not None:  # another operator's workload, returned as it is: a new one for this call
+            w = Workload.of(w.name, w.parts, call)
+        object.__setattr__(w, "call", call)  # a workload the count function just made: nobody else holds it
+        if shape:  # a swept argument no figure depends on (an embedding's vocab) still shapes the results
+            object.__setattr__(w, "_shape", np.broadcast_shapes(shape, w.shape))
+        return w
 
     def gradient(self, call: OpCall, label: str = "") -> Workload:
         """The backward workload of a call of this operator; its kernels' names start with ``label``."""
