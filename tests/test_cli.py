@@ -99,7 +99,7 @@ def test_plot(capsys, tmp_path):
     "argv, expected",
     [
         (["op", "nope"], "op must be one of"),
-        (["op", "matmul", "--m", "4"], "matmul needs --n, --k"),
+        (["op", "matmul", "--m", "4"], "matmul needs --n, --k (--n: columns of B and C, a positive integer; --k:"),
         (["op", "matmul", "--m", "0", "--n", "4", "--k", "4"], "m must be a positive integer, got 0"),
         (["op", "matmul", "--m", "4", "--n", "4", "--k", "4", "--q", "3"], "matmul has no parameter 'q'"),
         (["op", "attention", "--batch", "1", "--heads", "8", "--seq-q", "16", "--impl", "xformers"], "impl must be one of"),

@@ -277,9 +277,11 @@ def _cmd_compare(args: argparse.Namespace) -> int:
 def _complete(op: Any, params: dict[str, Any]) -> dict[str, Any]:
     """``params`` if it names every required parameter of ``op`` and no other."""
     defaults = op.defaults
-    missing = [p.name for p in op.params if p.name not in defaults and p.name not in params]
+    missing = [p for p in op.params if p.name not in defaults and p.name not in params]
     if missing:
-        raise CLIError(f"{op.name} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+        flags = [f"--{p.name.replace('_', '-')}" for p in missing]
+        meaning = "; ".join(f"{f}: {p.help}, {p.describe}" for f, p in zip(flags, missing))
+        raise CLIError(f"{op.name} needs {', '.join(flags)} ({meaning})")
     names = [p.name for p in op.params]
     unknown = [k for k in params if k not in names]
     if unknown:

@@ -155,7 +155,7 @@ _CONV_PARAMS = dict(
     kernel=pair("filter size R,S"),
     stride=pair("stride"),
     padding=pair("zero padding on each side", minimum=0),
-    groups=size("groups (C and K must be multiples; C = K = groups is depthwise)", monotone=False),
+    groups=size("groups (C and K must be multiples; C = K = groups is depthwise)"),
     layout=option("nhwc: implicit GEMM; nchw: with layout transforms; im2col: explicit unfold + GEMM", *LAYOUTS),
     dtype=precision(),
     dilation=pair("dilation"),

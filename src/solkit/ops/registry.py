@@ -55,7 +55,6 @@ class Param:
     minimum: int = 1  # dims and pairs: the smallest valid value
     choices: tuple[str, ...] = ()  # options: the allowed values
     optional: bool = False  # None is allowed (the count function resolves it)
-    monotone: bool = True  # dims: growing it never lowers FLOPs, bytes or T_SOL (a stride or a kernel size may)
     name: str = ""  # filled from the signature
 
     def validate(self, value: Any) -> Any:
@@ -120,14 +119,14 @@ class Param:
         return what + (" or none" if self.optional else "")
 
 
-def size(help: str, minimum: int = 1, optional: bool = False, monotone: bool = True) -> Param:
+def size(help: str, minimum: int = 1, optional: bool = False) -> Param:
     """A dimension: an integer (or an array of them) >= ``minimum``."""
-    return Param("dim", help, minimum=minimum, optional=optional, monotone=monotone)
+    return Param("dim", help, minimum=minimum, optional=optional)
 
 
 def pair(help: str, minimum: int = 1) -> Param:
     """An integer for both axes or a pair (h, w) (a conv's kernel, stride, padding, dilation)."""
-    return Param("pair", help, minimum=minimum, monotone=False)
+    return Param("pair", help, minimum=minimum)
 
 
 def option(help: str, *choices: str) -> Param:
