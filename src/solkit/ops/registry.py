@@ -40,8 +40,6 @@ __all__ = [
     "boolean", "precision", "text",
 ]
 
-PARAM_KINDS = ("dim", "pair", "option", "flag", "dtype", "text")
-
 #: the largest int that float64 holds exactly (2**53): larger ones take the careful path
 _EXACT_INT = 2**53
 
@@ -50,7 +48,7 @@ _EXACT_INT = 2**53
 class Param:
     """One argument of an operator: what it is, what it means, what values it takes."""
 
-    kind: str  # one of PARAM_KINDS
+    kind: str  # dim, pair, option, flag, dtype or text
     help: str
     minimum: int = 1  # dims and pairs: the smallest valid value
     choices: tuple[str, ...] = ()  # options: the allowed values
@@ -63,43 +61,7 @@ class Param:
 
     def validator(self) -> Callable[[Any], Any]:
         """A function validating one value of this parameter (its fast path first: a plain int, a known name)."""
-        name, minimum, optional = self.name, self.minimum, self.optional
-        if self.kind == "dim":
-            def check_dim(value: Any) -> Any:
-                if type(value) is int and minimum <= value <= _EXACT_INT:
-                    return float(value)
-                if value is None and optional:
-                    return None
-                return dim(name, value, minimum)
-            return check_dim
-        if self.kind == "dtype":
-            def check_dtype(value: Any) -> Any:
-                if value in PRECISIONS if type(value) is str else False:
-                    return value
-                if value is None and optional:
-                    return None
-                return normalize(value, name)
-            return check_dtype
-        if self.kind == "flag":
-            return lambda value: value if value is True or value is False else flag(name, value)
-        if self.kind == "option":
-            choices = self.choices
-            return lambda value: value if type(value) is str and value in choices else choice(name, value, choices)
-        if self.kind == "pair":
-            def check_pair(value: Any) -> Any:
-                if isinstance(value, (tuple, list)):
-                    if len(value) != 2:
-                        raise ArgumentTypeError(f"{name} must be an int or a pair (h, w), got {value!r}")
-                    return dim(f"{name}[0]", value[0], minimum), dim(f"{name}[1]", value[1], minimum)
-                v = dim(name, value, minimum)
-                return v, v
-            return check_pair
-
-        def check_text(value: Any) -> Any:
-            if not isinstance(value, str) or not value:
-                raise ArgumentTypeError(f"{name} must be a non-empty string, got {value!r}")
-            return value
-        return check_text
+        return functools.partial(_CHECKS[self.kind], self)
 
     @property
     def describe(self) -> str:
@@ -117,6 +79,50 @@ class Param:
         else:
             what = "text"
         return what + (" or none" if self.optional else "")
+
+
+def _check_dim(p: Param, value: Any) -> Any:
+    if type(value) is int and p.minimum <= value <= _EXACT_INT:
+        return float(value)
+    if value is None and p.optional:
+        return None
+    return dim(p.name, value, p.minimum)
+
+
+def _check_dtype(p: Param, value: Any) -> Any:
+    if type(value) is str and value in PRECISIONS:
+        return value
+    if value is None and p.optional:
+        return None
+    return normalize(value, p.name)
+
+
+def _check_flag(p: Param, value: Any) -> Any:
+    return value if value is True or value is False else flag(p.name, value)
+
+
+def _check_option(p: Param, value: Any) -> Any:
+    return value if type(value) is str and value in p.choices else choice(p.name, value, p.choices)
+
+
+def _check_pair(p: Param, value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        if len(value) != 2:
+            raise ArgumentTypeError(f"{p.name} must be an int or a pair (h, w), got {value!r}")
+        return dim(f"{p.name}[0]", value[0], p.minimum), dim(f"{p.name}[1]", value[1], p.minimum)
+    v = dim(p.name, value, p.minimum)
+    return v, v
+
+
+def _check_text(p: Param, value: Any) -> Any:
+    if not isinstance(value, str) or not value:
+        raise ArgumentTypeError(f"{p.name} must be a non-empty string, got {value!r}")
+    return value
+
+
+#: the check of each parameter kind: (param, value) -> the validated value
+_CHECKS: dict[str, Callable[[Param, Any], Any]] = {"dim": _check_dim, "dtype": _check_dtype, "flag": _check_flag,
+                                                   "option": _check_option, "pair": _check_pair, "text": _check_text}
 
 
 def size(help: str, minimum: int = 1, optional: bool = False) -> Param:
