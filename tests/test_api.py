@@ -10,7 +10,7 @@ from solkit import ops
 
 def test_top_level_names():
     """solkit.__all__ holds the contract names (more may be added, none removed)."""
-    contract = {"load_gpu", "list_gpus", "roofline", "sol_fraction", "mfu", "hfu", "ops", "Workload", "Kernel", "GPU", "compare", "predict", "models", "plot", "sweep"}
+    contract = {"load_gpu", "list_gpus", "clear_cache", "roofline", "sol_fraction", "mfu", "hfu", "ops", "Workload", "Kernel", "GPU", "compare", "predict", "models", "plot", "sweep"}
     assert contract <= set(sk.__all__)
     for name in sk.__all__:
         assert hasattr(sk, name), name

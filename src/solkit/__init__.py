@@ -5,7 +5,7 @@ from __future__ import annotations
 from . import errors, models, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
-from .hardware import list_gpus, load_gpu
+from .hardware import clear_cache, list_gpus, load_gpu
 from .precision import storage_bytes
 from .prediction import Prediction, predict
 from .report import sweep
@@ -32,6 +32,7 @@ __all__ = [
     "achieved_bandwidth",
     "achieved_flops",
     "chain",
+    "clear_cache",
     "compare",
     "Comparison",
     "errors",
