@@ -39,6 +39,7 @@ from __future__ import annotations
 import html
 import math
 import warnings
+from types import MappingProxyType
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -132,7 +133,7 @@ def _borrowed(g: "GPU") -> Calibration:
     source = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
               f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
               f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
-    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=rates,
+    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=MappingProxyType(rates),
                        copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None)
 
 
