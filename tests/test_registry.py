@@ -83,7 +83,9 @@ def test_aten_names_map_to_operators():
 
 def test_get_names_the_known_operators():
     """An unknown operator name lists the registered ones."""
-    assert ops.get("conv-2d".replace("-", "")) is ops.REGISTRY["conv2d"]
+    assert ops.get("conv2d") is ops.REGISTRY["conv2d"]
+    assert ops.get("layernorm-residual") is ops.REGISTRY["layernorm_residual"]  # the CLI's spelling
+    assert ops.get("qkv_projection") is ops.REGISTRY["qkv_projection"]
     with pytest.raises(OptionError, match="op must be one of .*matmul"):
         ops.get("matmull")
 

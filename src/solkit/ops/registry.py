@@ -218,10 +218,8 @@ class Operator:
         """Validate ``args`` (all the op's arguments, by name), count, and record the call."""
         shape = self._validate(args)
         w = self.count(**args)
-        call = OpCall(self.name, args)
-        if w.call is not None:  # another operator's workload, returned as it is: a new one for this call
-            w = Workload.of(w.name, w.parts, call)
-        object.__setattr__(w, "call", call)  # a workload the count function just made: nobody else holds it
+        # a count function returns a workload it just made (never a public op's result): nobody else holds it
+        object.__setattr__(w, "call", OpCall(self.name, args))
         if shape:  # a swept argument no figure depends on (an embedding's vocab) still shapes the results
             object.__setattr__(w, "_shape", np.broadcast_shapes(shape, w.shape))
         return w
