@@ -312,8 +312,9 @@ def test_mfu_of_vector_only_work_and_arrays(h200):
     """A workload with no matrix kernels takes any dtype; MFU broadcasts over seconds and GPU counts."""
     w = ops.layernorm(8192, 4096)  # 268,435,456 vector FLOPs, counted as model FLOPs
     assert sk.mfu(w, 1e-3, h200, dtype="fp8") == pytest.approx(268_435_456 / (1978.9e12 * 1e-3))
-    got = sk.mfu(1e15, np.array([1.0, 2.0]), h200, n_gpus=np.array([1, 8]))
-    assert got == pytest.approx([1e15 / 989.4e12, 1e15 / (989.4e12 * 16)])
+    got = sk.mfu(0.5e15, np.array([1.0, 2.0]), h200, n_gpus=np.array([1, 8]))
+    # 0.5e15 / (989.4e12 x 1 s x 1) = 0.5054; / (989.4e12 x 2 s x 8) = 0.0316
+    assert got == pytest.approx([0.5e15 / 989.4e12, 0.5e15 / (989.4e12 * 16)])
     assert sk.hfu(ops.matmul(64, 64, 64), 1.0, h200) == pytest.approx(2 * 64**3 / 989.4e12)
 
 

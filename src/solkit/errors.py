@@ -13,12 +13,14 @@ __all__ = [
     "ArgumentTypeError",
     "OptionError",
     "MeasurementError",
+    "ImpossibleMeasurementError",
     "OptionalDependencyError",
     "PlotDependencyError",
     "CLIError",
     "SolkitWarning",
     "PerformanceWarning",
     "SpecConsistencyWarning",
+    "ImpossibleMeasurementWarning",
 ]
 
 
@@ -62,6 +64,10 @@ class MeasurementError(SolkitError, ValueError):
     """A measured quantity is unusable: seconds <= 0, NaN, n_gpus < 1."""
 
 
+class ImpossibleMeasurementError(MeasurementError):
+    """``strict=True``: a measured time below T_SOL, or a utilization above 1 (see ``ImpossibleMeasurementWarning``)."""
+
+
 class OptionalDependencyError(SolkitError, ImportError):
     """An optional extra (matplotlib, pandas, torch) is needed and missing; the message names the install."""
 
@@ -84,3 +90,13 @@ class PerformanceWarning(SolkitWarning):
 
 class SpecConsistencyWarning(SolkitWarning):
     """A spec's figures disagree with each other (e.g. a sparse peak entered as dense)."""
+
+
+class ImpossibleMeasurementWarning(SolkitWarning):
+    """A measured time below T_SOL ("faster than light"), or an MFU/HFU above 1: a timing or model error.
+
+    Emitted every time such a number is computed (the number is still returned, so a notebook
+    keeps working); pass ``strict=True`` to raise ``ImpossibleMeasurementError`` instead. Usual
+    causes: timing without ``torch.cuda.synchronize()``, data left in L2 between calls, a
+    workload that does less than the kernel measured, or the wrong ``dtype``/``n_gpus``.
+    """

@@ -1,18 +1,22 @@
 """Set two variants of an operator side by side: bytes, kernels and T_SOL saved.
 
 ``compare(baseline, variant, gpu)`` answers "what does fusing (or a layout change, or flash
-attention) buy on this GPU?" with the compulsory-traffic figures and the T_SOL ratio.
+attention) buy on this GPU?" with the compulsory-traffic figures and the T_SOL ratio; with
+``measured=(baseline seconds, variant seconds)`` also the measured speed-up and how far each
+run is from its bound (a time below its T_SOL is flagged, as in ``sol_fraction``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
 from ._display import html_table, plain
-from ._validate import as_result
+from ._impossible import below_bound
+from ._validate import as_result, flag, positive
+from .errors import ArgumentTypeError, ShapeError
 from .hardware import as_gpu
 from .sol import roofline
 from .workload import Workload, as_workload
@@ -37,6 +41,8 @@ class Comparison:
     t_sol_variant: Any
     flops_baseline: Any
     flops_variant: Any
+    measured_baseline: Any = None  # seconds, when measured
+    measured_variant: Any = None
 
     @property
     def kernels_saved(self) -> int:
@@ -63,10 +69,28 @@ class Comparison:
         """T_SOL ratio baseline / variant (the bound's speed-up; > 1: the variant is faster)."""
         return as_result(np.asarray(self.t_sol_baseline) / np.asarray(self.t_sol_variant))
 
+    @property
+    def measured_speedup(self) -> Any:
+        """Measured time baseline / variant (None when not measured)."""
+        if self.measured_baseline is None:
+            return None
+        return as_result(np.asarray(self.measured_baseline) / np.asarray(self.measured_variant))
+
+    @property
+    def sol_fraction_baseline(self) -> Any:
+        """T_SOL / measured time of the baseline (None when not measured)."""
+        return None if self.measured_baseline is None else as_result(np.asarray(self.t_sol_baseline) / self.measured_baseline)
+
+    @property
+    def sol_fraction_variant(self) -> Any:
+        """T_SOL / measured time of the variant (None when not measured)."""
+        return None if self.measured_variant is None else as_result(np.asarray(self.t_sol_variant) / self.measured_variant)
+
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON."""
         out = {k: plain(v) for k, v in self.__dict__.items()}
-        for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup"):
+        for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup",
+                     "measured_speedup", "sol_fraction_baseline", "sol_fraction_variant"):
             out[name] = plain(getattr(self, name))
         return out
 
@@ -87,20 +111,58 @@ class Comparison:
     def __str__(self) -> str:
         if np.ndim(self.speedup):
             return f"Comparison({self.baseline!r} -> {self.variant!r} on {self.gpu}, shape {np.shape(self.speedup)})"
-        return (
+        text = (
             f"{self.baseline} -> {self.variant} on {self.gpu}: bytes {self.bytes_baseline:.4g} -> "
             f"{self.bytes_variant:.4g} ({-100 * self.bytes_saved_fraction:+.1f}%), kernels "
             f"{self.kernels_baseline} -> {self.kernels_variant}, T_SOL {self.t_sol_baseline * 1e6:.2f} us -> "
             f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x)"
         )
+        if self.measured_baseline is not None:
+            text += (f"; measured {self.measured_baseline * 1e6:.2f} us -> {self.measured_variant * 1e6:.2f} us "
+                     f"({self.measured_speedup:.2f}x), SOL fraction {self.sol_fraction_baseline:.2f} -> "
+                     f"{self.sol_fraction_variant:.2f}")
+        return text
 
 
-def compare(baseline: Workload, variant: Workload, gpu: Any) -> Comparison:
-    """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``."""
+def _measured_pair(measured: Any) -> tuple[Any, Any]:
+    """(baseline seconds, variant seconds) of ``measured``, each validated."""
+    if isinstance(measured, (str, bytes)) or not hasattr(measured, "__len__") or len(measured) != 2:
+        raise ArgumentTypeError(f"measured must be a pair (baseline seconds, variant seconds), got {measured!r}")
+    return positive("measured[0] (baseline seconds)", measured[0]), positive("measured[1] (variant seconds)", measured[1])
+
+
+def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[Any] = None, strict: bool = False) -> Comparison:
+    """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``.
+
+    ``measured``: optional (baseline seconds, variant seconds); a time below its workload's T_SOL
+    is flagged (``ImpossibleMeasurementWarning``, or ``ImpossibleMeasurementError`` with ``strict=True``).
+    """
     baseline = as_workload(baseline, "baseline")
     variant = as_workload(variant, "variant")
     g = as_gpu(gpu)
+    strict = flag("strict", strict)
+    try:
+        np.broadcast_shapes(baseline.shape, variant.shape)
+    except ValueError:
+        raise ShapeError(f"baseline of shape {baseline.shape} and variant of shape {variant.shape} do not broadcast "
+                         f"together (sweep both over the same shapes)") from None
     rb, rv = roofline(baseline, g), roofline(variant, g)
+    mb = mv = None
+    if measured is not None:
+        mb, mv = _measured_pair(measured)
+        for name, m, r in (("measured[0] (baseline seconds)", mb, rb), ("measured[1] (variant seconds)", mv, rv)):
+            try:
+                np.broadcast_shapes(np.shape(m), np.shape(r.t_sol))
+            except ValueError:
+                raise ShapeError(f"{name} of shape {np.shape(m)} does not broadcast with the workload's shape "
+                                 f"{np.shape(r.t_sol)}") from None
+        try:
+            np.broadcast_shapes(np.shape(mb), np.shape(mv))
+        except ValueError:
+            raise ShapeError(f"measured[0] of shape {np.shape(mb)} and measured[1] of shape {np.shape(mv)} do not "
+                             f"broadcast together") from None
+        below_bound("measured[0] (baseline seconds)", mb, rb.t_sol, lambda: f"{rb.workload!r} on {rb.gpu}", strict)
+        below_bound("measured[1] (variant seconds)", mv, rv.t_sol, lambda: f"{rv.workload!r} on {rv.gpu}", strict)
     return Comparison(
         baseline=baseline.name,
         variant=variant.name,
@@ -115,4 +177,6 @@ def compare(baseline: Workload, variant: Workload, gpu: Any) -> Comparison:
         t_sol_variant=rv.t_sol,
         flops_baseline=rb.flops,
         flops_variant=rv.flops,
+        measured_baseline=mb,
+        measured_variant=mv,
     )

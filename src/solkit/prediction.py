@@ -406,7 +406,11 @@ class Prediction:
 
 
 def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
-    """Calibrated expected time of ``workload`` on ``gpu`` (seconds, per-kernel breakdown, limiters)."""
+    """Calibrated expected time of ``workload`` on ``gpu`` (seconds, per-kernel breakdown, limiters).
+
+    Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
+    and measured ceilings at most the datasheet, and the result is floored at the bound regardless.
+    """
     w = as_workload(workload)
     g = as_gpu(gpu)
     flag("warn", warn)
@@ -429,8 +433,9 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
         out = []
         for (k, count), (t, _), kr in zip(counted, terms, bound.kernels):
             body, compute, memory = kernel_seconds(t, cal)
-            out.append(KernelPrediction(k.name, k.kind, count, result(body), result(compute), result(memory), kr.t_sol,
-                                        result(t.wave_efficiency), _limiter(t, cal, compute, memory),
+            # never below the kernel's bound, whatever the calibration says
+            out.append(KernelPrediction(k.name, k.kind, count, result(maximum(body, kr.t_sol)), result(compute),
+                                        result(memory), kr.t_sol, result(t.wave_efficiency), _limiter(t, cal, compute, memory),
                                         result(t.misaligned)))
         return tuple(out)
 
@@ -438,7 +443,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     s = object.__setattr__
     s(p, "workload", w.name)
     s(p, "gpu", g.name)
-    s(p, "seconds", broadcast_to(combine(terms, cal), w.shape))
+    s(p, "seconds", broadcast_to(maximum(combine(terms, cal), bound.t_sol), w.shape))  # never below T_SOL
     s(p, "t_sol", bound.t_sol)
     s(p, "calibrated", cal.calibrated)
     s(p, "launch_floor", cal.launch_floor)

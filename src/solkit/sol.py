@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
+from ._impossible import above_one, below_bound
 from ._num import Num, broadcast_to, maximum, result
 from ._validate import dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
@@ -279,17 +280,25 @@ def _compute_share(w: Workload, times: list[Any]) -> float:
     return sum(t_sol * count for (_, count), (_, _, t_c, t_mem, t_sol) in zip(w.counted, times) if t_c >= t_mem)
 
 
-def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False) -> Any:
-    """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it."""
+def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False, strict: bool = False) -> Any:
+    """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it.
+
+    A measured time below T_SOL (a fraction above 1) is impossible: it is returned with an
+    ``ImpossibleMeasurementWarning``, or raised as ``ImpossibleMeasurementError`` with ``strict=True``.
+    """
     seconds = positive("measured_seconds", measured_seconds)
-    t_sol = roofline(workload, gpu, sparse=sparse).t_sol
+    strict = flag("strict", strict)
+    r = roofline(workload, gpu, sparse=sparse)
+    t_sol = r.t_sol
     try:
         ratio = t_sol / seconds
     except ValueError:
         raise ShapeError(
             f"measured_seconds of shape {np.shape(seconds)} does not broadcast with the workload's shape {np.shape(t_sol)}"
         ) from None
-    return result(finite_result("measured_seconds", ratio, "it is too small to divide by"))
+    ratio = finite_result("measured_seconds", ratio, "it is too small to divide by")
+    below_bound("measured_seconds", seconds, t_sol, lambda: f"{r.workload!r} on {r.gpu}", strict)
+    return result(ratio)
 
 
 def _n_gpus(n_gpus: Any) -> Any:
@@ -299,17 +308,20 @@ def _n_gpus(n_gpus: Any) -> Any:
         raise MeasurementError(str(exc)) from None
 
 
-def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sparse: bool, executed: bool) -> Any:
-    """FLOPs / (matrix peak of ``dtype`` x seconds x n_gpus), shared by ``mfu`` and ``hfu``.
+def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sparse: bool, strict: bool,
+                 executed: bool) -> Any:
+    """FLOPs / (matrix peak of ``dtype`` x seconds x n_gpus), shared by ``mfu`` and ``hfu``, flagged above 1.
 
     A Workload whose matrix kernels all run in another precision than ``dtype`` is refused: an
-    fp8 workload measured against the bf16 peak would read as MFU 2.0.
+    fp8 workload measured against the bf16 peak would read as MFU 2.0. A Workload is also
+    flagged when ``seconds`` is below its T_SOL split ideally over ``n_gpus``.
     """
     precision = normalize(dtype, "dtype")
     g = as_gpu(gpu)
-    if isinstance(flops, Workload):
-        f = flops.executed_flops if executed else flops.flops
-        classes = {rate_class(k.precision) for k, _ in flops.counted if np.any(k.matrix_flops > 0)}
+    workload = flops if isinstance(flops, Workload) else None
+    if workload is not None:
+        f = workload.executed_flops if executed else workload.flops
+        classes = {rate_class(k.precision) for k, _ in workload.counted if np.any(k.matrix_flops > 0)}
         if classes and rate_class(precision) not in classes:
             raise OptionError(
                 f"dtype is {precision!r} but the workload's matrix kernels run in {', '.join(sorted(classes))}; "
@@ -319,31 +331,75 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
         f = positive("flops", flops)
     s = positive("seconds", seconds)
     n = _n_gpus(n_gpus)
+    strict = flag("strict", strict)
     peak = g.peak_flops(precision, "matrix", sparse=sparse)
-    return result(finite_result("seconds", f / (peak * s * n), "it is too small to divide by"))
+    try:
+        u = f / (peak * s * n)
+    except ValueError:
+        raise ShapeError(f"flops, seconds and n_gpus must broadcast together, got shapes {np.shape(f)}, "
+                         f"{np.shape(s)} and {np.shape(n)}") from None
+    u = finite_result("seconds", u, "it is too small to divide by")
+    name = "hfu" if executed else "mfu"
+    flagged = False
+    if workload is not None:
+        t_sol = roofline(workload, g, sparse=sparse).t_sol
+        try:
+            per_gpu = t_sol / n
+            np.broadcast_shapes(np.shape(per_gpu), np.shape(s))
+        except ValueError:
+            raise ShapeError(f"seconds of shape {np.shape(s)} and n_gpus of shape {np.shape(n)} do not broadcast "
+                             f"with the workload's shape {np.shape(t_sol)}") from None
+        flagged = below_bound("seconds", s, per_gpu, lambda: f"{workload.name!r} on {g.name}" + (
+            " split ideally over n_gpus" if np.any(np.asarray(n) != 1) else ""), strict, stacklevel=3)
+    if not flagged:  # one flag per impossible number: below T_SOL already says it
+        above_one(name, u, lambda: f"{'executed' if executed else 'model'} FLOPs / ({g.name} {'sparse' if sparse else 'dense'} "
+                  f"{precision} peak {peak / 1e12:g} TFLOP/s x seconds x n_gpus)", strict, stacklevel=3)
+    return result(u)
 
 
-def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
+def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
+        strict: bool = False) -> Any:
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
 
     ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``; its matrix
-    kernels must include ``dtype``'s precision).
+    kernels must include ``dtype``'s precision). Above 1 (or, for a Workload, ``seconds`` below
+    its T_SOL / n_gpus) is impossible: ``ImpossibleMeasurementWarning``, or with ``strict=True``
+    ``ImpossibleMeasurementError``.
     """
-    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, executed=False)
+    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, strict, executed=False)
 
 
-def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False) -> Any:
-    """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus)."""
-    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, executed=True)
+def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
+        strict: bool = False) -> Any:
+    """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus); flagged as ``mfu``."""
+    return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, strict, executed=True)
 
 
-def achieved_flops(workload: Workload, seconds: Any) -> Any:
-    """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``."""
-    rate = as_workload(workload).executed_flops / positive("seconds", seconds)
-    return result(finite_result("seconds", rate, "it is too small to divide by"))
+def _achieved(workload: Workload, seconds: Any, gpu: Any, strict: bool, figure: str) -> Any:
+    """``figure`` (executed_flops or bytes) of ``workload`` per measured second; below T_SOL on ``gpu`` flagged."""
+    w = as_workload(workload)
+    s = positive("seconds", seconds)
+    strict = flag("strict", strict)
+    try:
+        rate = getattr(w, figure) / s
+    except ValueError:
+        raise ShapeError(f"seconds of shape {np.shape(s)} does not broadcast with the workload's shape {w.shape}") from None
+    rate = finite_result("seconds", rate, "it is too small to divide by")
+    if gpu is not None:
+        r = roofline(w, gpu)
+        below_bound("seconds", s, r.t_sol, lambda: f"{r.workload!r} on {r.gpu}", strict, stacklevel=3)
+    return result(rate)
 
 
-def achieved_bandwidth(workload: Workload, seconds: Any) -> Any:
-    """DRAM bytes/s reached (compulsory bytes over the measured time)."""
-    rate = as_workload(workload).bytes / positive("seconds", seconds)
-    return result(finite_result("seconds", rate, "it is too small to divide by"))
+def achieved_flops(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
+    """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``.
+
+    With ``gpu``, a time below the workload's T_SOL there is flagged (``ImpossibleMeasurementWarning``;
+    ``strict=True`` raises); without it nothing can be checked.
+    """
+    return _achieved(workload, seconds, gpu, strict, "executed_flops")
+
+
+def achieved_bandwidth(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
+    """DRAM bytes/s reached (compulsory bytes over the measured time); ``gpu`` and ``strict`` as ``achieved_flops``."""
+    return _achieved(workload, seconds, gpu, strict, "bytes")

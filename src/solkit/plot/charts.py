@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 
 import numpy as np
 
-from .._validate import positive
+from .._impossible import below_bound
+from .._validate import flag, positive
 from ..errors import (
     ArgumentTypeError,
     MeasurementError,
@@ -265,8 +266,11 @@ class _Point:
     sol_fraction: Optional[float] = None
 
 
-def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping[str, Any]]) -> list[_Point]:
-    """The chart's points: (intensity, executed FLOPs / T_SOL) of each scalar workload, with its measured rate."""
+def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping[str, Any]], strict: bool) -> list[_Point]:
+    """The chart's points: (intensity, executed FLOPs / T_SOL) of each scalar workload, with its measured rate.
+
+    A measured time below the workload's T_SOL is flagged (a point above the roof: impossible).
+    """
     measured = dict(measured or {})
     unknown = [k for k in measured if k not in workloads]
     if unknown:
@@ -296,6 +300,7 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
                     f"measured[{label!r}] must be one number of seconds, got an array of shape {np.shape(seconds_arr)}"
                 )
             seconds = float(seconds_arr)
+            below_bound(f"measured[{label!r}]", seconds, t_sol, lambda: f"{w.name!r} on {gpu.name}", strict, stacklevel=3)
             p.measured_y = flops / seconds / TERA
             p.sol_fraction = t_sol / seconds
         points.append(p)
@@ -310,6 +315,7 @@ def roofline(
     ax: Optional["Axes"] = None,
     title: Optional[str] = None,
     show_measured_ceilings: bool = True,
+    strict: bool = False,
 ) -> "Figure":
     """A roofline chart of ``workloads`` on ``gpu``; returns the matplotlib Figure (never shows it).
 
@@ -319,7 +325,9 @@ def roofline(
     - ``gpu``: a GPU, name, alias or spec path (``UnknownGPUError`` if unknown).
     - ``precisions``: compute roofs to draw, each ``"bf16"`` (matrix unit), ``"fp32:vector"`` or
       ``("fp32", "vector")``; default: fp8 (if the part has it), bf16, tf32 matrix and fp32 vector.
-    - ``measured``: label -> measured seconds; adds the achieved point and the SOL fraction.
+    - ``measured``: label -> measured seconds; adds the achieved point and the SOL fraction. A
+      time below the workload's T_SOL (a point above its roof) is impossible: an
+      ``ImpossibleMeasurementWarning``, or with ``strict=True`` an ``ImpossibleMeasurementError``.
     - ``ax``: draw into these axes (their figure is returned); default: a new 9 x 6 in Figure at
       150 dpi, built without pyplot so it works headless.
     - ``show_measured_ceilings``: draw the spec's measured bf16 matmul rate and copy bandwidth.
@@ -335,7 +343,7 @@ def roofline(
     g = as_gpu(gpu)
     items = _labelled(workloads)
     roofs = _roof_specs(g, precisions)
-    points = _points(items, g, measured)
+    points = _points(items, g, measured, flag("strict", strict))
 
     if ax is None:
         fig = Figure(figsize=FIGSIZE, dpi=DPI)

@@ -1,0 +1,7 @@
+"""Adversarial cases: api (see adversarial.py)."""
+
+from __future__ import annotations
+
+from adversarial import Adv
+
+CASES: list[Adv] = []

@@ -1,0 +1,47 @@
+"""Adversarial suite (issue 10): bad and edge inputs across the API, spec files, caches and the CLI.
+
+Each case must end as declared (``adversarial.Adv``): the exact solkit error (also the right
+builtin, naming the argument), the flag of an impossible number, or simply working. The census
+prints the tally per category and fails on any foreign exception or warning, silent impossible
+number, wrong error or hang.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+import adversarial_api
+import adversarial_cli
+import adversarial_measure
+import adversarial_spec
+from adversarial import BAD_OUTCOMES, OUTCOMES, Adv, judge
+
+CASES: list[Adv] = [*adversarial_measure.CASES, *adversarial_spec.CASES, *adversarial_api.CASES, *adversarial_cli.CASES]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_adversarial_case(case: Adv):
+    """The input ends exactly as declared: its solkit error, its flag, or a plain result."""
+    outcome, detail = judge(case)
+    assert outcome not in BAD_OUTCOMES, f"{case.id}: {outcome}: {detail}"
+
+
+def test_adversarial_census():
+    """Tally every case by category and outcome; no foreign error, silent number, wrong error or hang."""
+    results = {c.id: judge(c) for c in CASES}
+    assert len(results) == len(CASES), "case ids must be unique"
+    tally: Counter[tuple[str, str]] = Counter((c.category, results[c.id][0]) for c in CASES)
+    categories = sorted({c.category for c in CASES})
+    width = max(len(c) for c in categories)
+    print(f"\n{'category':<{width}}  " + "  ".join(f"{o:>7}" for o in OUTCOMES))
+    for cat in categories:
+        print(f"{cat:<{width}}  " + "  ".join(f"{tally[cat, o]:>7}" for o in OUTCOMES))
+    totals = Counter(outcome for outcome, _ in results.values())
+    print(f"{'all':<{width}}  " + "  ".join(f"{totals[o]:>7}" for o in OUTCOMES))
+    bad = {cid: r for cid, r in results.items() if r[0] in BAD_OUTCOMES}
+    for cid, (outcome, detail) in bad.items():
+        print(f"  {outcome}: {cid}: {detail}")
+    assert len(CASES) >= 300
+    assert not bad, f"{len(bad)} cases ended badly: {sorted(bad)[:10]}"
