@@ -144,10 +144,14 @@ def test_wrong_encoding(tmp_path):
 
 
 def test_file_name_must_match(tmp_path):
-    """A spec found in a folder must be named after its 'name' field."""
+    """A spec in a folder must be named after its 'name' field: skipped with a warning, its error raised when asked for."""
+    from solkit.hardware import SpecFolderWarning
+
     _write(tmp_path, "other", _h200_data())
-    with pytest.raises(SpecError, match="is named 'other'"):
-        sk.list_gpus(spec_path=tmp_path)
+    with pytest.warns(SpecFolderWarning, match="skipped .*other.yaml"):
+        assert "other" not in sk.list_gpus(spec_path=tmp_path)
+    with pytest.raises(SpecError, match="field 'name' is 'h200-sxm' but the file is named 'other'.yaml"):
+        sk.load_gpu("other", spec_path=tmp_path)
 
 
 def test_shipped_specs_are_consistent():
@@ -158,25 +162,160 @@ def test_shipped_specs_are_consistent():
         assert consistency_issues(sk.load_gpu(name)) == [], name
 
 
-def test_sparse_bf16_entered_as_dense_warns(tmp_path):
-    """bf16 1979 'dense' on 132 SMs at 1980 MHz implies 7572 FLOP/clk/SM, Hopper does 4096: a warning."""
-    from solkit.errors import SpecConsistencyWarning
-
+def test_sparse_bf16_entered_as_dense_is_an_error(tmp_path):
+    """bf16 1979 'dense' on 132 SMs at 1980 MHz implies 7572 FLOP/clk/SM; Hopper does 4096: a SpecError, every load."""
     data = _h200_data()
     for p in data["peaks"]:
         if p["precision"] in ("bf16", "fp16") and p["unit"] == "matrix":
             p["tflops"] = 1979  # 1979e12 / (132 * 1.98e9) = 7572 FLOP/clock/SM
             p.pop("sparse_tflops", None)
-    with pytest.warns(SpecConsistencyWarning, match=r"implies 7572 FLOP/clock/SM .* hopper does 4096"):
+    path = _write(tmp_path, "h200-sxm", data)
+    for _ in range(2):  # the second load is refused too (a cached warning used to let it through)
+        with pytest.raises(SpecError, match=r"peaks.4.tflops': bf16 matrix peak 1979 TFLOP/s implies 7572 FLOP/clock/SM"
+                                            r" .* hopper does 4096"):
+            sk.load_gpu(path)
+
+
+def test_sparse_fp8_entered_as_dense_is_an_error(tmp_path):
+    """fp8 3958 'dense' implies 15144 FLOP/clk/SM; Hopper's fp8 does 2 x 4096 = 8192: a SpecError naming peaks.6.tflops."""
+    data = _h200_data()
+    fp8 = next(p for p in data["peaks"] if p["precision"] == "fp8")
+    fp8["tflops"], fp8["sparse_tflops"] = 3958, 7916  # 3958e12 / (132 * 1.98e9) = 15144
+    with pytest.raises(SpecError, match=r"peaks.6.tflops': fp8 matrix peak 3958 TFLOP/s implies 15144 FLOP/clock/SM"):
         sk.load_gpu(_write(tmp_path, "h200-sxm", data))
 
 
-def test_precision_ratio_check_warns(tmp_path):
-    """fp8 3958 'dense' against bf16 989.4 is 4.0x; Hopper's fp8 is 2x bf16: a warning."""
+def test_low_per_clock_rate_warns_every_load(tmp_path):
+    """bf16 494.7 (the tf32 figure) on a Hopper implies 1893 FLOP/clk/SM, under 0.7 x 4096: a warning, not an error."""
     from solkit.errors import SpecConsistencyWarning
 
     data = _h200_data()
+    del data["measured"]  # its bf16 ceiling (691.4) would exceed the new peak
+    bf16 = next(p for p in data["peaks"] if p["precision"] == "bf16" and p["unit"] == "matrix")
+    bf16["tflops"], bf16["sparse_tflops"] = 494.7, 989.4  # 494.7e12 / (132 * 1.98e9) = 1893
+    path = _write(tmp_path, "h200-sxm", data)
+    with pytest.warns(SpecConsistencyWarning, match=r"bf16 matrix peak 494.7 TFLOP/s implies 1893 FLOP/clock/SM"):
+        gpu = sk.load_gpu(path)
+    assert gpu.peak_flops("bf16") == 494.7e12
+
+
+def test_unknown_architecture_ratio_warns(tmp_path):
+    """An architecture without a per-clock rate: fp8 4 x bf16 (Hopper's ratio is 2) warns rather than refuses."""
+    from solkit.errors import SpecConsistencyWarning
+
+    data = _h200_data()
+    data["architecture"] = "hopper-next"
     fp8 = next(p for p in data["peaks"] if p["precision"] == "fp8")
-    fp8["tflops"], fp8["sparse_tflops"] = 3958, 7916
-    with pytest.warns(SpecConsistencyWarning, match=r"fp8 matrix peak 3958 is 4 x bf16"):
+    fp8["tflops"], fp8["sparse_tflops"] = 3957.6, 7915.2  # 4 x 989.4
+    with pytest.warns(SpecConsistencyWarning, match=r"fp8 matrix peak 3957.6 is 4 x bf16"):
         sk.load_gpu(_write(tmp_path, "h200-sxm", data))
+
+
+# ---- spec folders: the collision rule, stray files ------------------------------------------------
+
+
+def _renamed_h100(name: str, aliases: list[str]) -> dict:
+    data = yaml.safe_load((SHIPPED / "h100-sxm.yaml").read_text())
+    data.update(name=name, aliases=aliases)
+    return data
+
+
+def test_a_copy_keeping_a_shipped_alias_is_refused_naming_both_files(tmp_path):
+    """my-h100.yaml keeping aliases [h100]: 'h100' names two files, so it is refused naming both; each loads by name."""
+    from solkit.hardware import SpecFolderWarning
+
+    mine = _write(tmp_path, "my-h100", _renamed_h100("my-h100", ["h100"]))
+    with pytest.warns(SpecFolderWarning, match="both claim the name 'h100'"):
+        with pytest.raises(SpecError) as info:
+            sk.load_gpu("h100", spec_path=tmp_path)
+    assert str(mine) in str(info.value) and str(SHIPPED / "h100-sxm.yaml") in str(info.value)
+    assert sk.load_gpu("my-h100", spec_path=tmp_path).name == "my-h100"  # the index is built: no second warning
+    assert sk.load_gpu("h100-sxm5", spec_path=tmp_path).name == "h100-sxm"  # the shipped file's other alias
+
+
+def test_same_file_name_shadows_with_a_warning(tmp_path):
+    """A user h200-sxm.yaml replaces the shipped one, aliases included, and says so."""
+    from solkit.hardware import SpecFolderWarning
+
+    data = _h200_data()
+    data.update(full_name="My H200", aliases=["mine"])
+    _write(tmp_path, "h200-sxm", data)
+    with pytest.warns(SpecFolderWarning, match="shadows .*hardware_specs/h200-sxm.yaml"):
+        assert sk.load_gpu("mine", spec_path=tmp_path).full_name == "My H200"
+    with pytest.warns(SpecFolderWarning), pytest.raises(UnknownGPUError):
+        sk.load_gpu("h200", spec_path=tmp_path)  # the shipped alias went with the shadowed file
+
+
+def test_stray_files_do_not_break_the_good_specs(tmp_path):
+    """notes.yaml, a dangling symlink, a README and a subfolder: h200 loads; notes and ghost raise their own errors."""
+    import os
+
+    from solkit.hardware import SpecFolderWarning
+
+    (tmp_path / "notes.yaml").write_text("todo: benchmark the B200\n")
+    (tmp_path / "README.md").write_text("# my specs\n")
+    (tmp_path / "systems").mkdir()
+    os.symlink(tmp_path / "nowhere.yaml", tmp_path / "ghost.yaml")
+    with pytest.warns(SpecFolderWarning) as caught:
+        assert sk.load_gpu("h200", spec_path=tmp_path).name == "h200-sxm"
+    assert sorted(Path(str(w.message).split()[1]).name for w in caught) == ["ghost.yaml", "notes.yaml"]
+    with pytest.raises(SpecError, match="notes.yaml: not a GPU spec: none of its top-level keys \\(todo\\)"):
+        sk.load_gpu("notes", spec_path=tmp_path)
+    with pytest.raises(SpecError, match="ghost.yaml: no such spec file"):
+        sk.load_gpu("ghost", spec_path=tmp_path)
+
+
+# ---- the cache ---------------------------------------------------------------------------------
+
+
+def test_cached_load_is_one_stat_and_no_read(monkeypatch):
+    """A cached load_gpu('h200') costs one os.stat and opens no file."""
+    import os
+
+    from solkit.hardware import loader
+
+    sk.load_gpu("h200")
+    calls = []
+    real_stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda *a, **k: calls.append(a) or real_stat(*a, **k))
+    monkeypatch.setattr(loader, "open", lambda *a, **k: pytest.fail("opened a file"), raising=False)
+    assert sk.load_gpu("h200").name == "h200-sxm"
+    assert len(calls) == 1
+
+
+def test_a_racy_entry_is_checked_by_content(tmp_path, monkeypatch):
+    """A file rewritten within one ctime tick keeps its (inode, ctime, size) key; its fresh entry is compared by bytes."""
+    import os
+
+    from solkit.hardware import loader
+
+    path = _write(tmp_path, "h200-sxm", (SHIPPED / "h200-sxm.yaml").read_text())
+    first = os.stat(path)
+    assert sk.load_gpu(path).memory_bandwidth == 4.8e12
+    path.write_text((SHIPPED / "h200-sxm.yaml").read_text().replace("bandwidth_tb_s: 4.8 ", "bandwidth_tb_s: 5.8 ", 1))
+    monkeypatch.setattr(loader, "_stat", lambda p, what: first)  # the same key, as within a coarse ctime tick
+    assert sk.load_gpu(path).memory_bandwidth == 5.8e12
+
+
+def test_loaded_tables_are_read_only_and_picklable():
+    """A measured table refuses changes (TypeError) and the next load is unchanged; a GPU pickles."""
+    import pickle
+
+    gpu = sk.load_gpu("h200")
+    with pytest.raises(TypeError, match="read-only"):
+        gpu.measured.compute_efficiency["gemm"] = 2.0  # type: ignore[index]
+    with pytest.raises(SpecError, match="GPU.name is read-only"):
+        gpu.name = "x"  # type: ignore[misc]
+    assert sk.load_gpu("h200").measured.compute_efficiency["gemm"] == 1.0  # the H200 fit's gemm efficiency
+    assert pickle.loads(pickle.dumps(gpu)) == gpu
+
+
+def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
+    """A file over 1 MiB is refused from its stat alone (no read)."""
+    from solkit.hardware import loader
+
+    path = tmp_path / "big.yaml"
+    path.write_bytes(b"#" * (2**20 + 1))
+    monkeypatch.setattr(loader, "open", lambda *a, **k: pytest.fail("read an oversized file"), raising=False)
+    with pytest.raises(SpecError, match=r"over the 1,048,576-byte \(1 MiB\) limit .*: 1,048,577 bytes"):
+        sk.load_gpu(path)

@@ -21,6 +21,7 @@ __all__ = [
     "PerformanceWarning",
     "SpecConsistencyWarning",
     "ImpossibleMeasurementWarning",
+    "SpecFolderWarning",
 ]
 
 
@@ -100,3 +101,7 @@ class ImpossibleMeasurementWarning(SolkitWarning):
     causes: timing without ``torch.cuda.synchronize()``, data left in L2 between calls, a
     workload that does less than the kernel measured, or the wrong ``dtype``/``n_gpus``.
     """
+
+
+class SpecFolderWarning(SolkitWarning):
+    """A spec folder holds a file that was skipped (it does not load), that shadows another, or a name two files claim."""

@@ -39,7 +39,6 @@ from __future__ import annotations
 import html
 import math
 import warnings
-from types import MappingProxyType
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
@@ -50,7 +49,7 @@ from ._num import Num, any_, broadcast_to, ceil, maximum, not_, product, result,
 from ._validate import flag
 from .errors import PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
-from .hardware.parameters import PARAMETERS, Calibration
+from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import roofline
@@ -133,7 +132,7 @@ def _borrowed(g: "GPU") -> Calibration:
     source = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
               f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
               f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
-    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=MappingProxyType(rates),
+    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
                        copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None)
 
 

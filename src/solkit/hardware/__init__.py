@@ -8,12 +8,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from .loader import SPEC_PATH_ENV, as_gpu, clear_cache, list_gpus, load_gpu, load_spec_file, shipped_dir, spec_dirs
+from .loader import (
+    MAX_SPEC_BYTES,
+    MAX_SPEC_NODES,
+    SPEC_PATH_ENV,
+    SpecFolderWarning,
+    as_gpu,
+    clear_cache,
+    list_gpus,
+    load_gpu,
+    load_spec_file,
+    shipped_dir,
+    spec_dirs,
+)
 
 __all__ = [
     "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "PARAMETERS", "Parameter",
     "load_gpu", "list_gpus", "as_gpu", "load_spec_file", "spec_dirs", "shipped_dir", "clear_cache", "SPEC_PATH_ENV",
-    "consistency_issues",
+    "consistency_issues", "SpecFolderWarning", "MAX_SPEC_BYTES", "MAX_SPEC_NODES", "RANGES", "PEAK_RANGES",
 ]
 
 from .parameters import PARAMETERS, Calibration, Parameter
@@ -27,6 +39,10 @@ def __getattr__(name: str) -> Any:
         from . import schema
 
         return getattr(schema, name)
+    if name in ("RANGES", "PEAK_RANGES"):
+        from . import plausibility
+
+        return getattr(plausibility, name)
     if name == "consistency_issues":
         from .consistency import consistency_issues
 

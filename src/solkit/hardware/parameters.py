@@ -11,12 +11,44 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Union
 
-__all__ = ["Parameter", "PARAMETERS", "UNIT_FACTORS", "Calibration"]
+__all__ = ["Parameter", "PARAMETERS", "UNIT_FACTORS", "Calibration", "ReadOnlyTable"]
 
 TERA = 1e12
 
 #: unit suffix of a ``measured:`` key -> factor to SI ("" : a dimensionless number)
 UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "us": 1e-6, "": 1.0})
+
+
+class ReadOnlyTable(dict):  # type: ignore[type-arg]
+    """A table of a spec (per key or rate class), shared by every load: it refuses changes, yet copies and pickles.
+
+    A dict for C-speed lookups; every mutator raises ``TypeError``, as a tuple's would. (``MappingProxyType``
+    cannot be deep-copied or pickled, so a GPU holding one could not be sent to a worker process.)
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a spec's table is read-only (shared by every load_gpu); copy it with dict(table)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse  # type: ignore[assignment]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if self:  # dict.__init__ on a built table would add to it
+            self._refuse()
+        super().__init__(*args, **kwargs)
+
+    def __reduce__(self) -> Any:
+        return (ReadOnlyTable, (dict(self),))
+
+    def __copy__(self) -> "ReadOnlyTable":
+        return self
+
+    def __deepcopy__(self, memo: Any) -> "ReadOnlyTable":
+        return self
+
+    def __repr__(self) -> str:
+        return f"ReadOnlyTable({dict.__repr__(self)})"
 
 
 class Parameter(NamedTuple):

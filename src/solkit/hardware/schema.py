@@ -14,24 +14,31 @@ Unit rules (see ``hardware_specs/README.md``):
 The ``measured:`` section holds the predictor's parameters. Each has one name (``PARAMETERS``):
 the file spells it with its unit as a suffix (``launch_floor_us``), Python without it, in SI
 units (``Calibration.launch_floor``, seconds), converted once, at load.
+
+Every way of building a model (``GPU(...)``, ``GPU.model_validate``, ``..._json``, ``..._strings``)
+raises ``SpecError`` (a ValueError) naming the field, never pydantic's ValidationError; a ``GPU``
+is then checked across fields (``consistency.spec_issues``: plausible ranges, measured ceilings
+against the datasheet, per-clock rates). NB: ``model_copy(update=...)`` and ``model_construct``
+skip validation, as in pydantic; they are not a way to build a spec.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
-from types import MappingProxyType
-from typing import Annotated, Any, Literal, Mapping, Union
+import warnings
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError
 
 from .._validate import choice, flag
-from ..errors import UnknownSourceError, UnsupportedPrecisionError
+from ..errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownSourceError, UnsupportedPrecisionError
+from .consistency import spec_issues
 from ..precision import RATE_CLASSES, normalize, rate_class
-from .parameters import PARAMETERS, UNIT_FACTORS, Calibration, Parameter
+from .parameters import PARAMETERS, UNIT_FACTORS, Calibration, Parameter, ReadOnlyTable
 
 __all__ = [
     "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "Parameter", "PARAMETERS",
-    "UNIT_FACTORS",
+    "UNIT_FACTORS", "describe_validation",
 ]
 
 TERA = 1e12
@@ -51,7 +58,7 @@ Unit = Literal["matrix", "vector"]
 
 
 def _read_only(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
-    return MappingProxyType(dict(mapping))
+    return ReadOnlyTable(mapping)
 
 
 #: a table read from a file, handed out read-only (a caller cannot change the cached spec)
@@ -61,20 +68,110 @@ RateTable = Annotated[Mapping[RateClass, Figure], AfterValidator(_read_only)]
 TextTable = Annotated[Mapping[str, str], AfterValidator(_read_only)]
 
 
-class Source(BaseModel):
-    """A document a figure comes from."""
+# ---- building a model: SpecError, never pydantic's ValidationError -----------------------------
+
+
+def describe_validation(where: str, err: ValidationError) -> str:
+    """``where: field 'a.b': problem (got value); ...``: one line per problem pydantic found."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
+        got = e.get("input")
+        shown = "" if isinstance(got, (dict, list, tuple)) or e["type"] == "missing" else f" (got {got!r})"
+        lines.append(f"field '{loc}': {e['msg']}{shown}")
+    return f"{where}: " + "; ".join(lines)
+
+
+_M = TypeVar("_M", bound="_SpecModel")
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pydantic._internal._model_construction import ModelMetaclass as _PydanticMeta
+else:
+    _PydanticMeta = type(BaseModel)  # pydantic's metaclass, reached at run time without its private module
+
+
+class _SpecMeta(_PydanticMeta):
+    """Calling a spec model (``GPU(...)``) raises ``SpecError`` instead of pydantic's ValidationError."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args:
+            raise ArgumentTypeError(f"{cls.__name__}(...) takes its fields as keywords (name=..., chip=...), "
+                                    f"got {len(args)} positional argument(s); a file loads with solkit.load_gpu(path)")
+        try:
+            model = super().__call__(*args, **kwargs)
+        except ValidationError as exc:
+            raise SpecError(describe_validation(cls.__name__, exc)) from None
+        return model._checked(None)
+
+
+class _SpecModel(BaseModel, metaclass=_SpecMeta):
+    """A frozen, strict model of file data whose every constructor raises ``SpecError`` naming the field.
+
+    ``model_validate`` takes ``context={"spec_file": path}``: the messages then start with the file.
+    """
 
     model_config = _FROZEN
+
+    @classmethod
+    def _where(cls, context: Any) -> str:
+        path = context.get("spec_file") if isinstance(context, dict) else None
+        return str(path) if path else cls.__name__
+
+    @classmethod
+    def model_validate(cls: type[_M], obj: Any, **kwargs: Any) -> _M:
+        """Validate ``obj`` (a mapping); a problem is a ``SpecError`` naming the field."""
+        try:
+            model = super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise SpecError(describe_validation(cls._where(kwargs.get("context")), exc)) from None
+        return model._checked(kwargs.get("context"))
+
+    @classmethod
+    def model_validate_json(cls: type[_M], json_data: Any, **kwargs: Any) -> _M:
+        """Validate JSON text; a problem is a ``SpecError`` naming the field."""
+        try:
+            model = super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            raise SpecError(describe_validation(cls._where(kwargs.get("context")), exc)) from None
+        return model._checked(kwargs.get("context"))
+
+    @classmethod
+    def model_validate_strings(cls: type[_M], obj: Any, **kwargs: Any) -> _M:
+        """Validate a mapping of strings; a problem is a ``SpecError`` naming the field."""
+        try:
+            model = super().model_validate_strings(obj, **kwargs)
+        except ValidationError as exc:
+            raise SpecError(describe_validation(cls._where(kwargs.get("context")), exc)) from None
+        return model._checked(kwargs.get("context"))
+
+    def _checked(self: _M, context: Any) -> _M:
+        """Checks across fields after validation (none but the GPU's)."""
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):  # private attributes: the loader records the file
+            super().__setattr__(name, value)
+            return
+        raise SpecError(f"{type(self).__name__}.{name} is read-only: specs are shared by every load_gpu(); "
+                        "build another with model_copy(update=...) or from a changed file")
+
+    def __delattr__(self, name: str) -> None:
+        raise SpecError(f"{type(self).__name__}.{name} is read-only: specs are shared by every load_gpu()")
+
+
+class Source(_SpecModel):
+    """A document a figure comes from."""
+
     id: str = Field(min_length=1)
     title: str = Field(min_length=1)
     url: str = Field(pattern=r"^https?://")
     preliminary: Flag = False
 
 
-class Chip(BaseModel):
+class Chip(_SpecModel):
     """Compute units, clock, L2 and power."""
 
-    model_config = _FROZEN
     compute_units: Count
     compute_unit_name: Literal["SM", "CU"]
     boost_clock_mhz: Figure
@@ -83,20 +180,18 @@ class Chip(BaseModel):
     source: str
 
 
-class Memory(BaseModel):
+class Memory(_SpecModel):
     """Device memory: type, capacity and datasheet bandwidth."""
 
-    model_config = _FROZEN
     type: str
     capacity_gb: Figure
     bandwidth_tb_s: Figure
     source: str
 
 
-class Interconnect(BaseModel):
+class Interconnect(_SpecModel):
     """GPU-to-GPU link and host link (bidirectional totals per GPU)."""
 
-    model_config = _FROZEN
     name: str
     bandwidth_gb_s: Union[Figure, None]
     pcie: str
@@ -104,10 +199,9 @@ class Interconnect(BaseModel):
     source: str
 
 
-class Peak(BaseModel):
+class Peak(_SpecModel):
     """One datasheet peak: precision, unit, dense TFLOP/s (TOPS for int8), optional stated sparse figure."""
 
-    model_config = _FROZEN
     precision: RateClass
     unit: Unit
     tflops: Figure
@@ -116,7 +210,7 @@ class Peak(BaseModel):
     note: Union[str, None] = None
 
 
-class Measured(BaseModel):
+class Measured(_SpecModel):
     """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
 
     Its keys are ``PARAMETERS``' file keys plus where they come from: ``date``, ``method``,
@@ -125,7 +219,6 @@ class Measured(BaseModel):
     where they are used (``solkit.prediction.calibration``).
     """
 
-    model_config = _FROZEN
     date: _dt.date
     method: str
     stack: TextTable
@@ -149,7 +242,7 @@ class Measured(BaseModel):
             raw = getattr(self, p.file_key)
             factor = UNIT_FACTORS[p.unit]
             if p.keyed:
-                values[p.name] = MappingProxyType({k: v * factor for k, v in raw.items()})
+                values[p.name] = ReadOnlyTable({k: v * factor for k, v in raw.items()})
             elif raw is None or raw == "inf":
                 values[p.name] = float("inf") if raw == "inf" else None
             else:
@@ -160,10 +253,9 @@ class Measured(BaseModel):
 # ---- the GPU ---------------------------------------------------------------------------------
 
 
-class GPU(BaseModel):
+class GPU(_SpecModel):
     """One GPU SKU. Figures in the file's human units; accessors return SI units."""
 
-    model_config = _FROZEN
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
     full_name: str
     vendor: Literal["nvidia", "amd"]
@@ -184,29 +276,16 @@ class GPU(BaseModel):
     #: the file the spec came from ("" when built in Python)
     _path: str = PrivateAttr(default="")
 
-    @model_validator(mode="after")
-    def _check_references(self) -> "GPU":
-        ids = [s.id for s in self.sources]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"sources: duplicate id in {ids}")
-        cited = {"chip": self.chip.source, "memory": self.memory.source, "interconnect": self.interconnect.source}
-        cited.update({f"peaks[{i}]": p.source for i, p in enumerate(self.peaks)})
-        for where, sid in cited.items():
-            if sid not in ids:
-                raise ValueError(f"{where}.source: {sid!r} is not one of the listed sources {ids}")
-        seen: set[tuple[str, str]] = set()
-        for i, p in enumerate(self.peaks):
-            key = (p.precision, p.unit)
-            if key in seen:
-                raise ValueError(f"peaks[{i}]: {p.precision} {p.unit} is listed twice")
-            seen.add(key)
-            if p.sparse_tflops is not None and not self.structured_sparsity:
-                raise ValueError(f"peaks[{i}].sparse_tflops: given, but structured_sparsity is false")
-            if p.sparse_tflops is not None and p.sparse_tflops < p.tflops:
-                raise ValueError(
-                    f"peaks[{i}]: sparse_tflops {p.sparse_tflops} is below the dense tflops {p.tflops};"
-                    " was a sparse figure entered as dense?"
-                )
+    def _checked(self, context: Any) -> "GPU":
+        """Refuse a spec whose figures are implausible or contradict each other; warn on the odd ones."""
+        issues = spec_issues(self)
+        if not issues:
+            return self
+        where = self._where(context) if context else f"GPU {self.name!r}"
+        errors = [str(i) for i in issues if i.error]
+        if errors:
+            raise SpecError(f"{where}: " + "; ".join(errors))
+        warnings.warn(f"{where}: " + "; ".join(str(i) for i in issues), SpecConsistencyWarning, stacklevel=4)
         return self
 
     # ---- SI accessors -------------------------------------------------------------------
