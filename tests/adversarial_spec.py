@@ -204,7 +204,7 @@ add("spec-measured: bf16 rate equal to its peak", _load("measured rate equal",
                                                         _edited((("measured", "matmul_rate_tflops", "bf16"), 989.4))), None)
 add("spec-measured: a rate for fp4, which Hopper lacks",
     _load("measured fp4", _edited((("measured", "matmul_rate_tflops", "fp4"), 100.0))),
-    SpecError, "measured.matmul_rate_tflops.fp4", "no fp4 peak")
+    SpecError, "measured.matmul_rate_tflops.fp4", "no dense fp4 matrix figure")
 
 #: (field path, value, expected, a text the message names); reasoning in each comment
 MEASURED: list[tuple[tuple, Any, Optional[type], str]] = [

@@ -132,3 +132,85 @@ def test_module_and_console_script():
 def test_parse_value(text, value):
     """Command-line values become ints, floats, bools, None, pairs or strings."""
     assert parse_value(text) == value
+
+
+def test_impossible_mfu_prints_the_result_warns_and_exits_1(capsys):
+    """1e15 FLOP in 1 s on one H200 is MFU 1e15 / 989.4e12 = 1.0107 > 1: printed, one warning line, exit 1."""
+    code, out, err = run(capsys, "mfu", "--flops", "1e15", "--seconds", "1", "--gpu", "h200")
+    assert code == 1
+    assert out.startswith("MFU 101.07%")
+    assert err.startswith("warning: mfu = 1.011 is above 1") and err.count("\n") == 1
+    code, out, err = run(capsys, "mfu", "--flops", "989.4e12", "--seconds", "1", "--gpu", "h200")
+    assert (code, err) == (0, "") and out.startswith("MFU 100.00%")  # exactly the peak is possible
+
+
+def test_plot_out_reports_the_exact_file(capsys, tmp_path):
+    """--out without a suffix writes NAME.png and says so; a folder or an unknown suffix is one error line, exit 2."""
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "plot", "--gpu", "h200", "--out", str(tmp_path / "roof"))
+    assert (code, err) == (0, "")
+    assert out == f"wrote {tmp_path / 'roof.png'}\n" and (tmp_path / "roof.png").stat().st_size > 10_000
+    assert not (tmp_path / "roof").exists()
+    for target, says in ((tmp_path, "is a folder"), (tmp_path / "r.xyz", "allowed extensions: .avif, .eps")):
+        code, out, err = run(capsys, "plot", "--gpu", "h200", "--out", str(target))
+        assert code == 2 and out == "" and err.startswith("solkit: error: --out: path ") and says in err
+        assert err.count("\n") == 1
+
+
+def test_repeated_and_empty_parameter_names(capsys):
+    """--m twice and --=5 are mistakes, not silently the last value."""
+    for argv, says in ((["--m", "8", "--m", "16"], "--m is given twice"), (["--m", "8", "--=5"], "got '--=5'")):
+        code, out, err = run(capsys, "op", "matmul", "--n", "8", "--k", "8", *argv)
+        assert code == 2 and says in err and out == ""
+
+
+def test_help_returns_0(capsys):
+    """--help prints the usage and returns 0 from main() (no SystemExit leaks to a caller)."""
+    code, out, _ = run(capsys, "op", "--help")
+    assert code == 0 and out.startswith("usage: solkit op")
+
+
+def _solkit(*argv: str, python_flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *python_flags, "-m", "solkit", *argv], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["op", "matmul", "--m", "1e300", "--n", "1e300", "--k", "8"], "matmul: m=1e+300, n=1e+300, k=8, batch=1 is too large"),
+    (["op", "matmul", "--m", "1" + "0" * 400, "--n", "8", "--k", "8"], "m must be a positive integer that float64 can hold"),
+    (["mfu", "--flops", "1e15", "--seconds", "1e-320", "--gpu", "h200"], "seconds gives a non-finite result"),
+    (["plot", "--gpu", "h200", "--out", "/proc/solkit-no/roof.png"], "cannot create its folder '/proc/solkit-no'"),
+])
+def test_subprocess_bad_input_is_one_line_without_traceback(argv, says):
+    """A real `python -W error -m solkit`: one line on stderr, exit 2, even with warnings turned into errors."""
+    proc = _solkit(*argv, python_flags=("-W", "error"))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("solkit: error: ") and proc.stderr.count("\n") == 1 and says in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_subprocess_impossible_measurement_is_a_warning_line_and_exit_1():
+    """A real run: the result on stdout, `warning: ...` on stderr (not Python's file:line warning format), exit 1."""
+    proc = _solkit("mfu", "--flops", "1e15", "--seconds", "1", "--gpu", "h200")
+    assert proc.returncode == 1
+    assert proc.stdout.startswith("MFU 101.07%")  # 1e15 / 989.4e12 = 1.0107
+    assert proc.stderr.startswith("warning: mfu = 1.011 is above 1") and proc.stderr.count("\n") == 1
+    assert "ImpossibleMeasurementWarning" not in proc.stderr and "cli.py" not in proc.stderr
+
+
+def test_subprocess_plot_prints_the_exact_path(tmp_path):
+    """A real run of plot --out NAME: the file written is NAME.png and the command prints that path."""
+    pytest.importorskip("matplotlib")
+    proc = _solkit("plot", "--gpu", "a100", "--out", str(tmp_path / "roof"))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout == f"wrote {tmp_path / 'roof.png'}\n" and (tmp_path / "roof.png").is_file()
+
+
+def test_subprocess_closed_pipe_is_quiet():
+    """`solkit gpus | true`: the reader is gone before solkit writes (plain Python prints a BrokenPipeError traceback)."""
+    proc = subprocess.Popen([sys.executable, "-m", "solkit", "gpus"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before solkit has even imported: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert err == ""

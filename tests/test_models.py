@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
 import pytest
 
 import solkit as sk
 from solkit import models, ops
-from solkit.errors import OptionError
+from solkit.errors import ArgumentTypeError, OptionError, ShapeError
 
 T = 8192  # tokens: batch 1 x seq 8192
 
@@ -92,9 +95,78 @@ def test_models_feed_the_rest_of_the_library():
 
 def test_bad_model_arguments():
     """Unknown preset, unknown MLP, fused_norm with RMSNorm: errors naming the argument."""
-    with pytest.raises(OptionError, match="preset must be one of"):
+    with pytest.raises(OptionError, match="preset name must be one of"):
         models.preset("gpt-5")
     with pytest.raises(OptionError, match="mlp must be one of 'swiglu', 'gelu'"):
         models.decoder_layer(1, 128, 768, 12, mlp="relu2")
     with pytest.raises(OptionError, match="fused_norm=True needs norm='layernorm'"):
         models.decoder_layer(1, 128, 768, 12, fused_norm=True)
+
+
+@pytest.mark.parametrize("call, keyword", [
+    (lambda: models.transformer(2, 1000, 1, 128, 512, 8, foo=1), "foo"),
+    (lambda: models.preset("llama3-8b", attn="flash"), "attn"),
+    (lambda: models.decoder_layer(1, 128, 512, 8, ffm=2048), "ffm"),
+    (lambda: models.resnet50(1, layouts="nhwc"), "layouts"),
+    (lambda: models.training_step(ops.matmul(8, 8, 8), optimizer="adamw"), "optimizer"),
+    (lambda: models.backward(ops.matmul(8, 8, 8), dp=2), "dp"),
+    (lambda: ops.matmul(8, 8, 8, epiloge="gelu"), "epiloge"),
+])
+def test_unknown_keywords_are_argument_type_errors(call, keyword):
+    """A misspelt keyword is an ArgumentTypeError (a TypeError) naming it and listing what the function takes."""
+    with pytest.raises(ArgumentTypeError, match=f"unexpected keyword argument '{keyword}'; it takes: "):
+        call()
+
+
+def test_missing_and_repeated_arguments_are_argument_type_errors():
+    """Python's own call errors become solkit's: a missing argument and one given twice are named."""
+    with pytest.raises(ArgumentTypeError, match=r"transformer\(\): missing a required argument: 'heads'"):
+        models.transformer(2, 1000, 1, 128, 512)
+    with pytest.raises(ArgumentTypeError, match=r"matmul\(\): multiple values for argument 'm'"):
+        ops.matmul(8, 8, 8, m=8)
+    assert models.transformer.__name__ == "transformer" and "layers" in str(inspect.signature(models.transformer))
+
+
+@pytest.mark.parametrize("layers, error, says", [
+    ([1, 2], ArgumentTypeError, "layers must be one positive integer .* got a list of 2 values"),
+    (np.array([1, 2]), ArgumentTypeError, "got an array of 2 values"),
+    (True, ArgumentTypeError, "layers must be a number, got the bool True"),
+    (0, ShapeError, "layers must be a positive integer, got 0"),
+    (2.5, ShapeError, "layers must be a positive integer, got 2.5"),
+    (10**16, ShapeError, "layers=10,000,000,000,000,000 is too many: count must keep the workload at most "
+                         "9,007,199,254,740,992 launches"),
+])
+def test_layer_counts(layers, error, says):
+    """layers is one integer in [1, 2**53 / kernels per layer]: 10 kernels x 10**16 layers = 1e17 launches > 2**53."""
+    with pytest.raises(error, match=says):
+        models.transformer(layers, 1000, 1, 128, 512, 8)
+
+
+def test_layer_count_spellings_agree():
+    """2, 2.0, np.int64(2) and a 0-d array are the same count: the same T_SOL."""
+    t = [sk.roofline(models.transformer(n, 1000, 1, 128, 512, 8), "h200").t_sol
+         for n in (2, 2.0, np.int64(2), np.array(2))]
+    assert t[0] == t[1] == t[2] == t[3] and type(t[3]) is float
+
+
+def test_model_arguments_must_broadcast():
+    """Sweeps over batch (2,) and seq (3,) do not broadcast: a ShapeError naming both; (2, 1) and (3,) make (2, 3)."""
+    with pytest.raises(ShapeError, match=r"do not broadcast together: batch \(2,\), seq \(3,\)"):
+        models.transformer(2, 1000, [1, 2], [128, 256, 512], 512, 8)
+    with pytest.raises(ShapeError, match=r"do not broadcast together: batch \(2,\), image \(3,\)"):
+        models.resnet50([1, 2], image=[224, 112, 56])
+    w = models.transformer(2, 1000, [[1], [2]], [128, 256, 512], 512, 8)
+    assert w.shape == (2, 3)
+    one = models.transformer(2, 1000, 2, 512, 512, 8)
+    assert w.flops[1, 2] == one.flops  # batch 2, seq 512
+
+
+def test_model_overflow_names_the_model_arguments():
+    """A model whose figures leave float64 is refused naming its own arguments, not only an inner op's."""
+    with pytest.raises(ShapeError, match=r"decoder_layer\(batch=1, seq=1e\+300, .*\) is too large for float64"):
+        models.preset("llama3-8b", seq=10**300)
+    # 2 * 1 * 1e306 * 1000 = 2e309 > 1.8e308: refused before any op counts it
+    with pytest.raises(ShapeError, match=r"2 \* batch \* seq \* vocab must stay below 1.8e308"):
+        models.transformer(2, 1000, np.array([1.0, 1e306]), 1, 512, 8)
+    with pytest.raises(ShapeError, match=r"batch \* image\*\*2 \* 2048 must stay below 1.8e308"):
+        models.resnet50(10**306)

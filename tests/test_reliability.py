@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import solkit as sk
-from solkit import ops
-from solkit.errors import SolkitError
+from solkit import models, ops
+from solkit.errors import MeasurementError, ShapeError, SolkitError
 
 H200 = sk.load_gpu("h200")
 W = ops.matmul(64, 32, 16)
@@ -432,27 +432,27 @@ def test_cubic_gemm_at_2_pow_21_does_not_wrap():
     assert ops.matmul(big, big, big).flops[0] == pytest.approx(2 * (2**31 - 1) ** 3, rel=1e-15)
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy reports the overflow
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy may not report the overflow: solkit refuses it first
 @pytest.mark.parametrize(
-    "make",
+    "make, names",
     [
-        pytest.param(lambda: ops.matmul(1e200, 1e200, 1e200), id="matmul(1e200,1e200,1e200)"),
-        pytest.param(lambda: ops.copy(1e308), id="copy(1e308)"),
+        pytest.param(lambda: ops.matmul(1e200, 1e200, 1e200), ("m=1e+200", "n=1e+200", "k=1e+200"),
+                     id="matmul(1e200,1e200,1e200)"),
+        pytest.param(lambda: ops.copy(1e308), ("elements=1e+308",), id="copy(1e308)"),
+        pytest.param(lambda: ops.matmul(np.array([8.0, 1e200]), 1e200, 1e200), ("m=1e+200",), id="matmul sweep"),
+        pytest.param(lambda: ops.layernorm(np.array([1.0, 1e306]), 1000), ("tokens=1e+306",), id="layernorm sweep"),
     ],
 )
-def test_overflowing_shapes_are_refused_or_finite(make):
-    """A shape whose FLOPs or bytes overflow float64 is a ShapeError, never an inf or a nan figure."""
+def test_overflowing_shapes_are_refused(make, names):
+    """A shape whose FLOPs or bytes overflow float64 is a ShapeError naming its dimensions, never an inf figure."""
     # matmul(1e200, 1e200, 1e200): 2*1e600 overflows float64; copy(1e308): bytes 2*1e308*2 = 4e308 > 1.8e308
-    try:
-        w = make()
-    except SolkitError as exc:
-        assert isinstance(exc, ValueError)
-        return
-    for figure in (w.flops, w.executed_flops, w.bytes):
-        assert np.all(np.isfinite(figure))
+    with pytest.raises(ShapeError, match="is too large") as info:
+        make()
+    for name in names:
+        assert name in str(info.value)
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # numpy reports the overflow
+@pytest.mark.filterwarnings("error::RuntimeWarning")
 @pytest.mark.parametrize(
     "make",
     [
@@ -460,26 +460,38 @@ def test_overflowing_shapes_are_refused_or_finite(make):
         pytest.param(lambda: sk.sol_fraction(W, H200, 5e-324), id="sol_fraction(5e-324 s)"),
     ],
 )
-def test_tiny_seconds_are_refused_or_finite(make):
-    """mfu = 1e12 / (989.4e12 * 5e-324) = 2e311 overflows: expected a MeasurementError or a finite ratio, not inf."""
-    try:
-        value = make()
-    except SolkitError as exc:
-        assert isinstance(exc, ValueError) and "seconds" in str(exc)
-        return
-    assert math.isfinite(value)
+def test_tiny_seconds_are_refused(make):
+    """mfu = 1e12 / (989.4e12 * 5e-324) = 2e311 overflows: a MeasurementError naming seconds, not inf."""
+    with pytest.raises(MeasurementError) as info:
+        make()
+    assert "seconds" in str(info.value)
 
 
 def test_python_int_beyond_int64():
-    """m = 2**64 is a positive integer: FLOPs 2*2**64*8*8 = 2**71, or a ShapeError (ValueError) saying it is too large."""
-    # 2**64 does not fit int64: a plain Python int, converted to float64 exactly (2**64 is a power of two)
-    try:
-        w = ops.matmul(2**64, 8, 8)
-    except SolkitError as exc:
-        assert isinstance(exc, ValueError) and not isinstance(exc, TypeError), str(exc)
-        assert _word("m").search(str(exc))
-        return
-    assert w.flops == 2.0**71
+    """m = 2**64 does not fit int64: float64 holds it exactly (a power of two), FLOPs 2*2**64*8*8 = 2**71."""
+    assert ops.matmul(2**64, 8, 8).flops == 2.0**71
+    assert ops.matmul([2**64, 2**65], 8, 8).flops.tolist() == [2.0**71, 2.0**72]  # an object array of big ints
+
+
+def test_integers_beyond_float64_are_shape_errors():
+    """10**400 is an integer no float64 holds: a ShapeError naming the argument, scalar, list or object array."""
+    for value in (10**400, [10**400], [1.0, 10**400], np.array([10**400], dtype=object)):
+        with pytest.raises(ShapeError, match="^m must .*float64 can hold"):
+            ops.matmul(value, 8, 8)
+
+
+def test_layer_count_typos_stay_cheap():
+    """10**12 layers hold one layer with a count: roofline and predict visit the same distinct kernels as 1 layer."""
+    one = models.transformer(1, 1000, 1, 128, 512, 8)
+    typo = models.transformer(10**12, 1000, 1, 128, 512, 8)
+    assert [k.name for k, _ in typo.counted] == [k.name for k, _ in one.counted]  # 13 distinct kernels either way
+    assert [n for _, n in typo.counted] == [1] + [10**12] * 10 + [1, 1]  # embedding, 10 per layer, norm, head
+    assert len(sk.roofline(typo, H200).kernels) == len(sk.predict(typo, H200, warn=False).kernels) == 13
+    layer = sk.roofline(models.decoder_layer(1, 128, 512, 8), H200).t_sol
+    # T(10**12 layers) - T(1 layer) = (10**12 - 1) x T(layer)
+    assert sk.roofline(typo, H200).t_sol - sk.roofline(one, H200).t_sol == pytest.approx((10**12 - 1) * layer, rel=1e-9)
+    with pytest.raises(ShapeError, match="layers=100,000,000,000,000,000,000 is too many"):
+        models.transformer(10**20, 1000, 1, 128, 512, 8)  # 10 x 1e20 launches > 2**53
 
 
 # =========================================================================================

@@ -263,7 +263,7 @@ def _with_measured(**changes: Any) -> dict[str, Any]:
          "field 'measured.matmul_rate_tflops.fp32': 68 TFLOP/s is above the datasheet's dense fp32 vector peak "
          "(peaks.2.tflops) 67 TFLOP/s"),
         ({"matmul_rate_tflops": {"fp4": 100.0}},  # Hopper has no fp4
-         "field 'measured.matmul_rate_tflops.fp4': 100 TFLOP/s measured, but the spec lists no fp4 peak"),
+         "field 'measured.matmul_rate_tflops.fp4': 100 TFLOP/s measured, but peaks lists no dense fp4 matrix figure"),
         ({"copy_bandwidth_tb_s": 4271}, "field 'measured.copy_bandwidth_tb_s': 4271 TB/s is above the datasheet's "
                                         "memory bandwidth (memory.bandwidth_tb_s) 4.8 TB/s"),
         ({"read_bandwidth_tb_s": 4.9}, "field 'measured.read_bandwidth_tb_s': 4.9 TB/s is above"),

@@ -39,16 +39,25 @@ def test_kernel_rules():
     assert Kernel("mine", "gemm", "bf16", matrix_flops=10.0, vector_flops=2.0, model_flops=12.0).flops == 12.0
     with pytest.raises(ShapeError, match="model_flops must not exceed"):
         Kernel("mine", "gemm", "bf16", matrix_flops=np.array([10.0, 1.0]), model_flops=np.array([10.0, 2.0]))
-    with pytest.raises(ShapeError, match="launches must be at least 1, got 0.5"):
+    with pytest.raises(ShapeError, match="launches must be a whole number >= 1, got 0.5"):
         Kernel("mine", "im2col", "bf16", bytes_read=1.0, launches=0.5)
-    with pytest.raises(ShapeError, match="launches must be at least 1"):
+    with pytest.raises(ShapeError, match="launches must be a whole number >= 1, got 2.5"):
+        Kernel("mine", "im2col", "bf16", bytes_read=1.0, launches=2.5)
+    with pytest.raises(ShapeError, match="launches must be a whole number >= 1"):
         Kernel("mine", "im2col", "bf16", bytes_read=1.0, launches=np.array([1.0, 0.0]))
+    with pytest.raises(ShapeError, match="launches must be a whole number >= 1"):
+        Kernel("mine", "im2col", "bf16", bytes_read=1.0, launches=np.array([1.0, 1.5]))
+    assert Kernel("mine", "im2col", "bf16", bytes_read=1.0, launches=np.array([1.0, 8.0])).launches.tolist() == [1, 8]
     with pytest.raises(ShapeError, match=r"do not broadcast together \(matrix_flops \(2,\), vector_flops \(\), bytes_read \(3,\)"):
         Kernel("mine", "gemm", "bf16", matrix_flops=np.ones(2), bytes_read=np.ones(3))
     with pytest.raises(ArgumentTypeError, match="name must be a non-empty string, got ''"):
         Kernel("", "gemm", "bf16")
     with pytest.raises(OptionError, match="kind must be one of gemm, conv, .*, got 'tensor'"):
         Kernel("mine", "tensor", "bf16")
+    with pytest.raises(ArgumentTypeError, match=r"kind must be one of gemm, .*, got \['gemm'\]"):
+        Kernel("mine", ["gemm"], "bf16")
+    with pytest.raises(ArgumentTypeError, match="gemm must be a solkit.workload.Gemm or None, got 5"):
+        Kernel("mine", "gemm", "bf16", gemm=5)
     with pytest.raises(ArgumentTypeError, match="op must be a string"):
         Kernel("mine", "gemm", "bf16", op=3)
     k = Kernel("mine", "gemm", "bfloat16", matrix_flops=3, bytes_read=1, vector_precision="float16")
@@ -84,11 +93,53 @@ def test_workload_parts_counts_and_sums():
     assert model.name == "model" and model.parts[0][1] == 1 and model.parts[0][0].name == "layers"
 
 
-@pytest.mark.parametrize("count", [0, -1, 1.5, True, "2", None])
-def test_repeat_counts_must_be_positive_integers(count):
-    """repeat(count) takes a positive int (numpy ints too), anything else is a ShapeError naming count."""
-    with pytest.raises(ShapeError, match=f"count must be a positive integer, got {count!r}"):
+@pytest.mark.parametrize("count, error", [(0, ShapeError), (-1, ShapeError), (1.5, ShapeError), (2.0, ShapeError),
+                                          (True, ArgumentTypeError), ("2", ArgumentTypeError), (None, ArgumentTypeError)])
+def test_repeat_counts_must_be_positive_integers(count, error):
+    """repeat(count) takes a positive int (numpy ints too): a bad number is a ShapeError, a non-number a type error."""
+    with pytest.raises(error, match=f"count must be a positive integer, got {count!r}"):
         Workload("w", (_k("a"),)).repeat(count)
+
+
+def test_repeat_cap_and_overflow():
+    """At most 2**53 launches in all; a count whose totals leave float64 is refused naming count; 10**12 is fine."""
+    w = Workload("w", (_k("a", 2.0, 8.0), _k("b", 2.0, 8.0)))  # 2 launches per repeat
+    assert len(w.repeat(2**52)) == 2**53  # 2 * 2**52 = 9,007,199,254,740,992: exactly the cap
+    with pytest.raises(ShapeError, match="count must keep the workload at most 9,007,199,254,740,992 launches"):
+        w.repeat(2**52 + 1)
+    with pytest.raises(ShapeError, match="count must keep"):
+        w.repeat(10**400)
+    big = Workload("big", (Kernel("k", "copy", "bf16", bytes_read=1e300),))
+    with pytest.raises(ShapeError, match="count: the workload's bytes_read is beyond float64"):
+        big.repeat(10**9)  # 1e300 * 1e9 = 1e309 > 1.8e308
+    assert w.repeat(10**12).flops == 4e12  # (2 + 2) FLOPs x 10**12
+
+
+def test_kernels_lists_at_most_ten_million_launches():
+    """w.kernels builds one entry per launch: beyond 10**7 it is refused, naming counted and len."""
+    w = Workload("w", (_k("a"),))
+    assert len(w.repeat(10**7).kernels) == 10**7
+    with pytest.raises(ShapeError, match=r"kernels would list 10,000,001 launches.*w\.counted.*len\(w\)"):
+        w.repeat(10**7 + 1).kernels
+
+
+def test_chain_shapes_must_broadcast():
+    """chain of a (2,) sweep and a (3,) sweep is a ShapeError naming both shapes; (2,) with (3, 1) broadcasts to (3, 2)."""
+    with pytest.raises(ShapeError, match=r"workloads: the workloads' shapes do not broadcast together: 'matmul' \(2,\), "
+                                         r"'matmul' \(3,\)"):
+        chain("c", ops.matmul([1, 2], 8, 8), ops.matmul([1, 2, 3], 8, 8))
+    w = chain("c", ops.matmul([1, 2], 8, 8), ops.matmul([[1], [2], [3]], 8, 8))
+    assert w.shape == (3, 2)
+    assert w.flops.tolist()[2] == [2 * 1 * 8 * 8 + 2 * 3 * 8 * 8, 2 * 2 * 8 * 8 + 2 * 3 * 8 * 8]  # [512, 640]
+
+
+def test_chain_totals_beyond_float64_are_refused():
+    """Two kernels of 1e308 bytes each sum beyond float64: refused when chained, never an inf figure."""
+    half = Kernel("half", "copy", "bf16", bytes_read=1e308)
+    with pytest.raises(ShapeError, match="workloads: the workload's bytes_read is beyond float64"):
+        chain("c", half, half)
+    with pytest.raises(ShapeError, match="kernels: the workload's bytes_read is beyond float64"):
+        Workload("w", (half, half))
 
 
 def test_repeat_takes_numpy_ints():
@@ -101,7 +152,11 @@ def test_names_add_and_rename():
     a, b = Workload("a", (_k("ka"),)), Workload("b", (_k("kb"),))
     both = a + b
     assert both.name == "a + b" and [k.name for k in both.kernels] == ["ka", "kb"]
-    assert a.__add__(1) is NotImplemented
+    with pytest.raises(ArgumentTypeError, match="the right operand of \\+ must be a solkit Workload or Kernel, got int"):
+        a + 1
+    with pytest.raises(ArgumentTypeError, match="the left operand of \\+ must be a solkit Workload or Kernel, got str"):
+        "x" + a
+    assert [k.name for k in sum([a, b, a]).kernels] == ["ka", "kb", "ka"]  # sum() starts from 0
     assert a.renamed("x").name == "x" and a.renamed("x").kernels[0].name == "ka"
     assert a.renamed("x", kernels=True).kernels[0].name == "x"
     assert both.renamed("y", kernels=True).kernels[0].name == "ka"  # two kernels: the kernels keep their names

@@ -2,38 +2,57 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import numbers
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, TypeVar
 
 import numpy as np
 
-from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError
+from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
-__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast"]
+__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
+           "name_text"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _as_array(name: str, value: Any) -> np.ndarray:
-    """A float64 array of a numeric argument; bools, strings and objects are type errors."""
+    """A float64 array of a numeric argument; bools, strings and objects are type errors, ints beyond float64 shape errors."""
     if isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be a number, got the bool {value!r}")
     if isinstance(value, (str, bytes)):
-        raise ArgumentTypeError(f"{name} must be a number, got the string {value!r}")
+        raise ArgumentTypeError(f"{name} must be a number, got the string {_show(value)}")
     if value is None:
         raise ArgumentTypeError(f"{name} must be a number, got None")
     if isinstance(value, numbers.Number) and not isinstance(value, numbers.Real):
         raise ArgumentTypeError(f"{name} must be a real number, got {value!r}")
     try:
         arr = np.asarray(value)
+    except OverflowError:
+        raise _too_large(name) from None
     except Exception as exc:  # ragged lists and the like
-        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
-    if arr.dtype == object and all(isinstance(x, int) and not isinstance(x, bool) for x in arr.reshape(-1)):
-        arr = arr.astype(np.float64)  # Python ints beyond int64 (2**64 and up): float64, never wrapped
+        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {_show(value)}") from exc
+    if arr.dtype == object and arr.size and all(_is_real(x) for x in arr.reshape(-1)):
+        try:  # Python ints beyond int64 (2**64 and up), or mixed with floats: float64, never wrapped
+            arr = arr.astype(np.float64)
+        except OverflowError:
+            raise _too_large(name) from None
     if arr.dtype == np.bool_:
         raise ArgumentTypeError(f"{name} must hold numbers, got an array of bools")
     if arr.dtype.kind not in "iuf":
         raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {_show(value)} (dtype {arr.dtype})")
     return arr
+
+
+def _is_real(x: Any) -> bool:
+    """A real number that is not a bool (an element of an object array)."""
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _too_large(name: str) -> ShapeError:
+    return ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got an integer beyond that")
 
 
 def _show(value: Any) -> str:
@@ -89,6 +108,8 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
             out = arr.astype(np.float64)
             return float(out) if out.ndim == 0 else out
     expected = _integer(minimum)
+    if not arr.size:
+        raise ShapeError(f"{name} must hold at least one value, got an empty array of shape {arr.shape}")
     if arr.dtype.kind == "f":
         _first_bad(name, arr, ~np.isfinite(arr), expected)
         _first_bad(name, arr, arr != np.floor(arr), expected)
@@ -107,6 +128,8 @@ def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -
     if (kind is float or kind is int) and 0 < value < math.inf:
         return float(value)
     arr = _as_array(name, value).astype(np.float64)
+    if not arr.size:
+        raise error(f"{name} must hold at least one value, got an empty array of shape {arr.shape}")
     bad = ~np.isfinite(arr) | (arr <= 0)
     try:
         _first_bad(name, arr, bad, "a positive finite number")
@@ -162,3 +185,44 @@ def broadcast(**named: Any) -> tuple[int, ...]:
     except ValueError:
         shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in named.items() if np.ndim(v))
         raise ShapeError(f"the array arguments do not broadcast together: {shapes}") from None
+
+
+def checked_call(function: F) -> F:
+    """``function`` whose call mistakes (an unknown keyword, a missing or extra argument) are ArgumentTypeErrors naming them.
+
+    Python's own ``TypeError`` for a bad call is turned into the solkit error: the function is
+    called as is (no cost on a good call) and the arguments are bound to its signature only
+    when it raised a ``TypeError``; a ``TypeError`` from inside the function passes unchanged.
+    """
+    signature = inspect.signature(function)
+    label = f"{function.__name__}()"
+    names = tuple(signature.parameters)
+    any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+
+    @functools.wraps(function)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except SolkitError:
+            raise
+        except TypeError:
+            unknown = [k for k in kwargs if k not in names] if not any_keyword else []
+            if unknown:  # named first: a misspelt keyword also leaves the right one missing
+                raise ArgumentTypeError(f"{label}: got an unexpected keyword argument {unknown[0]!r}; it takes: "
+                                        f"{', '.join(names)}") from None
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise ArgumentTypeError(f"{label}: {exc}; it takes: {', '.join(names)}") from None
+            raise
+
+    return call  # type: ignore[return-value]  # the same signature (functools.wraps)
+
+
+def name_text(argument: str, value: Any) -> str:
+    """A workload or kernel name: a string, else an ArgumentTypeError naming ``argument``."""
+    if type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    raise ArgumentTypeError(f"{argument} must be a string, got {_show(value)}")

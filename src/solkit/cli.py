@@ -10,19 +10,24 @@
     solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
     solkit plot --gpu G [--op OP --PARAM VALUE ...] --out FILE.png
 
-Errors are one line on stderr and exit code 2.
+Exit codes: 0 done; 1 done, but a measured number is impossible (faster than the speed of light,
+MFU above 1): the result is printed and the warning is one line on stderr (``warning: ...``);
+2 bad input: one line on stderr (``solkit: error: ...``), nothing on stdout; 3 a solkit bug (one
+line, never a traceback). Other solkit warnings are one ``warning:`` line each and keep exit 0.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import warnings
 from typing import Any, Callable, NoReturn, Sequence
 
 import numpy as np
 
-from .errors import CLIError, SolkitError
+from .errors import CLIError, ImpossibleMeasurementWarning, SolkitError, SolkitWarning
 
 __all__ = ["main", "build_parser", "parse_value"]
 
@@ -30,7 +35,11 @@ DEFAULT_GPUS = ("h200", "a100")
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors."""
+    """argparse with one-line errors and no abbreviated options (``--he`` is not ``--help``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         raise CLIError(message if self.prog == "solkit" else f"{self.prog.removeprefix('solkit ')}: {message}")
@@ -75,7 +84,7 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
         flag = items[i]
         if not flag.startswith("--"):
             raise CLIError(f"expected --PARAMETER VALUE, got {flag!r}")
-        key = flag[2:].replace("-", "_")
+        key = flag[2:]
         if "=" in key:
             key, value = key.split("=", 1)
             i += 1
@@ -84,8 +93,13 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
                 raise CLIError(f"--{key} needs a value")
             value = items[i + 1]
             i += 2
+        if not key:
+            raise CLIError(f"expected --PARAMETER VALUE, got {flag!r}")
+        key = key.replace("-", "_")
         if key not in names:
             raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)}")
+        if key in params:
+            raise CLIError(f"--{key.replace('_', '-')} is given twice")
         params[key] = parse_value(value)
     return _complete(op, params) if require else params
 
@@ -98,10 +112,13 @@ def _assignments(text: str | None) -> dict[str, Any]:
         for item in part.split("|"):
             if not item:
                 continue
-            if "=" not in item:
+            if "=" not in item or not item.split("=", 1)[0].strip():
                 raise CLIError(f"variants are KEY=VALUE (e.g. fused=false), got {item!r}")
             k, v = item.split("=", 1)
-            out[k.strip().replace("-", "_")] = parse_value(v)
+            key = k.strip().replace("-", "_")
+            if key in out:
+                raise CLIError(f"{key} is given twice in {text!r}")
+            out[key] = parse_value(v)
     return out
 
 
@@ -324,10 +341,10 @@ def _cmd_plot(args: argparse.Namespace) -> int:
         workloads = standard_workloads()
     fig = plot_roofline(workloads, gpu)
     try:
-        save(fig, args.out)
-    except (OSError, ValueError) as exc:
-        raise CLIError(f"cannot write {args.out}: {exc}") from None
-    print(f"wrote {args.out}")
+        written = save(fig, args.out)
+    except SolkitError as exc:
+        raise CLIError(f"--out: {exc}") from None
+    print(f"wrote {written}")
     return 0
 
 
@@ -381,16 +398,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", required=True)
     p.add_argument("--op", help="an operator; its parameters follow as --PARAM VALUE")
     p.add_argument("--dtype")
-    p.add_argument("--out", required=True, help="output file, e.g. roofline.png")
+    p.add_argument("--out", required=True, help="output file; the format is its suffix (.png, .svg, .pdf, ...); a name "
+                                                "without a suffix gets .png. The path written is printed")
     p.set_defaults(func=_cmd_plot)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: errors are one line on stderr and exit code 2, never a traceback."""
+    """Entry point: 0 done, 1 an impossible measured number (warned on stderr), 2 bad input (one line), never a traceback."""
     items = list(sys.argv[1:] if argv is None else argv)
     if not items or (items[0].startswith("-") and items[0] not in ("-h", "--help")):
         items = ["table", *items]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = _run(items)
+    if code == 2:
+        return code
+    shown = set()
+    for w in caught:
+        if not issubclass(w.category, SolkitWarning):
+            continue  # numpy's and other libraries' warnings are not solkit's to show
+        line = (str(w.message).splitlines() or [w.category.__name__])[0]
+        if line not in shown:
+            shown.add(line)
+            print(f"warning: {line}", file=sys.stderr)
+        if issubclass(w.category, ImpossibleMeasurementWarning) and code == 0:
+            code = 1
+    return code
+
+
+def _run(items: list[str]) -> int:
+    """Parse and run one command; a solkit error is one line on stderr and exit code 2."""
     parser = build_parser()
     try:
         args, rest = parser.parse_known_args(items)
@@ -398,13 +436,31 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.params = rest
         elif rest:
             raise CLIError(f"unrecognized arguments: {' '.join(rest)}")
-        return args.func(args)
+        return int(args.func(args))
     except SolkitError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"solkit: error: {message}", file=sys.stderr)
         return 2
+    except SystemExit as exc:  # --help: argparse prints the help and exits
+        return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:  # pragma: no cover - e.g. `solkit gpus | head`
+        _quiet_stdout()
         return 0
+    except KeyboardInterrupt:  # pragma: no cover - Ctrl-C
+        print("solkit: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug in solkit: one line, never a traceback
+        print(f"solkit: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+              f"please report it", file=sys.stderr)
+        return 3
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null so Python's exit flush does not complain of the closed pipe."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is not a file
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,7 +8,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from .errors import ArgumentTypeError, OptionError
+from ._validate import flag
+from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware import as_gpu
 from .sol import Roofline, roofline
 from .workload import Workload
@@ -42,7 +43,7 @@ def roofline_rows(workloads: dict[str, Workload], gpus: Iterable[Any]) -> list[t
     from .prediction import predict
 
     specs = [as_gpu(g) for g in gpus]
-    return [_row(label, roofline(w, g), len(w.kernels), predict(w, g, warn=False)) for label, w in workloads.items()
+    return [_row(label, roofline(w, g), len(w), predict(w, g, warn=False)) for label, w in workloads.items()
             for g in specs]
 
 
@@ -87,11 +88,14 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     from .sol import _pandas
 
     pd = _pandas()
+    op = _callable(op)
     g = as_gpu(gpu)
-    numeric = {k: np.asarray(v) for k, v in params.items() if _is_numeric_list(v)}
+    predicted = flag("predicted", predicted)
+    numeric = {k: _grid_axis(k, v) for k, v in params.items() if _is_numeric_list(v)}
     signature = inspect.signature(op)
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())  # it checks its own keywords
     for key, value in params.items():
-        if key not in signature.parameters:
+        if key not in signature.parameters and not takes_any:
             raise ArgumentTypeError(f"{getattr(op, '__name__', op)} has no parameter {key!r}; it takes: "
                                     f"{', '.join(signature.parameters)}")
         if isinstance(value, (list, range, np.ndarray)) and len(value) == 0:
@@ -118,6 +122,26 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
         frame.insert(0, "gpu", g.name)
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def _callable(op: Any) -> Callable[..., Workload]:
+    """The function to sweep: a callable, or the name of a registered operator."""
+    if isinstance(op, str):
+        from .ops import get
+
+        return get(op).function
+    if not callable(op):
+        raise ArgumentTypeError(f"op must be a function returning a Workload (e.g. solkit.ops.matmul) or an operator "
+                                f"name, got {op!r}")
+    return op
+
+
+def _grid_axis(name: str, values: Any) -> np.ndarray:
+    """One numeric axis of the grid as a float64 array (ints beyond float64 are a ShapeError naming it)."""
+    try:
+        return np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) else values
+    except OverflowError:
+        raise ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got {values!r:.60}") from None
 
 
 def _is_numeric_list(v: Any) -> bool:

@@ -6,6 +6,13 @@ float for one shape or a float64 numpy array for a sweep (figures of one kernel 
 together). A workload holds its parts with a count: an 80-layer model holds its layer once,
 ``w.counted`` lists each distinct kernel with how often it runs (what ``roofline`` and
 ``predict`` loop over), and ``w.kernels`` lists every launch, built on demand.
+
+Cost: ``counted``, ``len(w)``, the figures, ``roofline`` and ``predict`` take O(K) steps, K the
+distinct kernels (13 for a transformer of any depth), each a few float operations for one
+shape or one numpy pass per figure for a sweep; the layer count never enters, so 10**12
+layers (a typo) cost what one does. ``w.kernels`` costs one step per launch and is refused
+beyond ``MAX_LISTED`` (10**7) launches. A workload runs at most ``MAX_LAUNCHES`` (2**53)
+launches, and a total beyond float64 (about 1.8e308) is a ShapeError, never an inf figure.
 """
 
 from __future__ import annotations
@@ -16,10 +23,12 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 import numpy as np
 
 from ._num import Num, broadcast_to, shape_of
+from ._validate import name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "OpCall", "KERNEL_KINDS", "as_workload", "chain"]
+__all__ = ["Kernel", "Workload", "Gemm", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
+           "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
 #: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
@@ -30,6 +39,10 @@ _KINDS = frozenset(KERNEL_KINDS)
 _INF = math.inf
 #: model FLOPs may exceed the executed by float rounding only
 _SLACK = 1 + 1e-12
+#: the most launches a workload may run (2**53: every count stays exact in float64)
+MAX_LAUNCHES = 2**53
+#: the most launches ``Workload.kernels`` lists one by one (a list of 10**7 references is about 80 MB)
+MAX_LISTED = 10**7
 _FIGURES = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "model_flops", "launches")
 
 
@@ -58,21 +71,71 @@ def _figure(kernel: str, name: str, value: Any) -> Num:
     kind = type(value)
     if kind is float or kind is int:
         if 0 <= value < math.inf:
-            return float(value)
-        raise ShapeError(f"{kernel}: {name} must be a finite number >= 0, got {value!r}")
+            try:
+                return float(value)
+            except OverflowError:  # an int beyond float64
+                raise overflow(ShapeError(f"{kernel}: {name} must be a finite number >= 0 that float64 can hold "
+                                          f"(below 1.8e308), got an integer of {len(str(value))} digits")) from None
+        error = ShapeError(f"{kernel}: {name} must be a finite number >= 0, got {value!r}")
+        raise overflow(error) if value != value or value in (_INF, -_INF) else error
     if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
         raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {value!r}")
     try:
-        arr = np.asarray(value, dtype=np.float64)
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iuf":
+            if arr.dtype == object and arr.size and all(_is_real(x) for x in arr.reshape(-1)):
+                arr = arr.astype(np.float64)
+            else:
+                raise TypeError(arr.dtype)
+    except OverflowError:
+        raise overflow(ShapeError(f"{kernel}: {name} must be a finite number >= 0 that float64 can hold "
+                                  f"(below 1.8e308), got an integer beyond that")) from None
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {value!r}") from None
-    if arr.size:
-        low, high = arr.min(), arr.max()  # reductions: no temporaries (a NaN fails both tests below)
-        if not np.isfinite(high):
-            raise ShapeError(f"{kernel}: {name} is not finite (a shape too large for float64, about 1.8e308)")
-        if not low >= 0:
-            raise ShapeError(f"{kernel}: {name} must not be negative")
+        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {_show(value)}") from None
+    arr = arr.astype(np.float64, copy=False)
+    if not arr.size:
+        raise ShapeError(f"{kernel}: {name} must hold at least one value, got an empty array of shape {arr.shape}")
+    low, high = arr.min(), arr.max()  # reductions: no temporaries (a NaN fails both tests below)
+    if np.isnan(high):
+        raise overflow(ShapeError(f"{kernel}: {name} is not finite: it must be a number >= 0, got nan at index "
+                                  f"{_index(np.isnan(arr))}"))
+    if not np.isfinite(high):
+        raise overflow(ShapeError(f"{kernel}: {name} is not finite at index {_index(np.isinf(arr))} "
+                                  f"(beyond float64, about 1.8e308: a shape or count too large)"))
+    if not low >= 0:
+        raise ShapeError(f"{kernel}: {name} must not be negative, got {low!r} at index {_index(arr < 0)}")
     return float(arr) if arr.ndim == 0 else arr
+
+
+def _is_real(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_))
+
+
+def _index(bad: np.ndarray) -> Any:
+    """The first index where ``bad`` holds (an int for 1-d arrays, () for a 0-d one)."""
+    where = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+    return where[0] if len(where) == 1 else where
+
+
+def _big(n: int) -> str:
+    """A large count, short: 1e+12, or the digits of one beyond float64."""
+    return f"{n:.4g}" if n < 10**300 else f"an integer of {len(str(n))} digits"
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def overflow(error: ShapeError) -> ShapeError:
+    """``error`` marked as a figure beyond float64 (an operator then names the dimensions that caused it)."""
+    error.overflow = True  # type: ignore[attr-defined]  # a marker read by is_overflow
+    return error
+
+
+def is_overflow(error: BaseException) -> bool:
+    """Whether ``error`` is a figure beyond float64 (``overflow``)."""
+    return getattr(error, "overflow", False) is True
 
 
 def _add(a: Num, b: Num) -> Num:
@@ -130,10 +193,15 @@ class Kernel(_KernelFields):
     ) -> "Kernel":
         if type(name) is not str or not name:
             raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
-        if kind not in _KINDS:
+        if type(kind) is not str or kind not in _KINDS:
+            if not isinstance(kind, str):
+                raise ArgumentTypeError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {_show(kind)}")
             raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
-        precision = precision if precision in PRECISIONS else normalize(precision, "precision")
-        vector_precision = vector_precision if vector_precision in PRECISIONS else normalize(vector_precision, "vector_precision")
+        if gemm is not None and type(gemm) is not Gemm:
+            raise ArgumentTypeError(f"gemm must be a solkit.workload.Gemm or None, got {_show(gemm)}")
+        precision = precision if type(precision) is str and precision in PRECISIONS else normalize(precision, "precision")
+        vector_precision = (vector_precision if type(vector_precision) is str and vector_precision in PRECISIONS
+                            else normalize(vector_precision, "vector_precision"))
         if type(op) is not str:
             raise ArgumentTypeError(f"op must be a string (a calibration key), got {op!r}")
         mf: Num
@@ -149,7 +217,7 @@ class Kernel(_KernelFields):
             executed = mf + vf
             useful = executed if model_flops is None else model_flops
             if 0 <= mf < _INF and 0 <= vf < _INF and 0 <= br < _INF and 0 <= bw < _INF and 0 <= useful <= executed * _SLACK \
-                    and 1 <= launches < _INF:
+                    and (launches == 1.0 or (1 <= launches < _INF and launches.is_integer())):
                 return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision,
                                            op or name, launches))
         mf = _figure(name, "matrix_flops", mf)
@@ -159,8 +227,11 @@ class Kernel(_KernelFields):
         executed = _add(mf, vf)
         useful = executed if model_flops is None else _figure(name, "model_flops", model_flops)
         n = _figure(name, "launches", launches)
-        if not (n.min() >= 1 if isinstance(n, np.ndarray) else n >= 1):
-            raise ShapeError(f"{name}: launches must be at least 1, got {n!r}")
+        if isinstance(n, np.ndarray):
+            if n.size and not (n.min() >= 1 and (np.floor(n) == n).all()):
+                raise ShapeError(f"{name}: launches must be a whole number >= 1, got {_show(n)}")
+        elif not (n >= 1 and n.is_integer()):
+            raise ShapeError(f"{name}: launches must be a whole number >= 1, got {n!r}")
         if useful is not executed:
             over = useful > executed * _SLACK
             if over if type(over) is bool else np.any(over):
@@ -209,12 +280,33 @@ Node = Union[Kernel, "Workload"]
 
 
 def _total(w: "Workload", figure: str) -> Num:
-    """Sum of one figure over the workload's (kernel, count) pairs, of the workload's shape."""
+    """Sum of one figure over the workload's (kernel, count) pairs, of the workload's shape; beyond float64 is an error."""
+    counted = w.counted
+    if len(counted) == 1 and counted[0][1] == 1:  # one kernel, once: its figures are already checked
+        return broadcast_to(getattr(counted[0][0], figure), w.shape)
+    if w.shape:
+        with np.errstate(over="ignore", invalid="ignore"):  # beyond float64 is refused just below
+            total = _sum(counted, figure)
+    else:
+        total = _sum(counted, figure)  # Python floats: inf without a warning
+    if not (total - total == 0.0 if type(total) is float else np.isfinite(total).all()):
+        raise overflow(ShapeError(f"{w.name}: {figure} is beyond float64 (about 1.8e308): a shape or a count "
+                                  f"(repeat, layers) too large"))
+    return broadcast_to(total, w.shape)
+
+
+def _sum(counted: tuple[tuple[Kernel, int], ...], figure: str) -> Num:
+    """Sum of ``figure`` times each kernel's count."""
     total: Any = 0.0
-    for k, count in w.counted:
+    for k, count in counted:
         value = getattr(k, figure)
         total = _add(total, value if count == 1 else value * count)  # pragma: no mutate (x * 1 is x)
-    return broadcast_to(total, w.shape)
+    return total
+
+
+def _launch_count(w: "Workload") -> int:
+    """Launches of the whole workload: the sum of its distinct kernels' counts."""
+    return sum(count for _, count in w.counted)
 
 
 class Workload:
@@ -229,13 +321,13 @@ class Workload:
     _shape: Optional[tuple[int, ...]]
 
     def __init__(self, name: str, kernels: Any) -> None:
-        if not isinstance(name, str):
-            raise ArgumentTypeError(f"name must be a string, got {name!r}")
+        name = name_text("name", name)
         if not isinstance(kernels, (tuple, list)) or isinstance(kernels, Kernel):
             raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {kernels!r}")
         if not kernels or not all(isinstance(k, Kernel) for k in kernels):
-            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {kernels!r}")
+            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {_show(kernels)}")
         _init(self, name, tuple((k, 1) for k in kernels), None)
+        _check_parts(self, "kernels")
 
     @classmethod
     def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None) -> "Workload":
@@ -257,31 +349,56 @@ class Workload:
 
     @property
     def kernels(self) -> tuple[Kernel, ...]:
-        """Every launch in order (a part that runs n times appears n times)."""
+        """Every launch in order (a part that runs n times appears n times); at most ``MAX_LISTED`` launches.
+
+        Building the list costs one step per launch: a model of 10**12 layers (a typo) is refused
+        here with a ShapeError; ``counted`` and ``len(w)`` cost one step per distinct kernel.
+        """
+        n = len(self)
+        if n > MAX_LISTED:
+            raise ShapeError(f"{self.name}: kernels would list {n:,} launches, more than {MAX_LISTED:,}; iterate "
+                             f"w.counted ((kernel, count) pairs) instead, and len(w) for the launch count")
         return tuple(_launches(self.parts))
 
     def __len__(self) -> int:
-        return sum(count for _, count in self.counted)
+        return _launch_count(self)
 
     def repeat(self, count: Any, name: Optional[str] = None) -> "Workload":
-        """This workload run ``count`` times in a row, held once (a model's layers)."""
+        """This workload run ``count`` times in a row, held once (a model's layers); at most ``MAX_LAUNCHES`` launches in all."""
         if type(count) is not int or count < 1:
             if isinstance(count, (int, np.integer)) and not isinstance(count, (bool, np.bool_)) and count >= 1:
                 count = int(count)
+            elif isinstance(count, (bool, np.bool_, str, bytes)) or count is None or not isinstance(count, (int, float, np.number)):
+                raise ArgumentTypeError(f"count must be a positive integer, got {_show(count)}")
             else:
-                raise ShapeError(f"count must be a positive integer, got {count!r}")
-        return Workload.of(name or f"{self.name} x {count}", ((self, count),))
+                raise ShapeError(f"count must be a positive integer, got {_show(count)}")
+        label = f"{self.name} x {count}" if name is None else name_text("name", name)
+        launches = len(self) * count
+        if launches > MAX_LAUNCHES:
+            raise ShapeError(f"count must keep the workload at most {MAX_LAUNCHES:,} launches (2**53), got count "
+                             f"{_big(count)} x {len(self):,} launches = {_big(launches)}")
+        w = Workload.of(label, ((self, count),))
+        _check_parts(w, "count")
+        return w
 
     def renamed(self, name: str, kernels: bool = False) -> "Workload":
         """The same kernels under another name; ``kernels=True`` renames a single-kernel workload's kernel too."""
+        if type(name) is not str:
+            name = name_text("name", name)
         if kernels and len(self.parts) == 1 and isinstance(self.parts[0][0], Kernel) and self.parts[0][1] == 1:
             return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call)
         return Workload.of(name, self.parts, self.call)
 
-    def __add__(self, other: "Workload") -> "Workload":
-        if not isinstance(other, Workload):
-            return NotImplemented
-        return Workload.of(f"{self.name} + {other.name}", ((self, 1), (other, 1)))
+    def __add__(self, other: Any) -> "Workload":
+        """``a + b``: a then b (a Kernel is taken as a one-kernel workload)."""
+        b = as_workload(other, "the right operand of +")
+        return chain(f"{self.name} + {b.name}", self, b)
+
+    def __radd__(self, other: Any) -> "Workload":
+        """``sum(workloads)``: the 0 it starts from adds nothing."""
+        if type(other) is int and other == 0:
+            return self
+        return as_workload(other, "the left operand of +") + self
 
     # ---- figures ----------------------------------------------------------------------------
     @property
@@ -399,8 +516,43 @@ def as_workload(w: Any, argument: str = "workload") -> Workload:
 
 
 def chain(name: str, *workloads: Any) -> Workload:
-    """Workloads (or kernels) run back to back, as one workload named ``name``."""
+    """Workloads (or kernels) run back to back, as one workload named ``name``; their shapes must broadcast together."""
+    label = name if type(name) is str else name_text("name", name)
     parts = tuple((as_workload(w, f"workloads[{i}]"), 1) for i, w in enumerate(workloads))
     if not parts:
-        raise ArgumentTypeError("chain needs at least one workload")
-    return Workload.of(name, parts)
+        raise ArgumentTypeError(f"chain needs at least one workload after the name {label!r}")
+    w = Workload.of(label, parts)
+    _check_parts(w, "workloads")
+    return w
+
+
+def _check_parts(w: Workload, argument: str) -> None:
+    """Refuse a combined workload whose parts' shapes do not broadcast, or whose launches or totals leave float64."""
+    shapes = [node.shape for node, _ in w.parts]
+    if any(shapes):
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError:
+            listed = ", ".join(f"{node.name!r} {shape}" for (node, _), shape in zip(w.parts, shapes))
+            raise ShapeError(f"{argument}: the workloads' shapes do not broadcast together: {listed}") from None
+    n = len(w)
+    if n > MAX_LAUNCHES:
+        raise ShapeError(f"{argument}: the workload would run {_big(n)} launches, more than {MAX_LAUNCHES:,} (2**53)")
+    if n == 1:
+        return
+    for figure in ("matrix_flops", "vector_flops", "bytes_read", "bytes_written"):
+        # an upper bound first: one reduction per kernel, no temporaries; the exact sum only if it overflows
+        if sum(count * _largest(getattr(k, figure)) for k, count in w.counted) < _INF:
+            continue
+        try:
+            _total(w, figure)
+        except ShapeError:
+            raise overflow(ShapeError(f"{argument}: the workload's {figure} is beyond float64 (about 1.8e308): "
+                                      f"a shape or a count too large")) from None
+
+
+def _largest(x: Num) -> float:
+    """The largest element of a figure (0 for an empty sweep)."""
+    if isinstance(x, np.ndarray):
+        return float(x.max()) if x.size else 0.0
+    return float(x)

@@ -164,7 +164,7 @@ def _ceilings(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
         field = f"measured.matmul_rate_tflops.{p}"
         index = _peak_index(gpu, p)
         if index is None:
-            yield Issue(field, f"{shown(rate)} TFLOP/s measured, but the spec lists no {p} peak to check it against")
+            yield Issue(field, f"{shown(rate)} TFLOP/s measured, but peaks lists no dense {p} matrix figure to check it against")
             continue
         peak = gpu.peaks[index]
         if f"peaks.{index}.tflops" in bad_fields:

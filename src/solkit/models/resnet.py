@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import dim, flag
+import numpy as np
+
+from .._validate import broadcast, checked_call, dim, flag
 from ..ops import add, conv2d, elementwise, matmul, pool2d
-from ..workload import Workload, chain
+from ..errors import ShapeError
+from ..workload import Workload, chain, overflow
+from ._common import naming_overflow
 
 __all__ = ["resnet50", "STAGES"]
 
@@ -18,6 +22,7 @@ BN_RELU_FLOPS = 2
 
 
 
+@checked_call
 def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "nhwc", batchnorm: bool = True,
              dtype: Any = "bf16") -> Workload:
     """ResNet-50's forward pass on ``batch`` square images.
@@ -28,7 +33,19 @@ def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "n
     by a separate BN+ReLU kernel (training; inference usually folds BN into the conv).
     """
     n, size = dim("batch", batch), dim("image", image)
+    broadcast(batch=n, image=size, classes=dim("classes", classes))
     with_bn = flag("batchnorm", batchnorm)
+    with np.errstate(over="ignore"):
+        largest = n * size * size * 2048  # above every activation's elements (the stem's: n * 64 * (image / 2)**2)
+    if not np.all(np.isfinite(largest)):
+        raise overflow(ShapeError(f"batch * image**2 * 2048 must stay below 1.8e308 (float64), got batch={np.max(n):g} "
+                                  f"and image={np.max(size):g}"))
+    with naming_overflow("resnet50", batch=n, image=size):
+        return _resnet50(n, size, classes, layout, with_bn, dtype)
+
+
+def _resnet50(n: Any, size: Any, classes: Any, layout: Any, with_bn: bool, dtype: Any) -> Workload:
+    """resnet50's kernels from validated arguments."""
     parts: list[Workload] = []
 
     def conv(c_in: Any, h: Any, c_out: Any, k: int, stride: int) -> Any:

@@ -10,6 +10,7 @@ convention), whatever the operators: naive causal attention included.
 
 from __future__ import annotations
 
+from .._validate import checked_call
 from ..errors import OptionError
 from ..ops.registry import REGISTRY
 from ..workload import Kernel, Node, Workload, as_workload
@@ -17,6 +18,7 @@ from ..workload import Kernel, Node, Workload, as_workload
 __all__ = ["training_step", "backward"]
 
 
+@checked_call
 def backward(forward: Workload) -> Workload:
     """The backward pass of ``forward``: each operator's gradient, last operator first; repeated parts stay counted."""
     w = as_workload(forward, "forward")
@@ -33,6 +35,7 @@ def backward(forward: Workload) -> Workload:
     return Workload.of(f"{w.name} backward", tuple(parts))
 
 
+@checked_call
 def training_step(forward: Workload) -> Workload:
     """Forward then backward (operators in reverse order); model FLOPs are 3x the forward's."""
     w = as_workload(forward, "forward")

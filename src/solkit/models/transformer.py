@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+import math
+from typing import Any, Iterable, Mapping
 
-from .._validate import choice, dim, flag
-from ..errors import OptionError
+import numpy as np
+
+from .._validate import broadcast, checked_call, choice, dim, flag
+from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..ops import add, attention, elementwise, embedding, gelu, layernorm, layernorm_residual, matmul, qkv_projection, rmsnorm
 from ..ops.projection import qkv_widths
-from ..workload import Workload, chain
+from ..workload import Workload, chain, overflow
+from ._common import count_text, naming_overflow
 
 __all__ = ["decoder_layer", "transformer", "preset", "PRESETS"]
 
@@ -33,6 +38,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+@checked_call
 def decoder_layer(
     batch: Any,
     seq: Any,
@@ -58,7 +64,6 @@ def decoder_layer(
     residual add into the following LayerNorm (``layernorm_residual``). ``ffn`` defaults to 4*d.
     """
     b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
-    t = b * s
     f = 4 * d if ffn is None else dim("ffn", ffn)
     kind = choice("mlp", mlp, MLPS)
     norm_kind = choice("norm", norm, NORMS)
@@ -66,11 +71,23 @@ def decoder_layer(
     if fuse and norm_kind != "layernorm":
         raise OptionError(f"fused_norm=True needs norm='layernorm' (layernorm_residual), got norm={norm!r}")
     q, _ = qkv_widths(d, heads, kv_heads, head_dim)
-    hd = q / dim("heads", heads)
+    h = dim("heads", heads)
+    broadcast(batch=b, seq=s, d_model=d, ffn=f, heads=h)
+    _tokens_fit(b, s, d_model=d, ffn=f)
+    hd = q / h
+    with naming_overflow("decoder_layer", batch=b, seq=s, d_model=d, heads=h, ffn=f):
+        return _layer(b, s, d, heads, kv_heads, q, hd, f, kind, norm_kind, fuse, flag("fused_qkv", fused_qkv), causal,
+                      attention_impl, dtype)
+
+
+def _layer(b: Any, s: Any, d: Any, heads: Any, kv_heads: Any, q: Any, hd: Any, f: Any, kind: str, norm_kind: str,
+           fuse: bool, fused_qkv: bool, causal: Any, attention_impl: Any, dtype: Any) -> Workload:
+    """decoder_layer's kernels from validated arguments."""
+    t = b * s
     normalize = rmsnorm if norm_kind == "rmsnorm" else layernorm
     parts = [
         normalize(t, d, dtype),
-        qkv_projection(t, d, heads, kv_heads, hd, fused=flag("fused_qkv", fused_qkv), dtype=dtype),
+        qkv_projection(t, d, heads, kv_heads, hd, fused=fused_qkv, dtype=dtype),
         attention(b, heads, s, head_dim=hd, kv_heads=kv_heads, causal=causal, impl=attention_impl, dtype=dtype),
         matmul(t, d, q, dtype=dtype).renamed("o_proj", kernels=True),  # attn [T,q] @ w_o [q,d] -> [T,d]
         layernorm_residual(t, d, fused=True, dtype=dtype) if fuse else chain("residual + norm", add(t * d, dtype),
@@ -92,6 +109,41 @@ def decoder_layer(
     return chain("decoder layer", *parts)
 
 
+def _tokens_fit(b: Any, s: Any, **widths: Any) -> None:
+    """2 * batch * seq * each width (the activations, the gate/up GEMM's 2*ffn) must stay within float64."""
+    for name, width in widths.items():
+        with np.errstate(over="ignore"):
+            elements = 2.0 * b * s * width
+        if not (elements < math.inf if type(elements) is float else np.all(np.isfinite(elements))):
+            raise overflow(ShapeError(f"2 * batch * seq * {name} must stay below 1.8e308 (float64), got batch="
+                                      f"{np.max(b):g}, seq={np.max(s):g} and {name}={np.max(width):g}"))
+
+
+#: the keyword options ``transformer`` passes on to ``decoder_layer``
+LAYER_OPTIONS: tuple[str, ...] = tuple(inspect.signature(decoder_layer).parameters)[4:]
+
+
+def _known(function: str, options: Mapping[str, Any], allowed: Iterable[str]) -> None:
+    """Refuse a keyword ``function`` does not take, naming it and listing the ones it does."""
+    allowed = tuple(allowed)
+    unknown = [k for k in options if k not in allowed]
+    if unknown:
+        raise ArgumentTypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}; it takes: "
+                                f"{', '.join(allowed)}")
+
+
+def _layer_count(layers: Any) -> int:
+    """The number of layers: one positive integer (a count is held once, not swept)."""
+    if type(layers) is int and layers >= 1:
+        return layers
+    if isinstance(layers, (list, tuple)) or (isinstance(layers, np.ndarray) and layers.ndim):
+        what = "an array" if isinstance(layers, np.ndarray) else f"a {type(layers).__name__}"
+        raise ArgumentTypeError(f"layers must be one positive integer (a layer count is not swept: call once per "
+                                f"count), got {what} of {len(layers)} values")
+    return int(dim("layers", layers))
+
+
+@checked_call
 def transformer(
     layers: Any,
     vocab: Any,
@@ -103,23 +155,36 @@ def transformer(
     **layer_options: Any,
 ) -> Workload:
     """A whole model's forward pass: embedding, ``layers`` x ``decoder_layer`` (held once, counted), final norm, LM head [T,d] @ [d,vocab]."""
-    n = int(dim("layers", layers))
+    _known("transformer", layer_options, ("layers", "vocab", "batch", "seq", "d_model", "heads", "lm_head", *LAYER_OPTIONS))
+    n = _layer_count(layers)
     v = dim("vocab", vocab)
     b, s, d = dim("batch", batch), dim("seq", seq), dim("d_model", d_model)
+    broadcast(vocab=v, batch=b, seq=s, d_model=d)
+    _tokens_fit(b, s, vocab=v, d_model=d)
     t = b * s
+    head = flag("lm_head", lm_head)
     layer = decoder_layer(batch, seq, d_model, heads, **layer_options)
     dtype = layer_options.get("dtype", "bf16")
     final_norm = rmsnorm if choice("norm", layer_options.get("norm", "rmsnorm"), NORMS) == "rmsnorm" else layernorm
-    parts = [embedding(t, v, d, dtype), layer.repeat(n, "layers"), final_norm(t, d, dtype)]
-    if flag("lm_head", lm_head):
-        parts.append(matmul(t, v, d, dtype=dtype).renamed("lm_head", kernels=True))  # h [T,d] @ w [d,vocab] -> logits [T,vocab]
-    return chain(f"transformer ({n} layers)", *parts)
+    with naming_overflow("transformer", layers=n, vocab=v, batch=b, seq=s, d_model=d):
+        try:
+            repeated = layer.repeat(n, "layers")
+        except ShapeError as exc:
+            raise ShapeError(f"layers={count_text(n)} is too many: {exc}") from None
+        parts = [embedding(t, v, d, dtype), repeated, final_norm(t, d, dtype)]
+        if head:
+            parts.append(matmul(t, v, d, dtype=dtype).renamed("lm_head", kernels=True))  # h [T,d] @ w [d,vocab] -> logits [T,vocab]
+        return chain(f"transformer ({count_text(n)} layers)", *parts)
 
 
+@checked_call
 def preset(name: str, batch: Any = 1, seq: Any = 2048, **overrides: Any) -> Workload:
     """The forward pass of a published model ("llama3-8b", "llama3-70b", "bert-base", "bert-large")."""
-    key = name.strip().lower() if isinstance(name, str) else name
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"preset name must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
+    key = name.strip().lower()
     if key not in PRESETS:
-        raise OptionError(f"preset must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
+        raise OptionError(f"preset name must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
+    _known("preset", overrides, ("name", "batch", "seq", "layers", "vocab", "d_model", "heads", "lm_head", *LAYER_OPTIONS))
     config = {**PRESETS[key], **overrides}
     return transformer(batch=batch, seq=seq, **config).renamed(f"{key} forward")

@@ -29,10 +29,10 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from .._validate import broadcast, choice, dim, flag
-from ..errors import ArgumentTypeError, OptionError
+from .._validate import broadcast, checked_call, choice, dim, flag
+from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import PRECISIONS, normalize
-from ..workload import KERNEL_KINDS, OpCall, Workload
+from ..workload import KERNEL_KINDS, OpCall, Workload, is_overflow, overflow
 from ._common import memory_bound_backward
 
 __all__ = [
@@ -217,12 +217,32 @@ class Operator:
     def run(self, args: dict[str, Any]) -> Workload:
         """Validate ``args`` (all the op's arguments, by name), count, and record the call."""
         shape = self._validate(args)
-        w = self.count(**args)
+        try:
+            if shape:  # a sweep: a product beyond float64 is inf, which Kernel refuses; numpy need not warn of it too
+                with np.errstate(over="ignore", invalid="ignore"):
+                    w = self.count(**args)
+            else:
+                w = self.count(**args)
+        except ShapeError as exc:
+            if not is_overflow(exc):
+                raise
+            raise overflow(ShapeError(f"{self.name}: {self._shown(args)} is too large: {exc}")) from None
         # a count function returns a workload it just made (never a public op's result): nobody else holds it
         object.__setattr__(w, "call", OpCall(self.name, args))
         if shape:  # a swept argument no figure depends on (an embedding's vocab) still shapes the results
             object.__setattr__(w, "_shape", np.broadcast_shapes(shape, w.shape))
         return w
+
+    def _shown(self, args: Mapping[str, Any]) -> str:
+        """The dimension arguments of a call, as text (arrays by their largest value)."""
+        shown = []
+        for p in self.params:
+            value = args[p.name]
+            if p.kind in ("dim", "pair") and value is not None:
+                values = value if p.kind == "pair" else (value,)
+                text = ",".join(f"{float(np.max(v)):g}" if np.size(v) else "[]" for v in values)
+                shown.append(f"{p.name}={text}")
+        return ", ".join(shown)
 
     def gradient(self, call: OpCall, label: str = "") -> Workload:
         """The backward workload of a call of this operator; its kernels' names start with ``label``."""
@@ -300,8 +320,10 @@ def _public_function(op: Operator, count: Callable[..., Workload]) -> Callable[.
             arguments.append(f"{p.name}=_default{i}")
     body = ", ".join(f"{p!r}: {p}" for p in sig.parameters)
     exec(f"def {count.__name__}({', '.join(arguments)}):\n    return _run({{{body}}})\n", namespace)  # noqa: S102
-    public = namespace[count.__name__]
-    functools.update_wrapper(public, count)  # name, docstring, module; __wrapped__ is the pure count function
+    exact = namespace[count.__name__]
+    functools.update_wrapper(exact, count)  # name, docstring, module; __wrapped__ is the pure count function
+    public = checked_call(exact)  # an unknown keyword or a missing argument: an ArgumentTypeError naming it
+    public.__wrapped__ = count  # type: ignore[attr-defined]  # inspect and the docs see the count function
     public.operator = op  # type: ignore[attr-defined]
     return public
 

@@ -526,12 +526,61 @@ def _point_labels(scene: _Scene, points: list[_Point]) -> None:
         ann.set_gid("label:" + " / ".join(q.label for q in grp))
 
 
-def save(fig: "Figure", path: Union[str, os.PathLike], dpi: int = DPI) -> str:
-    """Write ``fig`` to ``path`` (format from the suffix) at ``dpi``, creating the folder; returns the path."""
+def save(fig: "Figure", path: Union[str, os.PathLike], dpi: Any = DPI) -> str:
+    """Write ``fig`` to ``path`` at ``dpi``, creating the folder; returns the exact path written.
+
+    The format is the path's suffix (``.png``, ``.svg``, ``.pdf``, ... as matplotlib supports);
+    a path without a suffix gets ``.png`` added. An unknown suffix, a folder, or a path that
+    cannot be written is an OptionError naming ``path`` (and the allowed suffixes); ``dpi`` is
+    a number in (0, 1200].
+    """
     _require_matplotlib()
-    p = os.fspath(path)
+    from matplotlib.figure import Figure
+
+    if not isinstance(fig, Figure):
+        raise ArgumentTypeError(f"fig must be a matplotlib Figure (from solkit.plot.roofline), got {type(fig).__name__}")
+    if not isinstance(path, (str, os.PathLike)):
+        raise ArgumentTypeError(f"path must be a file path (str or os.PathLike), got {path!r}")
+    try:
+        p = os.fspath(path)
+    except TypeError as exc:
+        raise ArgumentTypeError(f"path must be a file path (str or os.PathLike), got {path!r} ({exc})") from None
+    if not isinstance(p, str):
+        raise ArgumentTypeError(f"path must be a str path, got {p!r}")
+    resolution = positive("dpi", dpi, OptionError)
+    if resolution > 1200:
+        raise OptionError(f"dpi must be a number in (0, 1200], got {dpi!r}")
+    formats = sorted(fig.canvas.get_supported_filetypes())
+    allowed = ", ".join(f".{f}" for f in formats)
+    if not p.strip() or "\0" in p:
+        raise OptionError(f"path must name a file ending in one of {allowed}, got {p!r}")
+    if p.endswith(("/", os.sep)) or os.path.isdir(p):
+        raise OptionError(f"path {p!r} is a folder; give a file name ending in one of {allowed}")
+    suffix = os.path.splitext(p)[1]
+    if not suffix:
+        p += ".png"
+    elif suffix[1:].lower() not in formats:
+        raise OptionError(f"path {p!r} ends in {suffix!r}, not a chart format; allowed extensions: {allowed}")
+    if os.path.isdir(p):
+        raise OptionError(f"path {p!r} is a folder; give a file name ending in one of {allowed}")
     folder = os.path.dirname(p)
-    if folder:
-        os.makedirs(folder, exist_ok=True)
-    fig.savefig(p, dpi=dpi, facecolor="white")
+
+    def unwritable(why: Any) -> OptionError:
+        return OptionError(f"path {p!r} cannot be written: {why} (allowed extensions: {allowed})")
+
+    try:
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+    except FileExistsError:
+        raise unwritable(f"a part of its folder {folder!r} is a file") from None
+    except OSError as exc:
+        raise unwritable(f"cannot create its folder {folder!r}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a name the file system cannot hold
+        raise unwritable(exc) from None
+    try:
+        fig.savefig(p, dpi=resolution, facecolor="white", format=os.path.splitext(p)[1][1:].lower())
+    except OSError as exc:
+        raise unwritable(exc.strerror or exc) from None
+    except ValueError as exc:  # a name the file system cannot hold, or an image too large
+        raise unwritable(exc) from None
     return p
