@@ -362,6 +362,28 @@ def _exact(op: str, d: dict[str, int]) -> tuple[int | Fraction, int | Fraction]:
     if op == "pool2d":  # kernel 3, stride 1, padding 0: Ho = H - 2; 9 compares per output
         n, c, h, w = d["batch"], d["channels"], d["height"], d["width"]
         return 9 * n * c * (h - 2) * (w - 2), (n * c * h * w + n * c * (h - 2) * (w - 2)) * E
+    if op == "pointwise":  # bf16 in and out
+        n, i, o = d["out_elements"], d["in_elements"], d["other_elements"]
+        return d["flops_per_element"] * n, (i + o + n) * E
+    if op == "reduce":  # out_elements fixed at 1
+        return d["in_elements"], (d["in_elements"] + d["out_elements"]) * E
+    if op == "fill":
+        return 0, d["elements"] * E
+    if op == "concat":
+        return 0, 2 * d["elements"] * E
+    if op == "gather":
+        return 0, d["index_elements"] * 8 + 2 * d["elements"] * E
+    if op == "batchnorm":  # training: x, y and 8 per-channel vectors
+        x = d["batch"] * d["channels"] * d["height"] * d["width"]
+        return 6 * x, (2 * x + 8 * d["channels"]) * E
+    if op == "dropout":  # y and a 1-byte mask written; no model FLOPs
+        return 0, d["elements"] * (2 * E + 1)
+    if op == "nll_loss":  # mean: the loss and the total weight written
+        return d["rows"], d["rows"] * (8 + E) + 2 * E
+    if op == "adamw":  # fp32: p, g, m, v read, p, m, v written
+        return 0, 7 * 4 * d["elements"]
+    if op == "foreach":  # fp32, no model FLOPs
+        return 0, (d["inputs"] + d["outputs"]) * d["elements"] * 4
     raise AssertionError(op)
 
 
@@ -383,9 +405,19 @@ HUGE_DIMS: dict[str, tuple[str, ...]] = {
     "im2col": ("batch", "in_channels", "height", "width"),
     "layout_transform": ("elements",),
     "pool2d": ("batch", "channels", "height", "width"),
+    "pointwise": ("out_elements", "in_elements", "other_elements", "flops_per_element"),
+    "reduce": ("in_elements",),
+    "fill": ("elements",),
+    "concat": ("elements",),
+    "gather": ("elements", "index_elements"),
+    "batchnorm": ("batch", "channels", "height", "width"),
+    "dropout": ("elements",),
+    "nll_loss": ("rows", "classes"),
+    "adamw": ("elements",),
+    "foreach": ("elements", "inputs", "outputs", "flops_per_element"),
 }
 FIXED = {"conv2d": dict(kernel=3), "attention": dict(causal=True), "im2col": dict(kernel=3),
-         "pool2d": dict(kernel=3, stride=1)}
+         "pool2d": dict(kernel=3, stride=1), "reduce": dict(out_elements=1)}
 
 
 @pytest.mark.parametrize("op", sorted(HUGE_DIMS))
@@ -640,6 +672,33 @@ MODELS: dict[str, Model] = {
         lambda o: _window_shapes("channels", dilated=False),
         {"batch": _plus("batch"), "channels": _plus("channels"), "height": _plus("height"), "width": _plus("width"),
          "padding": _plus("padding")},
+    ),
+    "pointwise": Model(
+        ops.pointwise,
+        st.fixed_dictionaries({"dtype": DTYPES, "out_dtype": st.sampled_from([None, "fp32", "bf16"])}),
+        lambda o: st.fixed_dictionaries({"out_elements": SMALL, "in_elements": st.integers(0, 4096),
+                                         "other_elements": st.integers(0, 4096), "flops_per_element": st.integers(0, 8)}),
+        {n: _plus(n) for n in ("out_elements", "in_elements", "other_elements", "flops_per_element")},
+    ),
+    "reduce": Model(
+        ops.reduce,
+        st.fixed_dictionaries({"dtype": DTYPES}),
+        lambda o: st.fixed_dictionaries({"out_elements": st.integers(1, 64), "in_elements": st.integers(64, 4096)}),
+        {"in_elements": _plus("in_elements")},  # out_elements may not pass in_elements
+    ),
+    "fill": _simple(ops.fill, "elements"),
+    "concat": _simple(ops.concat, "elements"),
+    "gather": _simple(ops.gather, "elements", "index_elements"),
+    "batchnorm": _simple(ops.batchnorm, "batch", "channels", "height", "width", training=st.booleans()),
+    "dropout": _simple(ops.dropout, "elements"),
+    "nll_loss": _simple(ops.nll_loss, "rows", "classes", reduction=st.sampled_from(["mean", "sum", "none"])),
+    "adamw": _simple(ops.adamw, "elements"),
+    "foreach": Model(
+        ops.foreach,
+        st.fixed_dictionaries({"dtype": DTYPES}),
+        lambda o: st.fixed_dictionaries({"elements": st.integers(1, 1 << 20), "inputs": st.integers(0, 4),
+                                         "outputs": st.integers(1, 4), "flops_per_element": st.integers(0, 16)}),
+        {n: _plus(n) for n in ("elements", "inputs", "outputs", "flops_per_element")},
     ),
 }
 OP_NAMES = sorted(MODELS)

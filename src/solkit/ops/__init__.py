@@ -10,6 +10,7 @@ ATen names and parameters; ``OPERATORS`` and every other list of operators is re
 from __future__ import annotations
 
 from .attention import attention, attention_pairs
+from .batchnorm import batchnorm
 from .conv import conv2d, conv_output_size, im2col, layout_transform
 from .elementwise import add, copy, elementwise, gelu, silu, softmax
 from .embedding import embedding
@@ -18,6 +19,8 @@ from .norm import layernorm, layernorm_residual, rmsnorm
 from .pool import pool2d
 from .projection import qkv_projection, qkv_widths
 from .registry import REGISTRY, Operator, by_aten, calibration_keys, get
+from .tensor import concat, fill, gather, pointwise, reduce
+from .training import adamw, dropout, foreach, nll_loss
 
 #: the registered operators' names: the functions that map shapes to a Workload
 OPERATORS: tuple[str, ...] = tuple(REGISTRY)

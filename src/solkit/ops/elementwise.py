@@ -1,5 +1,7 @@
 """Elementwise and row-wise kernels: ``elementwise``, ``add``, ``gelu``, ``silu``, ``copy``, ``softmax``.
 
+Broadcasting and mixed-precision pointwise ATen ops (aten::add, aten::mul, ...) map to ``ops.pointwise``.
+
 Vector FLOPs per element (a stated convention; on any GPU these kernels are memory-bound):
 add 1, relu 1, silu 4 (exp, add, divide, multiply), gelu 8 (tanh form), copy 0,
 softmax 5 (max, subtract, exp, sum, divide). Backward: ``memory_bound_backward``.
@@ -44,7 +46,6 @@ def _times(count: Any, x: Any) -> Any:
                 flops_per_element=size("vector FLOPs per output element", minimum=0), dtype=precision(),
                 name=text("the kernel's name")),
     kinds=("elementwise",),
-    aten=("aten::mul", "aten::mul_", "aten::div", "aten::div_", "aten::sub", "aten::relu", "aten::relu_"),
     backward=MEMORY_BOUND,
     example=dict(elements=1 << 20, inputs=2, outputs=1, flops_per_element=1),
 )
@@ -63,8 +64,8 @@ def elementwise(
     return single(name, pointwise(name, elements, inputs, outputs, flops_per_element, dtype))
 
 
-@operator("add", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("elementwise",),
-          aten=("aten::add", "aten::add_"), backward=MEMORY_BOUND, example=dict(elements=1 << 20))
+@operator("add", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("elementwise",), backward=MEMORY_BOUND,
+          example=dict(elements=1 << 20))
 def add(elements: Any, dtype: Any = "bf16") -> Workload:
     """z = x + y: reads 2 tensors, writes 1. Bytes 3*elements*e; FLOPs 1 per element."""
     return single("add", pointwise("add", elements, 2.0, 1.0, FLOPS_PER_ELEMENT["add"], dtype, op="add"))
@@ -86,19 +87,26 @@ def silu(elements: Any, dtype: Any = "bf16") -> Workload:
     return single("silu", pointwise("silu", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["silu"], dtype, op="silu"))
 
 
-@operator("copy", params=dict(elements=_ELEMENTS, dtype=precision()), kinds=("copy",),
-          aten=("aten::copy_", "aten::clone"), backward=MEMORY_BOUND, example=dict(elements=1 << 20))
-def copy(elements: Any, dtype: Any = "bf16") -> Workload:
-    """y = x (a device-to-device copy): bytes 2*elements*e; no FLOPs."""
-    return single("copy", pointwise("copy", elements, 1.0, 1.0, 0, dtype, kind="copy", op="copy"))
+@operator("copy", params=dict(elements=_ELEMENTS, dtype=precision("precision of the source"),
+                             out_dtype=precision("precision of the destination (a cast; default: dtype)", optional=True)),
+          kinds=("copy",), aten=("aten::copy_", "aten::clone", "aten::_to_copy"), backward=MEMORY_BOUND,
+          example=dict(elements=1 << 20))
+def copy(elements: Any, dtype: Any = "bf16", out_dtype: Any = None) -> Workload:
+    """y = x (a device-to-device copy, or a cast to ``out_dtype``): bytes elements*(e + e_out); no FLOPs."""
+    if out_dtype is None or out_dtype == dtype:
+        return single("copy", pointwise("copy", elements, 1.0, 1.0, 0, dtype, kind="copy", op="copy"))
+    # x [elements] in dtype -> y [elements] in out_dtype
+    kernel = Kernel("cast", "copy", dtype, bytes_read=elements * element_bytes(dtype),
+                    bytes_written=elements * element_bytes(out_dtype), op="copy")
+    return single("copy (cast)", kernel)
 
 
 @operator(
     "softmax",
     params=dict(rows=size("rows (softmax runs along each row)"), cols=size("elements per row"), dtype=precision()),
     kinds=("reduction",),
-    aten=("aten::_softmax", "aten::softmax"),
-    aten_backward=("aten::_softmax_backward_data",),
+    aten=("aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax"),
+    aten_backward=("aten::_softmax_backward_data", "aten::_log_softmax_backward_data"),
     backward=MEMORY_BOUND,
     example=dict(rows=32768, cols=4096),
 )
@@ -106,6 +114,7 @@ def softmax(rows: Any, cols: Any, dtype: Any = "bf16") -> Workload:
     """Softmax over the last dim of a [rows, cols] tensor, one kernel.
 
     Bytes: 2*rows*cols*e (x in, y out). FLOPs: 5*rows*cols (vector).
+    A log-softmax (aten::_log_softmax: max, subtract, exp, sum, subtract the log) counts the same.
     """
     elements = rows * cols  # x [rows, cols] -> y [rows, cols]
     return single("softmax", pointwise("softmax", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["softmax"], dtype,
