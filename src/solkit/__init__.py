@@ -15,12 +15,16 @@ from .workload import Kernel, Workload, chain
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
-    """``GPU`` (the pydantic schema) is imported on first use."""
-    if name == "GPU":
-        from .hardware.schema import GPU
+#: imported on first use: the pydantic schema, and the profile readers (json, csv, gzip, decimal)
+_LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "Profile": "profile"}
 
-        return GPU
+
+def __getattr__(name: str):
+    """``GPU``, ``load_profile``, ``measure`` and ``Profile`` are imported on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
@@ -39,12 +43,15 @@ __all__ = [
     "hfu",
     "list_gpus",
     "load_gpu",
+    "load_profile",
+    "measure",
     "mfu",
     "models",
     "ops",
     "plot",
     "predict",
     "Prediction",
+    "Profile",
     "roofline",
     "sol_fraction",
     "storage_bytes",

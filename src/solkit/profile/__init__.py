@@ -1,0 +1,14 @@
+"""Real profiles joined to their speed of light: ``load_profile`` (torch.profiler Chrome traces, Nsight Compute CSV).
+
+Layers: ``_read`` (files, formats, the ``KernelRecord``), ``chrome`` and ``ncu`` (parsers),
+``timeline`` (kernel, span, idle time, gaps), ``aten`` (an ATen op call -> a registered operator's
+workload), ``profile`` (``Profile``: kernels, calls, aggregates), ``report`` (text, HTML, dict, frame)
+and ``measure`` (run a function under torch.profiler; needs torch).
+"""
+
+from __future__ import annotations
+
+from .measure import measure
+from .profile import L2_RESIDENT, Profile, ProfiledCall, ProfileKernel, load_profile
+
+__all__ = ["load_profile", "measure", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT"]

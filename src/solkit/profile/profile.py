@@ -1,0 +1,318 @@
+"""A measured program joined to its speed of light: ``load_profile`` and ``Profile``.
+
+Each GPU kernel of a trace is attributed to the op call that launched it (``chrome.read_chrome``);
+each op call is mapped to a registered operator's workload (``aten.map_records``); the kernels of
+one call share that workload, and every aggregate counts a call once. Times:
+
+- ``kernel_seconds``: the sum of the kernels' durations (memcpy/memset excluded);
+- ``span_seconds``: first kernel start to last kernel end; ``idle_seconds``: the span minus the
+  union of busy intervals over all streams;
+- ``modeled_seconds``: the measured time of the mapped kernels; ``coverage`` = modeled / kernel seconds;
+- ``sol_seconds``: the sum of T_SOL over the mapped calls; ``predicted_seconds``: the calibrated
+  prediction of their kernel bodies (a trace times kernels on the GPU, so the launch floor and the
+  gaps between launches, which ``sk.predict`` adds to an isolated measurement, are left out);
+- ``mfu``: the mapped calls' model FLOPs / (dense matrix peak of their main precision x span).
+
+A call measured below its T_SOL is labelled "faster than DRAM SOL (likely L2-resident)" instead of
+given a SOL fraction above 1: a trace does not flush the L2 between kernels, so a small kernel can
+read data its predecessor left there, which the DRAM bound does not allow for.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Optional
+
+from ..errors import ArgumentTypeError, MeasurementError
+from ..hardware import as_gpu
+from ..precision import rate_class
+from ..prediction import predict
+from ..sol import roofline
+from ..workload import Workload, chain
+from . import timeline
+from ._read import KernelRecord, detect_format, read_text
+from .aten import Mapped, map_records
+from .chrome import read_chrome
+from .ncu import read_ncu
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..hardware.schema import GPU
+
+__all__ = ["load_profile", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT", "read_records"]
+
+#: the label of a call measured below its DRAM-bound T_SOL
+L2_RESIDENT = "faster than DRAM SOL (likely L2-resident)"
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileKernel:
+    """One measured GPU kernel and the solkit workload of the op call that launched it (shared by its kernels)."""
+
+    name: str
+    start: float  # seconds, the trace's clock
+    seconds: float
+    stream: int
+    op: Optional[str]  # the innermost ATen op that launched it
+    shapes: tuple[Any, ...]
+    dtypes: tuple[str, ...]
+    workload: Optional[Workload]  # None when the call is not modelled (see reason)
+    reason: str  # the operator it maps to, or why it does not
+    measured_bytes: Optional[float]  # DRAM bytes (Nsight Compute only)
+    call: int  # index into Profile.calls
+    backward: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ProfiledCall:
+    """One op call: its kernels' measured time, its workload, bound and calibrated prediction."""
+
+    op: str  # ATen name (or the kernel's own name when no op launched it)
+    operator: Optional[str]  # the registered operator it maps to
+    backward: bool
+    shapes: tuple[Any, ...]
+    dtypes: tuple[str, ...]
+    kernels: tuple[int, ...]  # indices into Profile.kernels
+    seconds: float  # sum of its kernels' durations
+    workload: Optional[Workload]
+    reason: str
+    t_sol: Optional[float]
+    predicted: Optional[float]
+    notes: tuple[str, ...] = ()
+
+    @property
+    def group(self) -> str:
+        """The report's row: the operator (and "backward"), or the unmapped ATen op's own name."""
+        if self.operator is None:
+            return f"{self.op} (unmodeled)"
+        return f"{self.operator} backward" if self.backward else self.operator
+
+    @property
+    def sol_fraction(self) -> Optional[float]:
+        """T_SOL / measured time; None when unmapped or faster than the DRAM bound (see ``verdict``)."""
+        if self.t_sol is None or self.t_sol > self.seconds:
+            return None
+        return self.t_sol / self.seconds
+
+    @property
+    def verdict(self) -> str:
+        """How the call stands against its bound, in words."""
+        if self.t_sol is None:
+            return self.reason
+        if self.t_sol > self.seconds:
+            return L2_RESIDENT
+        return f"{self.t_sol / self.seconds:.0%} of SOL"
+
+
+def read_records(paths: Any) -> tuple[tuple[str, str, tuple[KernelRecord, ...]], ...]:
+    """(path, format, records) of each profile file (a path, or a list/tuple of paths)."""
+    if isinstance(paths, (list, tuple)):
+        if not paths:
+            raise ArgumentTypeError("path must be a profile file or a non-empty list of them, got an empty list")
+        items = list(paths)
+    else:
+        items = [paths]
+    out = []
+    for p in items:
+        text, path = read_text(p)
+        fmt = detect_format(text, path)
+        records = read_chrome(text, path) if fmt == "chrome" else read_ncu(text, path)
+        if not any(r.kind == "kernel" for r in records):
+            raise MeasurementError(f"profile {path!r} holds no GPU kernels (recorded without CUDA activity?)")
+        out.append((path, fmt, records))
+    return tuple(out)
+
+
+def _main_precision(calls: Iterable[ProfiledCall]) -> str:
+    """The rate class holding most matrix FLOPs of the mapped calls (bf16 when there are none)."""
+    share: dict[str, float] = {}
+    for c in calls:
+        if c.workload is None:
+            continue
+        for k, count in c.workload.counted:
+            if float(k.matrix_flops) > 0:
+                cls = rate_class(k.precision)
+                share[cls] = share.get(cls, 0.0) + float(k.matrix_flops) * count
+    return max(share, key=share.__getitem__) if share else "bf16"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A measured program on one GPU (or, with ``ranks``, the slowest of several): kernels, calls, aggregates."""
+
+    path: str
+    format: str  # "chrome" or "ncu"
+    gpu: "GPU"
+    kernels: tuple[ProfileKernel, ...]
+    calls: tuple[ProfiledCall, ...]
+    records: tuple[KernelRecord, ...] = field(repr=False)
+    ranks: tuple["Profile", ...] = ()
+
+    # ---- aggregates ----------------------------------------------------------------------------
+    @property
+    def kernel_seconds(self) -> float:
+        """Sum of the kernels' durations (s)."""
+        return timeline.kernel_seconds(self.records)
+
+    @property
+    def span_seconds(self) -> float:
+        """First kernel start to last kernel end (s)."""
+        return timeline.span_seconds(self.records)
+
+    @property
+    def busy_seconds(self) -> float:
+        """The union of the kernels' busy intervals over all streams (s)."""
+        return timeline.busy_seconds(self.records)
+
+    @property
+    def idle_seconds(self) -> float:
+        """Span minus busy time: the GPU ran no kernel (s)."""
+        return timeline.idle_seconds(self.records)
+
+    @property
+    def launch_gaps(self) -> timeline.LaunchGaps:
+        """The idle gaps between consecutive busy intervals, largest first."""
+        return timeline.launch_gaps(self.records)
+
+    @property
+    def modeled_seconds(self) -> float:
+        """Measured time of the kernels whose op call maps to a solkit workload (s)."""
+        return math.fsum(c.seconds for c in self.calls if c.workload is not None)
+
+    @property
+    def coverage(self) -> float:
+        """modeled_seconds / kernel_seconds."""
+        return self.modeled_seconds / self.kernel_seconds
+
+    @property
+    def sol_seconds(self) -> float:
+        """Sum of T_SOL over the mapped calls (s)."""
+        return math.fsum(c.t_sol for c in self.calls if c.t_sol is not None)
+
+    @property
+    def predicted_seconds(self) -> float:
+        """Calibrated prediction of the mapped calls' kernel bodies (s)."""
+        return math.fsum(c.predicted for c in self.calls if c.predicted is not None)
+
+    @property
+    def workload(self) -> Workload:
+        """A Workload of every mapped call, each once: ``sk.roofline``, ``sk.predict`` and ``sk.mfu`` apply."""
+        parts = [c.workload for c in self.calls if c.workload is not None]
+        if not parts:
+            raise MeasurementError(f"profile {self.path!r}: no kernel maps to a solkit operator, so there is no workload")
+        return chain(f"profile {self.path}", *parts)
+
+    @property
+    def flops(self) -> float:
+        """Model FLOPs of the mapped calls."""
+        return math.fsum(float(c.workload.flops) for c in self.calls if c.workload is not None)
+
+    @property
+    def mfu_precision(self) -> str:
+        """The precision whose dense peak ``mfu`` divides by: the one holding most matrix FLOPs."""
+        return _main_precision(self.calls)
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOPs of the mapped calls / (dense matrix peak of ``mfu_precision`` x span)."""
+        return self.flops / (self.gpu.peak_flops(self.mfu_precision, "matrix") * self.span_seconds)
+
+    # ---- the report ----------------------------------------------------------------------------
+    def groups(self) -> list[dict[str, Any]]:
+        """One row per op group (operator, backward, or unmodeled ATen op), largest measured time first."""
+        from .report import group_rows
+
+        return group_rows(self)
+
+    def opportunities(self, top: int = 10) -> list[dict[str, Any]]:
+        """The call shapes with the most time above their calibrated prediction, largest first."""
+        from .report import opportunity_rows
+
+        return opportunity_rows(self, top)
+
+    def to_dict(self, top: int = 10) -> dict[str, Any]:
+        """Plain dict for JSON: aggregates (seconds), groups, opportunities, launch gaps."""
+        from .report import profile_dict
+
+        return profile_dict(self, top)
+
+    def to_frame(self) -> Any:
+        """The op groups as a pandas DataFrame (needs pandas)."""
+        from .report import groups_frame
+
+        return groups_frame(self)
+
+    def report(self, top: int = 10) -> str:
+        """The text report ``print(profile)`` shows."""
+        from .report import text_report
+
+        return text_report(self, top)
+
+    def __str__(self) -> str:
+        return self.report()
+
+    def __repr__(self) -> str:
+        return (f"Profile({self.path!r} on {self.gpu.name}: {len(self.kernels)} kernels, "
+                f"{self.kernel_seconds * 1e3:.3f} ms of kernels in a {self.span_seconds * 1e3:.3f} ms span, "
+                f"coverage {self.coverage:.1%})")
+
+    def _repr_html_(self) -> str:
+        from .report import html_report
+
+        return html_report(self)
+
+
+def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU") -> Profile:
+    """Join one file's kernel records to workloads, bounds and predictions."""
+    kernel_records = [r for r in records if r.kind == "kernel"]
+    results = map_records(kernel_records)
+    # op calls: the kernels one host op launched (its External id); kernels with no op are their own call
+    order: dict[Any, list[int]] = {}
+    for i, r in enumerate(kernel_records):
+        key = ("op", r.op_id) if r.op_id is not None else ("kernel", i)
+        order.setdefault(key, []).append(i)
+    bounds: dict[int, tuple[float, float]] = {}  # id(workload) -> (t_sol, predicted bodies)
+    calls: list[ProfiledCall] = []
+    call_of = [0] * len(kernel_records)
+    for indices in order.values():
+        first = kernel_records[indices[0]]
+        res = results[indices[0]]
+        seconds = math.fsum(kernel_records[i].seconds for i in indices)
+        if isinstance(res, Mapped):
+            w = res.workload
+            cached = bounds.get(id(w))
+            if cached is None:
+                p = predict(w, g, warn=False)
+                bodies = math.fsum(float(k.seconds) * k.count for k in p.kernels)
+                cached = bounds[id(w)] = (float(roofline(w, g).t_sol), bodies)
+            t_sol, predicted = cached
+            call = ProfiledCall(first.op or first.name, res.operator, res.backward, first.shapes, first.dtypes,
+                                tuple(indices), seconds, w, res.operator, t_sol, predicted, res.notes)
+        else:
+            call = ProfiledCall(first.op or first.name, None, first.backward, first.shapes, first.dtypes,
+                                tuple(indices), seconds, None, res.reason, None, None)
+        for i in indices:
+            call_of[i] = len(calls)
+        calls.append(call)
+    kernels = tuple(
+        ProfileKernel(r.name, r.start, r.seconds, r.stream, r.op, r.shapes, r.dtypes, calls[call_of[i]].workload,
+                      calls[call_of[i]].reason, r.measured_bytes, call_of[i], calls[call_of[i]].backward)
+        for i, r in enumerate(kernel_records)
+    )
+    return Profile(path, fmt, g, kernels, tuple(calls), tuple(kernel_records))
+
+
+def load_profile(path: Any, gpu: Any) -> Profile:
+    """A profile (torch.profiler Chrome trace or ``ncu --csv --page raw``, plain or gzip) joined to SOL on ``gpu``.
+
+    ``path``: a file, or a list of files (one per rank of a distributed job): the result is then
+    the slowest rank (largest span), with every rank in ``ranks``.
+    """
+    g = as_gpu(gpu)
+    files = read_records(path)
+    profiles = tuple(_build(p, fmt, records, g) for p, fmt, records in files)
+    if len(profiles) == 1:
+        return profiles[0]
+    slowest = max(profiles, key=lambda p: p.span_seconds)
+    return Profile(slowest.path, slowest.format, g, slowest.kernels, slowest.calls, slowest.records, profiles)
+

@@ -1,0 +1,178 @@
+"""The profile report: op groups, opportunities, launch gaps, as text, HTML, a dict and a DataFrame.
+
+- A group is an operator (its backward a separate group) or an unmodeled ATen op. Its row: calls,
+  kernels, measured time, share of the kernel time, T_SOL, SOL fraction (T_SOL / measured, over
+  its mapped calls), the calibrated prediction, and the time above the prediction.
+- An opportunity is one (group, shapes) with its calls summed, ranked by recoverable time:
+  measured minus the calibrated prediction (what a good kernel for that shape takes on this GPU),
+  floored at 0. ``to_sol`` is measured minus T_SOL, what no kernel can recover beyond.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import TYPE_CHECKING, Any, Sequence
+
+from .._display import html_table
+from .profile import L2_RESIDENT
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .profile import Profile, ProfiledCall
+
+__all__ = ["group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report", "html_report"]
+
+
+def _sum(calls: list["ProfiledCall"], attr: str) -> float:
+    return math.fsum(getattr(c, attr) for c in calls if getattr(c, attr) is not None)
+
+
+def _row(name: str, calls: list["ProfiledCall"], total: float) -> dict[str, Any]:
+    measured = _sum(calls, "seconds")
+    mapped = [c for c in calls if c.t_sol is not None]
+    mapped_s = math.fsum(c.seconds for c in mapped)
+    t_sol = _sum(mapped, "t_sol")
+    predicted = _sum(mapped, "predicted")
+    faster = sum(1 for c in mapped if c.t_sol is not None and c.t_sol > c.seconds)
+    return {
+        "group": name,
+        "calls": len(calls),
+        "kernels": sum(len(c.kernels) for c in calls),
+        "measured_s": measured,
+        "share": measured / total,
+        "t_sol_s": t_sol if mapped else None,
+        "sol_fraction": (t_sol / mapped_s if mapped and mapped_s > 0 and t_sol <= mapped_s else None),
+        "predicted_s": predicted if mapped else None,
+        "above_prediction_s": max(mapped_s - predicted, 0.0) if mapped else None,
+        "faster_than_dram_sol": faster,
+        "modeled": bool(mapped),
+    }
+
+
+def group_rows(profile: "Profile") -> list[dict[str, Any]]:
+    """One row per group, largest measured time first."""
+    groups: dict[str, list["ProfiledCall"]] = {}
+    for c in profile.calls:
+        groups.setdefault(c.group, []).append(c)
+    total = profile.kernel_seconds
+    rows = [_row(name, calls, total) for name, calls in groups.items()]
+    return sorted(rows, key=lambda r: -r["measured_s"])
+
+
+def _shape_text(c: "ProfiledCall") -> str:
+    dims = [list(s) for s in c.shapes if isinstance(s, (list, tuple)) and len(s)]
+    return " ".join(str(d).replace(" ", "") for d in dims[:3]) or "-"
+
+
+def opportunity_rows(profile: "Profile", top: int = 10) -> list[dict[str, Any]]:
+    """The (group, shapes) with the most measured time above the calibrated prediction, largest first."""
+    by_shape: dict[tuple[str, str, str], list["ProfiledCall"]] = {}
+    for c in profile.calls:
+        if c.t_sol is not None:
+            by_shape.setdefault((c.group, _shape_text(c), ",".join(c.dtypes[:3])), []).append(c)
+    rows: list[dict[str, Any]] = []
+    for (group, shapes, dtypes), calls in by_shape.items():
+        measured = _sum(calls, "seconds")
+        predicted = _sum(calls, "predicted")
+        t_sol = _sum(calls, "t_sol")
+        rows.append({"group": group, "shapes": shapes, "dtypes": dtypes, "calls": len(calls), "measured_s": measured,
+                     "predicted_s": predicted, "t_sol_s": t_sol, "recoverable_s": max(measured - predicted, 0.0),
+                     "to_sol_s": max(measured - t_sol, 0.0), "verdict": calls[0].verdict if len(calls) == 1 else
+                     (L2_RESIDENT if t_sol > measured else f"{t_sol / measured:.0%} of SOL")})
+    rows.sort(key=lambda r: -r["recoverable_s"])
+    return rows[:top]
+
+
+def profile_dict(profile: "Profile", top: int = 10) -> dict[str, Any]:
+    """Aggregates, groups, opportunities and launch gaps, JSON-ready (seconds)."""
+    gaps = profile.launch_gaps
+    return {
+        "path": profile.path,
+        "format": profile.format,
+        "gpu": profile.gpu.name,
+        "kernels": len(profile.kernels),
+        "calls": len(profile.calls),
+        "kernel_seconds": profile.kernel_seconds,
+        "span_seconds": profile.span_seconds,
+        "idle_seconds": profile.idle_seconds,
+        "modeled_seconds": profile.modeled_seconds,
+        "coverage": profile.coverage,
+        "sol_seconds": profile.sol_seconds,
+        "predicted_seconds": profile.predicted_seconds,
+        "model_flops": profile.flops,
+        "mfu": profile.mfu,
+        "mfu_precision": profile.mfu_precision,
+        "launch_gaps": {"count": gaps.count, "total_s": gaps.total, "largest_s": gaps.largest},
+        "groups": group_rows(profile),
+        "opportunities": opportunity_rows(profile, top),
+        "ranks": [{"path": r.path, "span_seconds": r.span_seconds, "kernel_seconds": r.kernel_seconds}
+                  for r in profile.ranks],
+    }
+
+
+def groups_frame(profile: "Profile") -> Any:
+    """The group rows as a pandas DataFrame."""
+    from ..sol import _pandas
+
+    return _pandas().DataFrame(group_rows(profile))
+
+
+def _us(x: Any) -> str:
+    return "-" if x is None else f"{x * 1e6:,.1f}"
+
+
+def _pct(x: Any) -> str:
+    return "-" if x is None else f"{x:.0%}"
+
+
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    line = lambda cells: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))  # noqa: E731
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)])
+
+
+def _group_cells(r: dict[str, Any]) -> tuple[str, ...]:
+    sol = _pct(r["sol_fraction"]) if r["sol_fraction"] is not None or not r["modeled"] else "L2*"
+    return (r["group"], str(r["calls"]), _us(r["measured_s"]), _pct(r["share"]), _us(r["t_sol_s"]), sol,
+            _us(r["predicted_s"]), _us(r["above_prediction_s"]))
+
+
+GROUP_HEADER = ("op group", "calls", "measured us", "share", "T_SOL us", "SOL", "predicted us", "above pred. us")
+OPPORTUNITY_HEADER = ("op group", "shapes", "calls", "measured us", "predicted us", "recoverable us", "vs SOL")
+
+
+def text_report(profile: "Profile", top: int = 10) -> str:
+    """What ``print(profile)`` shows: aggregates, op groups, top opportunities, launch gaps."""
+    gaps = profile.launch_gaps
+    head = [
+        f"{profile.path} on {profile.gpu.name} ({profile.format}): {len(profile.kernels)} kernels in "
+        f"{len(profile.calls)} op calls",
+        f"span {profile.span_seconds * 1e3:.3f} ms = kernels {profile.busy_seconds * 1e3:.3f} ms busy + idle "
+        f"{profile.idle_seconds * 1e3:.3f} ms ({profile.idle_seconds / profile.span_seconds:.0%}); "
+        f"{gaps.count} gaps, largest {gaps.largest * 1e6:.1f} us",
+        f"modeled {profile.modeled_seconds * 1e3:.3f} of {profile.kernel_seconds * 1e3:.3f} ms of kernel time "
+        f"(coverage {profile.coverage:.1%}); T_SOL {profile.sol_seconds * 1e3:.3f} ms, calibrated prediction "
+        f"{profile.predicted_seconds * 1e3:.3f} ms",
+        f"model FLOPs {profile.flops:.4g}; MFU {profile.mfu:.1%} (dense {profile.mfu_precision} peak over the span)",
+    ]
+    if profile.ranks:
+        head.append(f"slowest of {len(profile.ranks)} ranks: "
+                    + ", ".join(f"{r.path} {r.span_seconds * 1e3:.3f} ms" for r in profile.ranks))
+    groups = [_group_cells(r) for r in group_rows(profile)]
+    opp = [(str(r["group"]), str(r["shapes"]), str(r["calls"]), _us(r["measured_s"]), _us(r["predicted_s"]),
+            _us(r["recoverable_s"]), str(r["verdict"])) for r in opportunity_rows(profile, top)]
+    parts = ["\n".join(head), _table(GROUP_HEADER, groups)]
+    if any(r["faster_than_dram_sol"] for r in group_rows(profile)):
+        parts.append(f"L2*: {L2_RESIDENT}: some calls ran below their DRAM bound (no L2 flush between kernels)")
+    parts += [f"top {len(opp)} opportunities (measured above the calibrated prediction):", _table(OPPORTUNITY_HEADER, opp)]
+    return "\n\n".join(parts)
+
+
+def html_report(profile: "Profile") -> str:
+    """The report as HTML tables (Jupyter)."""
+    head = html.escape(text_report(profile).split("\n\n")[0]).replace("\n", "<br>")
+    groups = html_table(GROUP_HEADER, [_group_cells(r) for r in group_rows(profile)], "op groups")
+    opp = html_table(OPPORTUNITY_HEADER, [(r["group"], r["shapes"], r["calls"], _us(r["measured_s"]),
+                                           _us(r["predicted_s"]), _us(r["recoverable_s"]), r["verdict"])
+                                          for r in opportunity_rows(profile)], "top opportunities")
+    return f"<p>{head}</p>{groups}{opp}"
