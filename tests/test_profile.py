@@ -185,3 +185,69 @@ def test_bad_profile_inputs(tmp_path):
                                                      "pid": 1, "tid": 1, "args": {"External id": 1}}]}))
     with pytest.raises(MeasurementError, match="no GPU kernels"):
         load_profile(cpu_only, "h200")
+
+
+def _ncu_rows() -> list[dict]:
+    """The ncu raw page read with csv alone: header, a units row, then one row per kernel."""
+    import csv
+    import io
+
+    lines = [line for line in gzip.open(DATA / "ncu_ops.csv.gz").read().decode().splitlines()
+             if not line.startswith("==")]
+    rows = list(csv.DictReader(io.StringIO("\n".join(lines))))
+    return rows[1:]  # rows[0] holds the units
+
+
+def test_ncu_rows_keep_their_measured_dram_bytes_and_map_by_nvtx():
+    """Nsight Compute: 7 rows; each call's measured bytes = dram read + write of its rows; NVTX ranges map to workloads."""
+    rows = _ncu_rows()
+    n = 4096
+    ranges = {f"mm_bf16_{n}x{n}x{n}": ops.matmul(n, n, n), f"gemv_bf16_1x{n}x{n}": ops.matmul(1, n, n),
+              "layernorm_bf16_8192x4096": ops.layernorm(8192, 4096), "softmax_bf16_4096x4096": ops.softmax(4096, 4096),
+              "sdpa_flash_bf16_b4h32s2048d128_causal": ops.attention(4, 32, 2048, head_dim=128, causal=True)}
+    p = load_profile(DATA / "ncu_ops.csv.gz", "h200", nvtx=ranges)
+    assert len(p.kernels) == len(rows) == 7
+    as_int = lambda cell: int(cell.replace(",", ""))  # noqa: E731 - units row says "byte" and "nsecond"
+    total_bytes = sum(as_int(r["dram__bytes_read.sum"]) + as_int(r["dram__bytes_write.sum"]) for r in rows)
+    assert sum(c.measured_bytes for c in p.calls) == total_bytes
+    assert p.kernel_seconds == pytest.approx(sum(as_int(r["gpu__time_duration.sum"]) for r in rows) * 1e-9)
+    # the GEMV and cuBLASLt's split-K reduce run under one NVTX range: one call of two kernels
+    gemv = [c for c in p.calls if len(c.kernels) == 2]
+    assert len(gemv) == 1 and gemv[0].t_sol == pytest.approx(sk.roofline(ops.matmul(1, n, n), "h200").t_sol)
+    # only the add has no workload in nvtx=: coverage = 1 - its time / all
+    add = [c for c in p.calls if c.workload is None]
+    assert len(add) == 1 and p.coverage == pytest.approx(1 - add[0].seconds / p.kernel_seconds)
+    assert "DRAM MB" in p.report()
+    unmapped = load_profile(DATA / "ncu_ops.csv.gz", "h200")
+    assert unmapped.coverage == 0.0 and all("nvtx=" in c.reason for c in unmapped.calls)
+    with pytest.raises(ArgumentTypeError, match="nvtx"):
+        load_profile(DATA / "ncu_ops.csv.gz", "h200", nvtx={"x": 3})
+
+
+def test_a_trace_written_by_sk_measure_on_the_h200():
+    """sk.measure(gelu(x @ w1) @ w2 + x) on an H200 (benchmarks/profiling/measure_check.py): its trace, counted by hand.
+
+    x [4096, 4096], w1 [4096, 14336], w2 [14336, 4096], bf16. Two GEMMs: 2 * 2*4096*4096*14336
+    = 962,072,674,304 FLOPs; gelu 8 FLOPs x 4096*14336 = 469,762,048; the add 4096*4096 = 16,777,216.
+    Total 962,559,213,568 model FLOPs, all four kernels modelled.
+    """
+    p = load_profile(DATA / "measure_block.json.gz", "h200")
+    assert len(p.kernels) == 4 and p.coverage == 1.0
+    assert p.flops == 2 * 2 * 4096 * 4096 * 14336 + 8 * 4096 * 14336 + 4096 * 4096  # 962,559,213,568
+    mm = [c for c in p.calls if c.operator == "matmul"]
+    assert len(mm) == 2
+    # the first GEMM's bound: 2*4096*4096*14336 / 989.4e12 = 486.2 us (compute-bound)
+    assert mm[0].t_sol == pytest.approx(2 * 4096 * 4096 * 14336 / 989.4e12, rel=1e-3)
+
+
+def test_measure_needs_torch_and_a_callable():
+    """Without torch: OptionalDependencyError naming the install; a non-callable fn: ArgumentTypeError."""
+    from solkit.errors import OptionalDependencyError
+
+    with pytest.raises(ArgumentTypeError, match="fn must be callable"):
+        sk.measure(3, gpu="h200")
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        with pytest.raises(OptionalDependencyError, match="solkit\\[torch\\]"):
+            sk.measure(print, gpu="h200")

@@ -1,6 +1,6 @@
 """``measure(fn, *args, gpu=...)``: run ``fn`` under torch.profiler on the current GPU and return its ``Profile``.
 
-Needs the optional torch extra (``pip install 'solkit[measure]'`` or any CUDA build of PyTorch).
+Needs the optional torch extra (``pip install 'solkit[torch]'`` or any CUDA build of PyTorch).
 ``fn(*args, **kwargs)`` runs ``warmup`` times unprofiled (autotuning, lazy initialisation and
 caches stay out of the trace), then once under ``torch.profiler.profile(activities=[CPU, CUDA],
 record_shapes=True)`` between two ``torch.cuda.synchronize()``; the Chrome trace is written to a
@@ -25,7 +25,7 @@ def _torch() -> Any:
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError as exc:
-        raise OptionalDependencyError("solkit.measure needs PyTorch: pip install 'solkit[measure]' (or a CUDA build "
+        raise OptionalDependencyError("solkit.measure needs PyTorch: pip install 'solkit[torch]' (or a CUDA build "
                                       "of torch)") from exc
     return torch
 

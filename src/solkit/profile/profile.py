@@ -32,7 +32,7 @@ from ..sol import roofline
 from ..workload import Workload, chain
 from . import timeline
 from ._read import KernelRecord, detect_format, read_text
-from .aten import Mapped, map_records
+from .aten import Mapped, Unmapped, map_records
 from .chrome import read_chrome
 from .ncu import read_ncu
 
@@ -79,6 +79,7 @@ class ProfiledCall:
     t_sol: Optional[float]
     predicted: Optional[float]
     notes: tuple[str, ...] = ()
+    measured_bytes: Optional[float] = None  # DRAM bytes of its kernels (Nsight Compute), None elsewhere
 
     @property
     def group(self) -> str:
@@ -262,14 +263,46 @@ class Profile:
         return html_report(self)
 
 
-def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU") -> Profile:
+def _nvtx_results(records: list[KernelRecord], nvtx: dict[str, Workload]) -> tuple[list[Any], list[Any]]:
+    """(results, call keys) of ncu rows: a row whose innermost NVTX range is a key of ``nvtx`` maps to its workload;
+    consecutive rows under the same range occurrence are one call."""
+    results: list[Any] = []
+    keys: list[Any] = []
+    occurrence = 0
+    for i, r in enumerate(records):
+        name = r.nvtx[-1] if r.nvtx else None
+        if i and (not r.nvtx or r.nvtx != records[i - 1].nvtx):
+            occurrence += 1
+        w = nvtx.get(name) if name is not None else None
+        if w is None:
+            results.append(Unmapped(f"NVTX range {name!r} is not in nvtx=" if name else "an ncu row names no op; "
+                                    "pass nvtx={range name: workload}"))
+            keys.append(("kernel", i))
+        else:
+            results.append(Mapped(w.call.op if w.call is not None else w.name, {}, w, False))
+            keys.append(("nvtx", occurrence))
+    return results, keys
+
+
+def _check_nvtx(nvtx: Any) -> dict[str, Workload]:
+    if nvtx is None:
+        return {}
+    if not isinstance(nvtx, dict) or not all(isinstance(k, str) and isinstance(v, Workload) for k, v in nvtx.items()):
+        raise ArgumentTypeError(f"nvtx must be a dict of NVTX range name -> Workload, got {nvtx!r:.120}")
+    return nvtx
+
+
+def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU", nvtx: dict[str, Workload]) -> Profile:
     """Join one file's kernel records to workloads, bounds and predictions."""
     kernel_records = [r for r in records if r.kind == "kernel"]
-    results = map_records(kernel_records)
-    # op calls: the kernels one host op launched (its External id); kernels with no op are their own call
+    if fmt == "ncu":  # rows name no ATen op: NVTX ranges are the only handle
+        results, keys = _nvtx_results(kernel_records, nvtx)
+    else:
+        results = map_records(kernel_records)
+        # the kernels one host op launched (its External id); kernels with no op are their own call
+        keys = [("op", r.op_id) if r.op_id is not None else ("kernel", i) for i, r in enumerate(kernel_records)]
     order: dict[Any, list[int]] = {}
-    for i, r in enumerate(kernel_records):
-        key = ("op", r.op_id) if r.op_id is not None else ("kernel", i)
+    for i, key in enumerate(keys):
         order.setdefault(key, []).append(i)
     bounds: dict[int, tuple[float, float]] = {}  # id(workload) -> (t_sol, predicted bodies)
     calls: list[ProfiledCall] = []
@@ -278,6 +311,8 @@ def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU") -> 
         first = kernel_records[indices[0]]
         res = results[indices[0]]
         seconds = math.fsum(kernel_records[i].seconds for i in indices)
+        dram = [kernel_records[i].measured_bytes for i in indices]
+        measured_bytes = math.fsum(dram) if all(b is not None for b in dram) else None  # type: ignore[arg-type]
         if isinstance(res, Mapped):
             w = res.workload
             cached = bounds.get(id(w))
@@ -287,10 +322,10 @@ def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU") -> 
                 cached = bounds[id(w)] = (float(roofline(w, g).t_sol), bodies)
             t_sol, predicted = cached
             call = ProfiledCall(first.op or first.name, res.operator, res.backward, first.shapes, first.dtypes,
-                                tuple(indices), seconds, w, res.operator, t_sol, predicted, res.notes)
+                                tuple(indices), seconds, w, res.operator, t_sol, predicted, res.notes, measured_bytes)
         else:
             call = ProfiledCall(first.op or first.name, None, first.backward, first.shapes, first.dtypes,
-                                tuple(indices), seconds, None, res.reason, None, None)
+                                tuple(indices), seconds, None, res.reason, None, None, (), measured_bytes)
         for i in indices:
             call_of[i] = len(calls)
         calls.append(call)
@@ -302,15 +337,18 @@ def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU") -> 
     return Profile(path, fmt, g, kernels, tuple(calls), tuple(kernel_records))
 
 
-def load_profile(path: Any, gpu: Any) -> Profile:
+def load_profile(path: Any, gpu: Any, nvtx: Optional[dict[str, Workload]] = None) -> Profile:
     """A profile (torch.profiler Chrome trace or ``ncu --csv --page raw``, plain or gzip) joined to SOL on ``gpu``.
 
     ``path``: a file, or a list of files (one per rank of a distributed job): the result is then
-    the slowest rank (largest span), with every rank in ``ranks``.
+    the slowest rank (largest span), with every rank in ``ranks``. ``nvtx``: for Nsight Compute
+    files, which name no ATen op, the workload of each NVTX range (its innermost range names the
+    rows it holds); the measured DRAM bytes of every row are kept either way (``measured_bytes``).
     """
     g = as_gpu(gpu)
+    ranges = _check_nvtx(nvtx)
     files = read_records(path)
-    profiles = tuple(_build(p, fmt, records, g) for p, fmt, records in files)
+    profiles = tuple(_build(p, fmt, records, g, ranges) for p, fmt, records in files)
     if len(profiles) == 1:
         return profiles[0]
     slowest = max(profiles, key=lambda p: p.span_seconds)

@@ -46,7 +46,15 @@ def _row(name: str, calls: list["ProfiledCall"], total: float) -> dict[str, Any]
         "above_prediction_s": max(mapped_s - predicted, 0.0) if mapped else None,
         "faster_than_dram_sol": faster,
         "modeled": bool(mapped),
+        "measured_bytes": _measured_bytes(calls),
     }
+
+
+def _measured_bytes(calls: list["ProfiledCall"]) -> Any:
+    """Summed DRAM bytes when every call has them (Nsight Compute), else None."""
+    if not calls or any(c.measured_bytes is None for c in calls):
+        return None
+    return math.fsum(c.measured_bytes for c in calls)  # type: ignore[misc]
 
 
 def group_rows(profile: "Profile") -> list[dict[str, Any]]:
@@ -131,13 +139,22 @@ def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     return "\n".join([line(header), line(tuple("-" * w for w in widths)), *(line(r) for r in rows)])
 
 
-def _group_cells(r: dict[str, Any]) -> tuple[str, ...]:
+def _short(name: str, width: int = 60) -> str:
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def _group_cells(r: dict[str, Any], bandwidth: float) -> tuple[str, ...]:
     sol = _pct(r["sol_fraction"]) if r["sol_fraction"] is not None or not r["modeled"] else "L2*"
-    return (r["group"], str(r["calls"]), _us(r["measured_s"]), _pct(r["share"]), _us(r["t_sol_s"]), sol,
-            _us(r["predicted_s"]), _us(r["above_prediction_s"]))
+    cells = (_short(r["group"]), str(r["calls"]), _us(r["measured_s"]), _pct(r["share"]), _us(r["t_sol_s"]), sol,
+             _us(r["predicted_s"]), _us(r["above_prediction_s"]))
+    if r["measured_bytes"] is None:
+        return cells
+    return cells + (f"{r['measured_bytes'] / 1e6:,.1f}", _pct(r["measured_bytes"] / r["measured_s"] / bandwidth))
 
 
 GROUP_HEADER = ("op group", "calls", "measured us", "share", "T_SOL us", "SOL", "predicted us", "above pred. us")
+#: Nsight Compute files add the measured DRAM bytes and the share of the datasheet bandwidth they reached
+DRAM_HEADER = ("DRAM MB", "of bandwidth")
 OPPORTUNITY_HEADER = ("op group", "shapes", "calls", "measured us", "predicted us", "recoverable us", "vs SOL")
 
 
@@ -158,11 +175,14 @@ def text_report(profile: "Profile", top: int = 10) -> str:
     if profile.ranks:
         head.append(f"slowest of {len(profile.ranks)} ranks: "
                     + ", ".join(f"{r.path} {r.span_seconds * 1e3:.3f} ms" for r in profile.ranks))
-    groups = [_group_cells(r) for r in group_rows(profile)]
+    rows = group_rows(profile)
+    bandwidth = profile.gpu.memory_bandwidth
+    groups = [_group_cells(r, bandwidth) for r in rows]
+    header = GROUP_HEADER + DRAM_HEADER if rows and all(r["measured_bytes"] is not None for r in rows) else GROUP_HEADER
     opp = [(str(r["group"]), str(r["shapes"]), str(r["calls"]), _us(r["measured_s"]), _us(r["predicted_s"]),
             _us(r["recoverable_s"]), str(r["verdict"])) for r in opportunity_rows(profile, top)]
-    parts = ["\n".join(head), _table(GROUP_HEADER, groups)]
-    if any(r["faster_than_dram_sol"] for r in group_rows(profile)):
+    parts = ["\n".join(head), _table(header, [g[:len(header)] for g in groups])]
+    if any(r["faster_than_dram_sol"] for r in rows):
         parts.append(f"L2*: {L2_RESIDENT}: some calls ran below their DRAM bound (no L2 flush between kernels)")
     parts += [f"top {len(opp)} opportunities (measured above the calibrated prediction):", _table(OPPORTUNITY_HEADER, opp)]
     return "\n\n".join(parts)
@@ -171,7 +191,7 @@ def text_report(profile: "Profile", top: int = 10) -> str:
 def html_report(profile: "Profile") -> str:
     """The report as HTML tables (Jupyter)."""
     head = html.escape(text_report(profile).split("\n\n")[0]).replace("\n", "<br>")
-    groups = html_table(GROUP_HEADER, [_group_cells(r) for r in group_rows(profile)], "op groups")
+    groups = html_table(GROUP_HEADER, [_group_cells(r, 1.0)[:len(GROUP_HEADER)] for r in group_rows(profile)], "op groups")
     opp = html_table(OPPORTUNITY_HEADER, [(r["group"], r["shapes"], r["calls"], _us(r["measured_s"]),
                                            _us(r["predicted_s"]), _us(r["recoverable_s"]), r["verdict"])
                                           for r in opportunity_rows(profile)], "top opportunities")
