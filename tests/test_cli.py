@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -214,3 +216,87 @@ def test_subprocess_closed_pipe_is_quiet():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert err == ""
+
+
+# ---- solkit profile -------------------------------------------------------------------------
+
+DECODE = str(Path(__file__).resolve().parents[1] / "data" / "profiles" / "llama_decode.json.gz")
+
+
+def test_profile_prints_the_report(capsys):
+    """profile TRACE --gpu h200: the report of the decode step, every kernel mapped (coverage 100.0%), exit 0."""
+    code, out, err = run(capsys, "profile", DECODE, "--gpu", "h200", "--top", "3")
+    assert (code, err) == (0, "")
+    assert "coverage 100.0%" in out and out.startswith(f"{DECODE} on h200-sxm (chrome): 206 kernels")
+    assert "top 3 opportunities" in out
+
+
+def test_profile_json_counts_the_traces_kernels(capsys):
+    """--json is one object; its `kernels` is the number of "cat": "kernel" events in the raw trace (206)."""
+    with gzip.open(DECODE, "rt") as f:
+        n_kernels = sum(1 for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel")
+    code, out, err = run(capsys, "profile", DECODE, "--gpu", "h200", "--json", "--top", "2")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert data["kernels"] == n_kernels == 206
+    assert data["coverage"] == pytest.approx(1.0) and len(data["opportunities"]) == 2 and "plots" not in data
+
+
+def test_profile_plot_writes_two_charts_and_prints_their_paths(capsys, tmp_path):
+    """--plot OUT: OUT.png (time breakdown) and OUT-roofline.png; a suffix is kept; --json lists them under "plots"."""
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, "profile", DECODE, "--gpu", "h200", "--plot", str(tmp_path / "dec"))
+    assert (code, err) == (0, "")
+    bars, roof = tmp_path / "dec.png", tmp_path / "dec-roofline.png"
+    assert out.endswith(f"\nwrote {bars}\nwrote {roof}\n")
+    assert bars.stat().st_size > 10_000 and roof.stat().st_size > 10_000 and not (tmp_path / "dec").exists()
+    code, out, err = run(capsys, "profile", DECODE, "--gpu", "h200", "--json", "--plot", str(tmp_path / "sub" / "d.svg"))
+    assert (code, err) == (0, "")
+    assert json.loads(out)["plots"] == [str(tmp_path / "sub" / "d.svg"), str(tmp_path / "sub" / "d-roofline.svg")]
+    assert (tmp_path / "sub" / "d-roofline.svg").is_file()
+
+
+def test_profile_several_traces_are_ranks(capsys):
+    """Two files are two ranks: the report is the slowest's and lists both."""
+    other = DECODE.replace("llama_decode", "llama_prefill")
+    code, out, err = run(capsys, "profile", DECODE, other, "--gpu", "h200", "--json")
+    assert (code, err) == (0, "")
+    assert [r["path"] for r in json.loads(out)["ranks"]] == [DECODE, other]
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["profile", "/nonexistent/trace.json.gz", "--gpu", "h200"], "cannot read profile '/nonexistent/trace.json.gz'"),
+    (["profile", __file__, "--gpu", "h200"], "is neither a torch.profiler Chrome trace"),
+    (["profile", DECODE], "profile needs --gpu NAME"),
+    (["profile", DECODE, "--gpu", "h2000"], "is not a known GPU"),
+    (["profile", DECODE, "--gpu", "h200", "--top", "0"], "--top must be a positive integer, got 0"),
+    (["profile", DECODE, "--gpu", "h200", "--top", "-1"], "--top must be a positive integer, got -1"),
+    (["profile", DECODE, "--gpu", "h200", "--top", "x"], "argument --top: invalid int value"),
+    (["profile", "--gpu", "h200"], "the following arguments are required: TRACE"),
+    (["profile", DECODE, "--gpu", "h200", "--plot", "/tmp/p.xyz"], "--plot: path '/tmp/p.xyz' ends in '.xyz'"),
+])
+def test_profile_bad_input_is_one_line_exit_2(capsys, argv, says):
+    """A missing or malformed trace, no --gpu, a bad --top or --plot: exit 2, one line, nothing on stdout."""
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.startswith("solkit: error: ") and err.count("\n") == 1 and says in err
+
+
+def test_profile_without_gpu_lists_the_gpus(capsys):
+    """The --gpu error names the shipped specs."""
+    _, _, err = run(capsys, "profile", DECODE)
+    assert "h200-sxm" in err and "a100-sxm4-80gb" in err and "solkit gpus" in err
+
+
+def test_profile_help_has_an_example(capsys):
+    """profile --help shows the usage and an example."""
+    code, out, _ = run(capsys, "profile", "--help")
+    assert code == 0 and out.startswith("usage: solkit profile")
+    assert "solkit profile trace.json.gz --gpu h200" in out
+
+
+def test_subprocess_profile():
+    """A real `python -W error -m solkit profile`: the report on stdout, nothing on stderr, exit 0."""
+    proc = _solkit("profile", DECODE, "--gpu", "h200", python_flags=("-W", "error"))
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert "coverage 100.0%" in proc.stdout

@@ -9,6 +9,7 @@
     solkit compare OP --PARAM VALUE ... --gpu G1 --gpu G2      the same op across GPUs
     solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
     solkit plot --gpu G [--op OP --PARAM VALUE ...] --out FILE.png
+    solkit profile TRACE [TRACE ...] --gpu G [--top N] [--json] [--plot OUT]   a real trace against its SOL
 
 Exit codes: 0 done; 1 done, but a measured number is impossible (faster than the speed of light,
 MFU above 1): the result is printed and the warning is one line on stderr (``warning: ...``);
@@ -348,6 +349,46 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot_paths(out: str) -> tuple[str, str]:
+    """(time breakdown, roofline) files of ``--plot OUT``: OUT (``.png`` added without a suffix) and OUT-roofline."""
+    root, suffix = os.path.splitext(out)
+    if not suffix:
+        root, suffix = out, ".png"
+    return root + suffix, root + "-roofline" + suffix
+
+
+def _cmd_profile(args: argparse.Namespace) -> int:
+    from .hardware import list_gpus
+    from .profile import load_profile
+
+    if not args.gpu:
+        raise CLIError(f"profile needs --gpu NAME, the GPU the trace ran on: one of {', '.join(list_gpus())} "
+                       f"(or an alias or a spec file; `solkit gpus` lists them)")
+    if args.top < 1:
+        raise CLIError(f"--top must be a positive integer, got {args.top}")
+    profile = load_profile(args.traces if len(args.traces) > 1 else args.traces[0], args.gpu)
+    written: list[str] = []
+    if args.plot is not None:
+        from .plot import profile_roofline, save, time_breakdown
+
+        breakdown_path, roofline_path = _plot_paths(args.plot)
+        try:
+            written.append(save(time_breakdown(profile, top=args.top), breakdown_path))
+            written.append(save(profile_roofline(profile), roofline_path))
+        except SolkitError as exc:
+            raise CLIError(f"--plot: {exc}") from None
+    if args.json:
+        data = profile.to_dict(args.top)
+        if args.plot is not None:
+            data["plots"] = written
+        _emit(data)
+        return 0
+    print(profile.report(args.top))
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``solkit`` command."""
     parser = _Parser(prog="solkit", description="Speed-of-light and MFU modeling of GPU operators.",
@@ -401,6 +442,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output file; the format is its suffix (.png, .svg, .pdf, ...); a name "
                                                 "without a suffix gets .png. The path written is printed")
     p.set_defaults(func=_cmd_plot)
+
+    p = sub.add_parser(
+        "profile", help="a real trace (torch.profiler or ncu CSV) against its speed of light: op groups, idle time, MFU",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Read a torch.profiler Chrome trace (record_shapes=True) or an `ncu --csv --page raw` file, plain\n"
+                    "or gzip, map each kernel to a solkit operator and report per op group the measured time, T_SOL,\n"
+                    "SOL fraction and calibrated prediction, the top opportunities, idle time and MFU.\n"
+                    "Several TRACE files are the ranks of one job: the report is the slowest rank's.",
+        epilog="example:\n  solkit profile trace.json.gz --gpu h200 --top 5 --plot prof.png\n"
+               "  (prints the report, writes prof.png and prof-roofline.png and prints both paths)")
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="profile file(s); several = one per rank")
+    p.add_argument("--gpu", help="the GPU the trace ran on: name, alias or spec path (required; `solkit gpus`)")
+    p.add_argument("--top", type=int, default=10,
+                   help="opportunities listed, and op groups with a bar of their own in the time chart (default 10)")
+    p.add_argument("--json", action="store_true", help="one JSON object (seconds): aggregates, groups, opportunities")
+    p.add_argument("--plot", metavar="OUT", help="write the time breakdown to OUT and the roofline to OUT-roofline "
+                                                 "(same suffix; .png without one) and print both paths")
+    p.set_defaults(func=_cmd_profile)
     return parser
 
 

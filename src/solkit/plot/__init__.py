@@ -1,5 +1,8 @@
 """Roofline charts: workloads as points under a GPU's compute and memory roofs (needs matplotlib).
 
+A measured profile has two charts of its own in ``solkit.plot.profile``: ``profile_roofline`` (its
+op groups, bound and achieved, on the roofline) and ``time_breakdown`` (where the time goes); see there.
+
 matplotlib is the optional extra ``plot`` (``pip install 'solkit[plot]'``). It is imported
 inside the functions, never at module import, so ``import solkit`` and ``import solkit.plot``
 work without it; calling ``roofline`` without it raises ``PlotDependencyError``. The chart is
@@ -31,5 +34,7 @@ from __future__ import annotations
 
 from ..errors import PlotDependencyError
 from .charts import DEFAULT_PRECISIONS, INSTALL_HINT, roofline, save
+from .profile import profile_roofline, time_breakdown
 
-__all__ = ["PlotDependencyError", "roofline", "save", "DEFAULT_PRECISIONS", "INSTALL_HINT"]
+__all__ = ["PlotDependencyError", "roofline", "save", "profile_roofline", "time_breakdown", "DEFAULT_PRECISIONS",
+           "INSTALL_HINT"]
