@@ -23,6 +23,7 @@ from .builders import BUILDERS, Prepared, spot_check
 from .cases import FAMILIES, ROUGH_EFF, Case, all_cases, estimate_seconds, quick_subset, rough_cost, run_order
 from .ceilings import Ceilings, warm_gpu
 from .output import short_error, write_outputs
+from .sampling import DEFAULT_N, DEFAULT_SEED, SETS, sample_set
 from .timing import METHOD, Bencher, kernel_census
 
 # the budget counts from here (the entry point imports this module first), torch import included
@@ -395,6 +396,10 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
     ap.add_argument("--warmup", type=float, default=None, help="do_bench warmup in ms (default 25; --quick 5)")
     ap.add_argument("--rep", type=float, default=None, help="do_bench rep in ms (default 100; --quick 20)")
     ap.add_argument("--seed", type=int, default=0, help="torch.manual_seed")
+    ap.add_argument("--sample", choices=tuple(SETS), default=None,
+                    help="measure a randomly drawn set (measuring.sampling) instead of the catalogue")
+    ap.add_argument("--sample-seed", type=int, default=DEFAULT_SEED, help=f"sampler seed (default {DEFAULT_SEED})")
+    ap.add_argument("--sample-n", type=int, default=DEFAULT_N, help=f"cases in the sampled set (default {DEFAULT_N})")
     args = ap.parse_args(argv)
     args.warmup = args.warmup if args.warmup is not None else (5.0 if args.quick else 25.0)
     args.rep = args.rep if args.rep is not None else (20.0 if args.quick else 100.0)
@@ -408,8 +413,8 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
 
 
 def select_cases(args: argparse.Namespace) -> list[Case]:
-    """The registry filtered by --only and --quick."""
-    cases = all_cases()
+    """The registry (or with --sample, the sampled set) filtered by --only and --quick."""
+    cases = sample_set(args.sample, args.sample_n, args.sample_seed) if args.sample else all_cases()
     if args.only:
         cases = [c for c in cases if c.family in args.only]
     if args.quick:
