@@ -15,10 +15,12 @@ import pytest
 import adversarial_api
 import adversarial_cli
 import adversarial_measure
+import adversarial_profile
 import adversarial_spec
 from adversarial import BAD_OUTCOMES, OUTCOMES, Adv, judge
 
-CASES: list[Adv] = [*adversarial_measure.CASES, *adversarial_spec.CASES, *adversarial_api.CASES, *adversarial_cli.CASES]
+CASES: list[Adv] = [*adversarial_measure.CASES, *adversarial_spec.CASES, *adversarial_api.CASES, *adversarial_cli.CASES,
+                    *adversarial_profile.CASES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

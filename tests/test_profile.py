@@ -251,3 +251,16 @@ def test_measure_needs_torch_and_a_callable():
     except ImportError:
         with pytest.raises(OptionalDependencyError, match="solkit\\[torch\\]"):
             sk.measure(print, gpu="h200")
+
+
+def test_a_trace_of_zero_length_kernels_reports_zeros_not_a_division_error(tmp_path):
+    """Two kernels of 0 us at the same instant: kernel time, span, coverage and MFU are 0, and the report prints."""
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "ts": 0, "dur": 10, "pid": 1, "tid": 1,
+               "args": {"External id": 7, "Input Dims": [[4], [4]], "Input type": ["float", "float"]}}]
+    events += [{"ph": "X", "cat": "kernel", "name": f"k{i}", "ts": 5, "dur": 0, "pid": 0, "tid": 7,
+                "args": {"External id": 7, "correlation": i, "stream": 7, "device": 0}} for i in range(2)]
+    path = tmp_path / "zero.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    p = load_profile(path, "h200")
+    assert (p.kernel_seconds, p.span_seconds, p.coverage, p.mfu) == (0.0, 0.0, 0.0, 0.0)
+    assert "coverage 0.0%" in str(p)

@@ -182,8 +182,9 @@ class Profile:
 
     @property
     def coverage(self) -> float:
-        """modeled_seconds / kernel_seconds."""
-        return self.modeled_seconds / self.kernel_seconds
+        """modeled_seconds / kernel_seconds (0.0 when the kernels took no measurable time)."""
+        total = self.kernel_seconds
+        return self.modeled_seconds / total if total > 0 else 0.0
 
     @property
     def sol_seconds(self) -> float:
@@ -215,8 +216,9 @@ class Profile:
 
     @property
     def mfu(self) -> float:
-        """Model FLOPs of the mapped calls / (dense matrix peak of ``mfu_precision`` x span)."""
-        return self.flops / (self.gpu.peak_flops(self.mfu_precision, "matrix") * self.span_seconds)
+        """Model FLOPs of the mapped calls / (dense matrix peak of ``mfu_precision`` x span); 0.0 for an empty span."""
+        span = self.span_seconds
+        return self.flops / (self.gpu.peak_flops(self.mfu_precision, "matrix") * span) if span > 0 else 0.0
 
     # ---- the report ----------------------------------------------------------------------------
     def groups(self) -> list[dict[str, Any]]:

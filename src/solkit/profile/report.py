@@ -39,7 +39,7 @@ def _row(name: str, calls: list["ProfiledCall"], total: float) -> dict[str, Any]
         "calls": len(calls),
         "kernels": sum(len(c.kernels) for c in calls),
         "measured_s": measured,
-        "share": measured / total,
+        "share": measured / total if total > 0 else 0.0,
         "t_sol_s": t_sol if mapped else None,
         "sol_fraction": (t_sol / mapped_s if mapped and mapped_s > 0 and t_sol <= mapped_s else None),
         "predicted_s": predicted if mapped else None,
@@ -165,7 +165,7 @@ def text_report(profile: "Profile", top: int = 10) -> str:
         f"{profile.path} on {profile.gpu.name} ({profile.format}): {len(profile.kernels)} kernels in "
         f"{len(profile.calls)} op calls",
         f"span {profile.span_seconds * 1e3:.3f} ms = kernels {profile.busy_seconds * 1e3:.3f} ms busy + idle "
-        f"{profile.idle_seconds * 1e3:.3f} ms ({profile.idle_seconds / profile.span_seconds:.0%}); "
+        f"{profile.idle_seconds * 1e3:.3f} ms ({profile.idle_seconds / profile.span_seconds if profile.span_seconds > 0 else 0.0:.0%}); "
         f"{gaps.count} gaps, largest {gaps.largest * 1e6:.1f} us",
         f"modeled {profile.modeled_seconds * 1e3:.3f} of {profile.kernel_seconds * 1e3:.3f} ms of kernel time "
         f"(coverage {profile.coverage:.1%}); T_SOL {profile.sol_seconds * 1e3:.3f} ms, calibrated prediction "
