@@ -21,6 +21,7 @@ read data its predecessor left there, which the DRAM bound does not allow for.
 from __future__ import annotations
 
 import math
+from functools import cached_property
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
@@ -149,33 +150,33 @@ class Profile:
     records: tuple[KernelRecord, ...] = field(repr=False)
     ranks: tuple["Profile", ...] = ()
 
-    # ---- aggregates ----------------------------------------------------------------------------
-    @property
+    # ---- aggregates (computed once: a Profile never changes) ------------------------------------
+    @cached_property
     def kernel_seconds(self) -> float:
         """Sum of the kernels' durations (s)."""
         return timeline.kernel_seconds(self.records)
 
-    @property
+    @cached_property
     def span_seconds(self) -> float:
         """First kernel start to last kernel end (s)."""
         return timeline.span_seconds(self.records)
 
-    @property
+    @cached_property
     def busy_seconds(self) -> float:
         """The union of the kernels' busy intervals over all streams (s)."""
         return timeline.busy_seconds(self.records)
 
-    @property
+    @cached_property
     def idle_seconds(self) -> float:
         """Span minus busy time: the GPU ran no kernel (s)."""
         return timeline.idle_seconds(self.records)
 
-    @property
+    @cached_property
     def launch_gaps(self) -> timeline.LaunchGaps:
         """The idle gaps between consecutive busy intervals, largest first."""
         return timeline.launch_gaps(self.records)
 
-    @property
+    @cached_property
     def modeled_seconds(self) -> float:
         """Measured time of the kernels whose op call maps to a solkit workload (s)."""
         return math.fsum(c.seconds for c in self.calls if c.workload is not None)
@@ -186,17 +187,17 @@ class Profile:
         total = self.kernel_seconds
         return self.modeled_seconds / total if total > 0 else 0.0
 
-    @property
+    @cached_property
     def sol_seconds(self) -> float:
         """Sum of T_SOL over the mapped calls (s)."""
         return math.fsum(c.t_sol for c in self.calls if c.t_sol is not None)
 
-    @property
+    @cached_property
     def predicted_seconds(self) -> float:
         """Calibrated prediction of the mapped calls' kernel bodies (s)."""
         return math.fsum(c.predicted for c in self.calls if c.predicted is not None)
 
-    @property
+    @cached_property
     def workload(self) -> Workload:
         """A Workload of every mapped call, each once: ``sk.roofline``, ``sk.predict`` and ``sk.mfu`` apply."""
         parts = [c.workload for c in self.calls if c.workload is not None]
@@ -204,12 +205,12 @@ class Profile:
             raise MeasurementError(f"profile {self.path!r}: no kernel maps to a solkit operator, so there is no workload")
         return chain(f"profile {self.path}", *parts)
 
-    @property
+    @cached_property
     def flops(self) -> float:
         """Model FLOPs of the mapped calls."""
         return math.fsum(float(c.workload.flops) for c in self.calls if c.workload is not None)
 
-    @property
+    @cached_property
     def mfu_precision(self) -> str:
         """The precision whose dense peak ``mfu`` divides by: the one holding most matrix FLOPs."""
         return _main_precision(self.calls)
