@@ -82,7 +82,7 @@ def test_concat_kv_cache():
     n = 8 * 2048 * 128 + 8 * 1 * 128  # 2,098,176
     w = ops.concat(n)
     assert w.bytes_read == w.bytes_written == n * 2  # 4,196,352
-    assert w.bytes == 8_392_704 and w.flops == 0
+    assert w.bytes == 2 * n * 2 and w.flops == 0  # read n + write n bf16 elements: 8,392,704
 
 
 @hand_checked("gather")
@@ -92,7 +92,7 @@ def test_gather_rows_like_embedding():
     w = ops.gather(t * d, index_elements=t)
     assert w.bytes_read == t * 8 + t * d * 2  # 16,384 + 16,777,216 = 16,793,600
     assert w.bytes_written == t * d * 2  # 16,777,216
-    assert w.bytes == ops.embedding(t, 128256, d).bytes == 33_570_816
+    assert w.bytes == ops.embedding(t, 128256, d).bytes == t * 8 + 2 * t * d * 2  # 33,570,816
     assert w.flops == 0
     assert ops.gather(1000).bytes_read == 1000 * 8 + 1000 * 2  # one index per element by default: 10,000
     back = models.backward(w)  # scatter-add: ids, dy and the rows added into; the rows written back
@@ -213,9 +213,15 @@ def test_pool2d_with_indices():
 
 
 def test_log_softmax_is_softmax():
-    """aten::_log_softmax and its backward are claimed by softmax: the same bytes (x in, y out) and 5 FLOPs/element."""
+    """aten::_log_softmax and its backward are claimed by softmax: a [4096, 30522] bf16 call maps to x in, y out, 5 FLOPs/element."""
+    from solkit.profile.aten import map_call
+
     assert ops.by_aten("aten::_log_softmax") == (ops.REGISTRY["softmax"], False)
     assert ops.by_aten("aten::_log_softmax_backward_data") == (ops.REGISTRY["softmax"], True)
+    m = map_call("aten::_log_softmax", ((4096, 30522), (), ()), ("c10::BFloat16", "Scalar", "Scalar"), ("", "-1", "False"))
+    rows, cols = 4096, 30522
+    assert m.workload.bytes == 2 * rows * cols * 2  # x read + y written, bf16: 500,072,448
+    assert m.workload.flops == 5 * rows * cols  # 625,082,880
 
 
 def test_new_ops_sweep():

@@ -71,3 +71,8 @@ def divisible(name: str, value: Any, by_name: str, by: Any) -> None:
             f"{name} must be a multiple of {by_name}, got {name}={value[i]:g} and {by_name}={by[i]:g} at index "
             f"{i[0] if len(i) == 1 else i}"
         )
+
+
+def times(count: Any, x: Any) -> Any:
+    """count * x, kept a scalar 0.0 when count is the scalar 0 (a sweep then carries no array of zeros)."""
+    return 0.0 if not isinstance(count, np.ndarray) and count == 0 else count * x  # pragma: no mutate (0 * x is 0)

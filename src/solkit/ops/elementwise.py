@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..workload import Kernel, Workload
-from ._common import element_bytes, single
+from ._common import times, element_bytes, single
 from .registry import MEMORY_BOUND, operator, precision, size, text
 
 __all__ = ["elementwise", "add", "gelu", "silu", "copy", "softmax", "FLOPS_PER_ELEMENT", "pointwise"]
@@ -31,13 +31,8 @@ def pointwise(name: str, elements: Any, inputs: Any, outputs: Any, flops_per_ele
     Bytes (inputs + outputs)*elements*e; FLOPs flops_per_element*elements (vector).
     """
     e = element_bytes(dtype)
-    return Kernel(name, kind, dtype, vector_flops=_times(flops_per_element, elements),
-                  bytes_read=_times(inputs, elements * e), bytes_written=outputs * elements * e, op=op)
-
-
-def _times(count: Any, x: Any) -> Any:
-    """count * x, kept a scalar 0.0 when count is the scalar 0 (a sweep then carries no array of zeros)."""
-    return 0.0 if not isinstance(count, np.ndarray) and count == 0 else count * x  # pragma: no mutate (0 * x is 0)
+    return Kernel(name, kind, dtype, vector_flops=times(flops_per_element, elements),
+                  bytes_read=times(inputs, elements * e), bytes_written=outputs * elements * e, op=op)
 
 
 @operator(

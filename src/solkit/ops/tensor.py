@@ -11,16 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..workload import Kernel, Workload
-from ._common import at_most, element_bytes, single
+from ._common import times, at_most, element_bytes, single
 from .embedding import INDEX_BYTES
 from .registry import MEMORY_BOUND, operator, precision, size, text
 
 __all__ = ["pointwise", "reduce", "fill", "concat", "gather"]
-
-
-def _times(count: Any, x: Any) -> Any:
-    """count * x, a scalar 0.0 when count is the scalar 0 (a sweep then carries no array of zeros)."""
-    return 0.0 if type(count) is float and count == 0.0 else count * x  # pragma: no mutate (0 * x is 0)
 
 
 @operator(
@@ -63,8 +58,8 @@ def pointwise(
     e, e_out = element_bytes(dtype), element_bytes(out_dtype or dtype)
     e_other = element_bytes(other_dtype or dtype)
     # inputs, each at its own size ([1,1,S,D] and [B,H,S,D]) -> out [broadcast shape]
-    kernel = Kernel(name, "elementwise", dtype, vector_flops=_times(flops_per_element, out_elements),
-                    bytes_read=in_elements * e + _times(other_elements, e_other), bytes_written=out_elements * e_out,
+    kernel = Kernel(name, "elementwise", dtype, vector_flops=times(flops_per_element, out_elements),
+                    bytes_read=in_elements * e + times(other_elements, e_other), bytes_written=out_elements * e_out,
                     op="pointwise")
     return single(name, kernel)
 

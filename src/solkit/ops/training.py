@@ -12,6 +12,7 @@ from typing import Any
 
 from ..workload import Kernel, Workload
 from ._common import element_bytes, single
+from .elementwise import pointwise
 from .embedding import INDEX_BYTES
 from .registry import MEMORY_BOUND, operator, option, precision, size, text
 
@@ -157,9 +158,6 @@ def foreach(
     (optimizer arithmetic). SGD with momentum and weight decay: d = g + wd*p (2 lists in, 1 out),
     buf *= momentum, buf += d, p += -lr*buf.
     """
-    e = element_bytes(dtype)
-    flops = 0.0 if type(flops_per_element) is float and flops_per_element == 0.0 else flops_per_element * elements
-    # inputs x [elements] lists -> outputs x [elements] lists
-    kernel = Kernel(name, "elementwise", dtype, vector_flops=flops, bytes_read=inputs * elements * e,
-                    bytes_written=outputs * elements * e, model_flops=0.0, op="foreach")
-    return single(name, kernel)
+    # inputs x [elements] lists -> outputs x [elements] lists: the elementwise kernel, with no model FLOPs
+    kernel = pointwise(name, elements, inputs, outputs, flops_per_element, dtype, op="foreach")
+    return single(name, kernel._replace(model_flops=0.0))

@@ -25,6 +25,13 @@ Reading the trace's fields (torch 2.x ``record_shapes=True``):
 
 Pointwise FLOPs (``ops.pointwise``): 1 vector FLOP per output element for each ATen pointwise op
 (transcendentals such as rsqrt, cos and pow count as one), 2 for add/sub with alpha != 1.
+Foreach ops (``ops.foreach``, optimizer arithmetic: executed FLOPs only): add, sub, mul, div and sqrt 1 per
+element (add/sub of two lists with alpha != 1: 2), addcmul, addcdiv and lerp 3; every tensor list is read
+except by ``zero_`` (none) and ``copy_`` (one), and one list is written.
+
+Shape rules: batch norm of an N-D input [N, C, d2, d3, ...] counts H = d2 x d4 x ..., W = d3 (a 3-D [N, C, L]
+is H = L, W = 1); ``arange`` counts its out tensor when the range is empty; ``fill_`` of a 0-dim tensor writes
+one element.
 """
 
 from __future__ import annotations
@@ -322,12 +329,6 @@ def list_dtype_of_kernel(kernel_name: str) -> Optional[str]:
 
 # ---- pointwise ---------------------------------------------------------------------------------------------
 
-_UNARY = ("aten::neg", "aten::rsqrt", "aten::sqrt", "aten::exp", "aten::pow", "aten::cos", "aten::sin", "aten::tanh",
-          "aten::sigmoid", "aten::relu", "aten::relu_", "aten::clamp_min", "aten::clamp_min_")
-_BINARY = ("aten::add", "aten::add_", "aten::sub", "aten::sub_", "aten::mul", "aten::mul_", "aten::div", "aten::div_",
-           "aten::threshold_backward")
-
-
 def _category(name: str) -> int:
     """0 bool, 1 integer, 2 floating point."""
     return _PROMOTION.get(name, (2, 3))[0]
@@ -371,9 +372,10 @@ def _pointwise(call: Call, skip_promotion: tuple[int, ...] = ()) -> Adapted:
     return Adapted(kwargs)
 
 
-@adapter(*_UNARY, *_BINARY)
+@adapter(*(n for n in get_operator("pointwise").aten if n != "aten::where"))
 def _elementwise(call: Call) -> Adapted:
-    """add/sub/mul/div (self, other, alpha), unary math and relu, threshold_backward (grad, self, threshold)."""
+    """add/sub/mul/div (self, other, alpha), unary math and relu, threshold_backward (grad, self, threshold),
+    masked_fill_ (self, mask, value): every tensor input read at its own size, the broadcast output written."""
     return _pointwise(call)
 
 
@@ -381,12 +383,6 @@ def _elementwise(call: Call) -> Adapted:
 def _where(call: Call) -> Adapted:
     """where(condition, self, other): the bool condition is read but takes no part in the result's dtype."""
     return _pointwise(call, skip_promotion=(0,))
-
-
-@adapter("aten::masked_fill_")
-def _masked_fill(call: Call) -> Adapted:
-    """masked_fill_(self, mask, value): reads self and the mask, writes self."""
-    return _pointwise(call)
 
 
 # ---- copies, fills, reductions -----------------------------------------------------------------------------
@@ -556,22 +552,6 @@ def _bias(call: Call, i: int, n: int) -> bool:
     return True
 
 
-@adapter("aten::addmm")
-def _matmul_addmm(call: Call) -> Adapted:
-    """addmm(bias, mat1 [m,k], mat2 [k,n], beta, alpha): bias [n] read in the output precision."""
-    kw = _mm(call, 1, 2)
-    kw["bias"] = _bias(call, 0, kw["n"])
-    return Adapted(kw)
-
-
-@adapter("aten::_addmm_activation")
-def _matmul_addmm_activation(call: Call) -> Adapted:
-    """_addmm_activation(bias, mat1, mat2, beta, alpha, use_gelu): a bias and a GELU or ReLU epilogue."""
-    kw = _mm(call, 1, 2)
-    kw.update(bias=_bias(call, 0, kw["n"]), epilogue="gelu" if call.flag(5, "use_gelu", False) else "relu")
-    return Adapted(kw)
-
-
 def _bmm(call: Call, a: int, b: int) -> dict[str, Any]:
     """(m, n, k, dtype, batch) of input a [b, m, k] @ input b [b, k, n]."""
     sa, sb = call.shape(a, "batch1"), call.shape(b, "batch2")
@@ -586,11 +566,15 @@ def _matmul_bmm(call: Call) -> Adapted:
     return Adapted(_bmm(call, 0, 1))
 
 
-@adapter("aten::baddbmm")
-def _matmul_baddbmm(call: Call) -> Adapted:
-    """baddbmm(self, batch1, batch2, beta, alpha): self counted as a bias of n per product (noted when larger)."""
-    kw = _bmm(call, 1, 2)
+@adapter("aten::addmm", "aten::baddbmm", "aten::_addmm_activation")
+def _matmul_with_bias(call: Call) -> Adapted:
+    """addmm(bias, mat1 [m,k], mat2 [k,n], beta, alpha), baddbmm(self, batch1 [b,m,k], batch2 [b,k,n], ...) and
+    _addmm_activation(..., use_gelu): the added input counted as a bias of n (noted when larger); the activation
+    a GELU or ReLU epilogue."""
+    kw = (_bmm if call.op == "aten::baddbmm" else _mm)(call, 1, 2)
     kw["bias"] = _bias(call, 0, kw["n"])
+    if call.op == "aten::_addmm_activation":
+        kw["epilogue"] = "gelu" if call.flag(5, "use_gelu", False) else "relu"
     return Adapted(kw)
 
 
@@ -902,16 +886,11 @@ def _pool(call: Call, x: int, kernel: int, stride: int, padding: int, dilation: 
     return kw
 
 
-@adapter("aten::max_pool2d_with_indices")
-def _maxpool_indices(call: Call) -> Adapted:
-    """max_pool2d_with_indices(self, kernel_size, stride, padding, dilation, ceil_mode): y and its int64 argmax."""
-    return Adapted(_pool(call, 0, 1, 2, 3, 4, 5, "max", True))
-
-
-@adapter("aten::max_pool2d")
+@adapter("aten::max_pool2d_with_indices", "aten::max_pool2d")
 def _maxpool(call: Call) -> Adapted:
-    """max_pool2d(self, kernel_size, stride, padding, dilation, ceil_mode) without indices."""
-    return Adapted(_pool(call, 0, 1, 2, 3, 4, 5, "max", False))
+    """max_pool2d[_with_indices](self, kernel_size, stride, padding, dilation, ceil_mode): y, and with indices its
+    int64 argmax."""
+    return Adapted(_pool(call, 0, 1, 2, 3, 4, 5, "max", call.op.endswith("_with_indices")))
 
 
 @adapter("aten::avg_pool2d")
@@ -1109,12 +1088,9 @@ def _fused_adam(call: Call) -> Adapted:
 #: foreach op -> vector FLOPs per element (add/sub with alpha != 1: 2)
 _FOREACH_FLOPS = {"add": 1, "sub": 1, "mul": 1, "div": 1, "addcmul": 3, "addcdiv": 3, "lerp": 3, "sqrt": 1,
                   "zero": 0, "copy": 0}
-_FOREACH = tuple(f"aten::_foreach_{name}{tail}" for name in ("add", "sub", "mul", "div") for tail in ("_", "")) + (
-    "aten::_foreach_addcmul_", "aten::_foreach_addcdiv_", "aten::_foreach_lerp_", "aten::_foreach_sqrt",
-    "aten::_foreach_sqrt_", "aten::_foreach_zero_", "aten::_foreach_copy_")
 
 
-@adapter(*_FOREACH)
+@adapter(*get_operator("foreach").aten)
 def _foreach(call: Call) -> Adapted:
     """_foreach_<op>(lists..., scalars): every tensor list read (zero_ reads none), one list written."""
     name = call.op.removeprefix("aten::_foreach_").rstrip("_")
