@@ -183,8 +183,7 @@ def test_shipped_specs_load_without_warnings():
         names = sk.list_gpus()
         for name in names:
             sk.load_gpu(name)
-    assert names == ["a100-pcie-80gb", "a100-sxm4-40gb", "a100-sxm4-80gb", "b200", "h100-nvl", "h100-pcie", "h100-sxm",
-                     "h200-nvl", "h200-sxm", "l40s", "mi300x"]
+    assert names == sorted(p.stem for p in SHIPPED.glob("*.yaml"))  # every shipped file, none skipped
 
 
 # ---- whole specs of real parts, built in Python ------------------------------------------------
@@ -253,7 +252,7 @@ def _with_measured(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     "changes, expected",
     [
-        # the H200 datasheet: bf16 dense 989.4 (h100 whitepaper value), 4.8 TB/s (H200 product page)
+        # NVIDIA H200 datasheet: bf16 dense 989.4 TFLOP/s (the H100 SXM's tensor core, same GH100), 4.8 TB/s
         ({"matmul_rate_tflops": {"bf16": 1000.0}},
          "field 'measured.matmul_rate_tflops.bf16': 1000 TFLOP/s is above the datasheet's dense bf16 matrix peak "
          "(peaks.4.tflops) 989.4 TFLOP/s"),
@@ -323,3 +322,15 @@ def test_python_built_gpu_names_the_field():
                                                       "number (got 'fast')")) as info:
             build()
         assert isinstance(info.value, ValueError)
+
+
+def test_every_calibration_parameter_has_a_range_or_a_datasheet_ceiling():
+    """Each PARAMETERS file key is range-checked (RANGES) or checked against the datasheet (matmul rates, bandwidths)."""
+    from solkit.hardware.consistency import BANDWIDTH_CEILINGS
+    from solkit.hardware.parameters import PARAMETERS
+    from solkit.hardware.plausibility import RANGES
+
+    for p in PARAMETERS:
+        key = f"measured.{p.file_key}" + (".*" if p.keyed else "")
+        assert key in RANGES or p.file_key in BANDWIDTH_CEILINGS or p.name == "matmul_rate", p.file_key
+    assert BANDWIDTH_CEILINGS == ("copy_bandwidth_tb_s", "read_bandwidth_tb_s")

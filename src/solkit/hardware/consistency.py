@@ -11,7 +11,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Union
 
+from .parameters import PARAMETERS, TERA
 from .plausibility import CEILING_SHARE, RANGES, SPARSE_RATIO, Range, out_of_range, peak_range, shown
+
+#: measured ceilings checked against the datasheet bandwidth: every bandwidth parameter (file unit TB/s)
+BANDWIDTH_CEILINGS: tuple[str, ...] = tuple(p.file_key for p in PARAMETERS if p.unit == "tb_s")
 
 if TYPE_CHECKING:  # pragma: no cover
     from .schema import GPU
@@ -19,7 +23,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Issue", "spec_issues", "consistency_issues", "MATRIX_BF16_FLOP_PER_CLOCK", "MATRIX_RATIO_TO_BF16",
            "PER_CLOCK_TOLERANCE", "RATIO_TOLERANCE"]
 
-TERA = 1e12
 
 #: dense bf16 matrix FLOP per clock per SM/CU by architecture (a multiply-add is 2):
 #: A100 whitepaper 1024 FMA/clk/SM; H100 whitepaper 2048; Ada (L40S) 512; CDNA 3 1024 per CU;
@@ -84,7 +87,7 @@ def _aliases(gpu: "GPU") -> Iterator[Issue]:
     for i, alias in enumerate(gpu.aliases):
         if not _ALIAS.fullmatch(alias) or alias.lower().endswith((".yaml", ".yml")):
             yield Issue(f"aliases.{i}", f"{alias!r} is not a GPU name: letters, digits, '.', '_' and '-', "
-                                        "starting with a letter or digit, not ending in .yaml")
+                                        "starting with a letter or digit, not ending in .yaml or .yml")
         elif alias.lower() in seen:
             yield Issue(f"aliases.{i}", f"{alias!r} repeats {seen[alias.lower()]} (names match case-insensitively)")
         seen.setdefault(alias.lower(), f"aliases.{i}")
@@ -171,7 +174,7 @@ def _ceilings(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
             continue
         yield from _ceiling(field, rate, peak.tflops, f"dense {p} {peak.unit} peak (peaks.{index}.tflops)", "TFLOP/s")
     bandwidth = gpu.memory.bandwidth_tb_s
-    for key in ("copy_bandwidth_tb_s", "read_bandwidth_tb_s"):
+    for key in BANDWIDTH_CEILINGS:
         value = getattr(m, key)
         if value is not None and "memory.bandwidth_tb_s" not in bad_fields:
             yield from _ceiling(f"measured.{key}", value, bandwidth, "memory bandwidth (memory.bandwidth_tb_s)", "TB/s")

@@ -34,14 +34,13 @@ from .._validate import choice, flag
 from ..errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownSourceError, UnsupportedPrecisionError
 from .consistency import spec_issues
 from ..precision import RATE_CLASSES, normalize, rate_class
-from .parameters import PARAMETERS, UNIT_FACTORS, Calibration, Parameter, ReadOnlyTable
+from .parameters import PARAMETERS, TERA, UNIT_FACTORS, Calibration, Parameter, ReadOnlyTable
 
 __all__ = [
     "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "Parameter", "PARAMETERS",
     "UNIT_FACTORS", "describe_validation",
 ]
 
-TERA = 1e12
 GIGA = 1e9
 MIB = 2**20
 
