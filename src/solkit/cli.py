@@ -349,14 +349,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _plot_paths(out: str) -> tuple[str, str]:
-    """(time breakdown, roofline) files of ``--plot OUT``: OUT (``.png`` added without a suffix) and OUT-roofline."""
-    root, suffix = os.path.splitext(out)
-    if not suffix:
-        root, suffix = out, ".png"
-    return root + suffix, root + "-roofline" + suffix
-
-
 def _cmd_profile(args: argparse.Namespace) -> int:
     from .hardware import list_gpus
     from .profile import load_profile
@@ -371,10 +363,10 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.plot is not None:
         from .plot import profile_roofline, save, time_breakdown
 
-        breakdown_path, roofline_path = _plot_paths(args.plot)
         try:
-            written.append(save(time_breakdown(profile, top=args.top), breakdown_path))
-            written.append(save(profile_roofline(profile), roofline_path))
+            written.append(save(time_breakdown(profile, top=args.top), args.plot))  # save adds .png to a bare name
+            root, suffix = os.path.splitext(written[0])
+            written.append(save(profile_roofline(profile), root + "-roofline" + suffix))
         except SolkitError as exc:
             raise CLIError(f"--plot: {exc}") from None
     if args.json:

@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
 import numpy as np
 
 from ._num import Num, broadcast_to, shape_of
-from ._validate import name_text
+from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
@@ -120,11 +120,6 @@ def _index(bad: np.ndarray) -> Any:
 def _big(n: int) -> str:
     """A large count, short: 1e+12, or the digits of one beyond float64."""
     return f"{n:.4g}" if n < 10**300 else f"an integer of {len(str(n))} digits"
-
-
-def _show(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def overflow(error: ShapeError) -> ShapeError:

@@ -90,14 +90,6 @@ def _check_top(top: Any, expected: str = "a positive integer") -> int:
     return top
 
 
-def _grouped(profile: "Profile") -> list[tuple[str, list["ProfiledCall"]]]:
-    """(group, calls) in the report's order: largest measured time first, ties in order of first appearance."""
-    groups: dict[str, list["ProfiledCall"]] = {}
-    for c in profile.calls:
-        groups.setdefault(c.group, []).append(c)
-    return sorted(groups.items(), key=lambda item: -math.fsum(c.seconds for c in item[1]))
-
-
 def _name(profile: "Profile") -> str:
     return os.path.basename(profile.path) or profile.path
 
@@ -128,7 +120,9 @@ def _group_points(profile: "Profile", top: Optional[int]) -> _Selection:
     flat: list[str] = []
     unmodeled: list[str] = []
     left_s = 0.0
-    for name, calls in _grouped(profile):
+    from ..profile.report import calls_by_group
+
+    for name, calls in calls_by_group(profile):
         seconds = math.fsum(c.seconds for c in calls)
         workloads = [c.workload for c in calls if c.workload is not None]
         if not workloads:

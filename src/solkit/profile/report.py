@@ -20,7 +20,7 @@ from .profile import L2_RESIDENT
 if TYPE_CHECKING:  # pragma: no cover
     from .profile import Profile, ProfiledCall
 
-__all__ = ["group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report", "html_report"]
+__all__ = ["calls_by_group", "group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report", "html_report"]
 
 
 def _sum(calls: list["ProfiledCall"], attr: str) -> float:
@@ -57,14 +57,18 @@ def _measured_bytes(calls: list["ProfiledCall"]) -> Any:
     return math.fsum(c.measured_bytes for c in calls)  # type: ignore[misc]
 
 
-def group_rows(profile: "Profile") -> list[dict[str, Any]]:
-    """One row per group, largest measured time first."""
+def calls_by_group(profile: "Profile") -> list[tuple[str, list["ProfiledCall"]]]:
+    """(group, its calls), largest measured time first, ties in order of first appearance: the report's order."""
     groups: dict[str, list["ProfiledCall"]] = {}
     for c in profile.calls:
         groups.setdefault(c.group, []).append(c)
+    return sorted(groups.items(), key=lambda item: -math.fsum(c.seconds for c in item[1]))
+
+
+def group_rows(profile: "Profile") -> list[dict[str, Any]]:
+    """One row per group, largest measured time first."""
     total = profile.kernel_seconds
-    rows = [_row(name, calls, total) for name, calls in groups.items()]
-    return sorted(rows, key=lambda r: -r["measured_s"])
+    return [_row(name, calls, total) for name, calls in calls_by_group(profile)]
 
 
 def _shape_text(c: "ProfiledCall") -> str:
