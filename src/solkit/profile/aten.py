@@ -464,16 +464,13 @@ def _reduce(call: Call) -> Adapted:
 
 
 def _list_dtype(call: Call, i: int) -> str:
-    """The precision of a TensorList input: the ``list_dtype`` hint (the trace records none)."""
+    """The precision of a TensorList input: the ``list_dtype`` hint (the trace records none), required."""
     if call.dtype_name(i) != "TensorList":
         return call.precision(i)
     if call.list_dtype is None:
         raise _Missing("the trace records no dtype for a TensorList; pass list_dtype= (list_dtype_of_kernel(name) "
                        "reads it from the kernel's name)")
-    p = precision_of(call.list_dtype)
-    if p is None:
-        raise _Missing(f"list_dtype {call.list_dtype!r} is not a precision")
-    return p
+    return _list_precision(call)
 
 
 @adapter("aten::cat", "aten::concat")
