@@ -86,6 +86,19 @@ def _edited(*edits: tuple[tuple, Any]) -> dict:
     return data
 
 
+def _line(key: str) -> str:
+    """The shipped spec's ``measured:`` line of ``key`` (its value follows each refit)."""
+    return next(line for line in RAW.splitlines() if line.startswith(f"  {key}: "))
+
+
+def _latency_entry(key: str) -> str:
+    """``key: value`` of the shipped spec's kernel latency table (the first table that has the key)."""
+    start = RAW.index("kernel_latency_us:")
+    match = re.compile(rf"\b{key}: [0-9.]+").search(RAW, start)
+    assert match, f"adversarial_spec: no {key} in kernel_latency_us"
+    return match.group(0)
+
+
 def _sub(old: str, new: str, text: str = RAW) -> str:
     """``text`` with the first ``old`` replaced (``old`` must occur: a stale case fails loudly at import)."""
     assert old in text, f"adversarial_spec: {old!r} is not in the spec text"
@@ -270,11 +283,11 @@ LITERALS = [
     ("octal bandwidth", _sub(_BW, "  bandwidth_tb_s: 0132 "), "memory.bandwidth_tb_s", "0132"),
     ("octal tdp", _sub(_TDP, "  tdp_w: 0700 "), "chip.tdp_w", "0700"),
     ("octal SMs", _sub("  compute_units: 132 ", "  compute_units: 0204 "), "chip.compute_units", "0204"),
-    ("octal in a table", _sub("gemm: 2.0, im2col", "gemm: 02, im2col"), "measured.kernel_latency_us.gemm", "02"),
-    ("octal negative", _sub("  kernel_gap_us: 3.88", "  kernel_gap_us: -03"), "measured.kernel_gap_us", "-03"),
+    ("octal in a table", _sub(_latency_entry("matmul"), "matmul: 02"), "measured.kernel_latency_us.matmul", "02"),
+    ("octal negative", _sub(_line("kernel_gap_us"), "  kernel_gap_us: -03"), "measured.kernel_gap_us", "-03"),
     ("octal with separators", _sub(_TDP, "  tdp_w: 07_00 "), "chip.tdp_w", "07_00"),
     ("base-60 int", _sub(_TDP, "  tdp_w: 11:40 "), "chip.tdp_w", "11:40"),
-    ("base-60 float", _sub("  launch_floor_us: 4.48", "  launch_floor_us: 1:30.5"), "measured.launch_floor_us", "1:30.5"),
+    ("base-60 float", _sub(_line("launch_floor_us"), "  launch_floor_us: 1:30.5"), "measured.launch_floor_us", "1:30.5"),
     ("base-60 SMs", _sub("  compute_units: 132 ", "  compute_units: 2:12 "), "chip.compute_units", "2:12"),
     ("hexadecimal", _sub(_TDP, "  tdp_w: 0x2BC "), "chip.tdp_w", "0x2BC"),
     ("binary", _sub(_TDP, "  tdp_w: 0b1010111100 "), "chip.tdp_w", "0b1010111100"),
@@ -289,9 +302,9 @@ LITERALS = [
     ("off as a stack version", _sub("cudnn: '91900'", "cudnn: off"), "measured.stack.cudnn", "off"),
     (".inf bandwidth", _sub(_BW, "  bandwidth_tb_s: .inf "), "memory.bandwidth_tb_s", ".inf"),
     ("-.inf tdp", _sub(_TDP, "  tdp_w: -.inf "), "chip.tdp_w", "-.inf"),
-    (".NaN copy", _sub("  copy_bandwidth_tb_s: 4.271", "  copy_bandwidth_tb_s: .NaN"), "measured.copy_bandwidth_tb_s",
+    (".NaN copy", _sub(_line("copy_bandwidth_tb_s"), "  copy_bandwidth_tb_s: .NaN"), "measured.copy_bandwidth_tb_s",
      ".NaN"),
-    (".inf overlap", _sub("  overlap_exponent: 2.0", "  overlap_exponent: .inf"), "measured.overlap_exponent", "the word inf"),
+    (".inf overlap", _sub(_line("overlap_exponent"), "  overlap_exponent: .inf"), "measured.overlap_exponent", "the word inf"),
     (".inf peak", _sub("tflops: 989.4,  sparse_tflops: 1979, source: h200-page, note: \"sparse 1,979 from the page; dense "
                        "989.4 = H100 whitepaper exact value\"}\n  - {precision: fp16",
                        "tflops: .inf,  sparse_tflops: 1979, source: h200-page}\n  - {precision: fp16"),
@@ -322,7 +335,7 @@ add("spec-yaml: a list as a key", _load("yaml list key", RAW + "\n? [a, b]\n: 1\
 add("spec-yaml: a mapping as a key", _load("yaml map key", RAW + "\n{a: 1}: 2\n"), SpecError, "h200-sxm.yaml",
     "not a mapping")
 add("spec-yaml: a flow list key inside measured",
-    _load("yaml nested key", _sub("  kernel_gap_us: 3.88", "  kernel_gap_us: 3.88\n  [x, y]: 1")), SpecError,
+    _load("yaml nested key", _sub(_line("kernel_gap_us"), _line("kernel_gap_us") + "\n  [x, y]: 1")), SpecError,
     "h200-sxm.yaml", "mapping key")
 add("spec-yaml: a merge key", _load("yaml merge", _sub("chip:\n", "base: &b {tdp_w: 700}\nchip:\n  <<: *b\n")),
     SpecError, "h200-sxm.yaml", "merge key")
@@ -341,7 +354,9 @@ add("spec-yaml: UTF-16 text", _load("yaml utf16", RAW.encode("utf-16")), SpecErr
 add("spec-yaml: a NUL character", _load("yaml nul", _sub("name: h200-sxm", "name: h200\x00sxm")), SpecError,
     "h200-sxm.yaml", "#x0000")
 add("spec-yaml: a tab indent", _load("yaml tab", _sub("  tdp_w", "\ttdp_w")), SpecError, "h200-sxm.yaml", "syntax error")
-add("spec-yaml: truncated mid-file", _load("yaml truncated", RAW[: len(RAW) // 2]), SpecError, "h200-sxm.yaml")
+# cut inside a flow mapping (a cut that happens to leave valid YAML and every required field is a shorter spec)
+add("spec-yaml: truncated mid-file", _load("yaml truncated", RAW[: RAW.index("matmul_rate_tflops: {") + 30]), SpecError,
+    "h200-sxm.yaml")
 add("spec-yaml: an unclosed quote", _load("yaml quote", RAW + '\nnotes2: "open\n'), SpecError, "h200-sxm.yaml")
 add("spec-yaml: not a GPU spec (other content)", _load("yaml other", "todo: buy GPUs\nowner: me\n"), SpecError,
     "h200-sxm.yaml", "not a GPU spec", "todo")

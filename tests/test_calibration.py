@@ -70,10 +70,10 @@ def test_holdout_split_is_a_third():
     assert abs(share - 1 / 3) < 0.05
 
 
-def test_spec_ceilings_match_the_data(mset):
-    """The spec's measured ceilings are the data file's (4.271 TB/s copy, 4.48 us floor, ...)."""
+def test_spec_ceilings_match_the_data(sample_fit):
+    """The spec's measured ceilings are the sampled fit run's (4.296 TB/s copy, 4.00 us floor, ...)."""
     m = sk.load_gpu("h200").measured
-    c = mset.ceilings
+    c = sample_fit.ceilings
     assert m.copy_bandwidth_tb_s == pytest.approx(c["copy_bandwidth_bytes_per_s"] / 1e12, abs=5e-4)
     assert m.read_bandwidth_tb_s == pytest.approx(c["read_bandwidth_bytes_per_s"] / 1e12, abs=5e-4)
     assert m.launch_floor_us == pytest.approx(c["launch_floor_s"] * 1e6, abs=5e-3)
@@ -85,7 +85,7 @@ def test_spec_ceilings_match_the_data(mset):
         assert m.matmul_rate_tflops[key] == pytest.approx(value / 1e12, abs=0.05)
         # a measured ceiling never exceeds the datasheet's dense peak
         assert value < sk.load_gpu("h200").peak_flops(key)
-    assert c["copy_bandwidth_bytes_per_s"] < sk.load_gpu("h200").memory_bandwidth  # 4.27 < 4.8 TB/s
+    assert c["copy_bandwidth_bytes_per_s"] < sk.load_gpu("h200").memory_bandwidth  # 4.30 < 4.8 TB/s
 
 
 def test_measured_fusion_pairs(mset):
@@ -113,12 +113,20 @@ def test_second_run_bound_and_noise():
 SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"
 
 
+SAMPLE_FIT = DATA.with_name("h200_sample_fit_run2.json")
+
+
 @pytest.fixture(scope="module")
-def fitted(mset):
-    """The fit of the committed data (about 6 s)."""
+def sample_fit():
+    return load_measurements(SAMPLE_FIT)
+
+
+@pytest.fixture(scope="module")
+def fitted(mset, sample_fit):
+    """The fit of the committed data: the sampled fit set and the catalogue's training two thirds (about a minute)."""
     from solkit.calibration import fit
 
-    return fit(mset, sk.load_gpu(SPEC))
+    return fit([sample_fit, mset], sk.load_gpu(SPEC))
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -143,26 +151,40 @@ def test_committed_spec_equals_the_fit(fitted):
     assert f"{result.train_cases} training cases, {result.holdout_cases} held out" in spec.measured.fit
 
 
-def test_fit_uses_training_cases_only(mset, fitted):
+def test_fit_uses_training_cases_only(mset, sample_fit, fitted):
     """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
     from solkit.calibration import fit
 
     held = next(c for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id))
     cases = tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == held.id else c for c in mset.cases)
-    moved = fit(mset.model_copy(update={"cases": cases}), sk.load_gpu(SPEC))
+    moved = fit([sample_fit, mset.model_copy(update={"cases": cases})], sk.load_gpu(SPEC))
     assert moved.calibration == fitted.calibration
 
 
-def test_writer_keeps_the_rest_of_the_file(tmp_path, mset, fitted):
+def test_sampled_sets_have_fixed_roles(mset, sample_fit):
+    """A sampled fit set trains on every case, a sampled validation set on none; the catalogue splits by hash."""
+    from solkit.calibration import fit_cases, sample_set_of
+
+    validation = load_measurements(DATA.with_name("h200_sample_validation.json"))
+    assert (sample_set_of(sample_fit), sample_set_of(validation), sample_set_of(mset)) == ("fit", "validation", None)
+    train, held = fit_cases(sample_fit)
+    assert len(train) == 1440 and held == []  # data/h200_sample_fit_run2.json: 1,440 cases, all ran
+    train, held = fit_cases(validation)
+    assert train == [] and len(held) == 400  # data/h200_sample_validation.json: 400 cases, all ran
+    train, held = fit_cases(mset)
+    assert held and all(is_holdout(c.id) for c in held) and not any(is_holdout(c.id) for c in train)
+
+
+def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
     """write_measured replaces only the measured: section: the lines before it are kept byte for byte, the result loads."""
     from solkit.calibration import measured_section, write_measured
 
     copy = tmp_path / "h200-sxm.yaml"
     original = SPEC.read_text()
     copy.write_text(original.replace("measured:", "# a comment that stays\nmeasured:", 1))
-    text = write_measured(copy, measured_section(mset, fitted, "data/h200_measurements.json"))
+    text = write_measured(copy, measured_section(sample_fit, fitted, "data/h200_sample_fit_run2.json"))
     before = original[: original.index("measured:")]
     assert text.startswith(before + "# a comment that stays\nmeasured:\n")
     loaded = sk.load_gpu(copy).measured
-    assert loaded.copy_bandwidth_tb_s == 4.271  # data: 4,270,573,641,344 B/s, kept to 3 decimals of TB/s
+    assert loaded.copy_bandwidth_tb_s == 4.296  # data: 4,295,620,195,235 B/s (the sampled fit run), to 3 decimals
     assert loaded.kernel_latency_us == sk.load_gpu(SPEC).measured.kernel_latency_us

@@ -303,10 +303,10 @@ def test_loaded_tables_are_read_only_and_picklable():
 
     gpu = sk.load_gpu("h200")
     with pytest.raises(TypeError, match="read-only"):
-        gpu.measured.compute_efficiency["gemm"] = 2.0  # type: ignore[index]
+        gpu.measured.compute_efficiency["matmul"] = 2.0  # type: ignore[index]
     with pytest.raises(SpecError, match="GPU.name is read-only"):
         gpu.name = "x"  # type: ignore[misc]
-    assert sk.load_gpu("h200").measured.compute_efficiency["gemm"] == 1.0  # the H200 fit's gemm efficiency
+    assert sk.load_gpu("h200").measured.compute_efficiency["matmul"] == 1.0  # the H200 fit's GEMM efficiency
     assert pickle.loads(pickle.dumps(gpu)) == gpu
 
 

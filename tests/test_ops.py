@@ -394,6 +394,23 @@ def test_nchw_direct_only_for_unpadded_unit_stride_1x1(kernel, stride, padding, 
     assert len(w.kernels) == (1 if direct else 3)
 
 
+def test_nchw_depthwise_is_direct():
+    """PyTorch runs a depthwise conv (C = groups) on NCHW directly: one kernel, bytes as NHWC, no transforms."""
+    w = ops.conv2d(8, 96, 28, 28, 96, kernel=3, padding=1, groups=96, layout="nchw")
+    assert len(w.kernels) == 1
+    # x 8*96*28*28 = 602,112; w 96*1*3*3 = 864; y 602,112 elements; bf16: (602,112*2 + 864) * 2 = 2,410,176 B
+    assert w.bytes == 2_410_176
+    assert len(models_backward_kernels(w)) == 2  # dgrad and wgrad, no transforms either
+    grouped = ops.conv2d(8, 96, 28, 28, 96, kernel=3, padding=1, groups=4, layout="nchw")
+    assert len(grouped.kernels) == 3  # grouped but not depthwise: transformed
+
+
+def models_backward_kernels(w):
+    from solkit import models
+
+    return models.backward(w).kernels
+
+
 def test_nchw_sweep_transforms_only_where_needed():
     """A sweep over 1x1 and 3x3 (padding 1) in NCHW: the transforms move nothing at the 1x1 element, x and y at the 3x3."""
     w = ops.conv2d(2, 16, 8, 8, 16, kernel=np.array([1, 3]), padding=np.array([0, 1]), layout="nchw")

@@ -106,11 +106,11 @@ def test_roof_and_ridge_labels(standard_fig):
 
 
 def test_measured_ceilings(standard_fig):
-    """The H200's measured ceilings are dashed: bf16 matmul 691.4 TFLOP/s, copy 4.271 TB/s."""
+    """The H200's measured ceilings are dashed: bf16 matmul 708.5 TFLOP/s, copy 4.296 TB/s (hardware_specs/h200-sxm.yaml)."""
     mm = _artist(standard_fig, "measured:bf16:matrix")
-    assert np.asarray(mm.get_ydata(), float) == pytest.approx([691.4, 691.4])
+    assert np.asarray(mm.get_ydata(), float) == pytest.approx([708.5, 708.5])
     copy = _artist(standard_fig, "measured:copy")
-    assert np.asarray(copy.get_ydata(), float) / np.asarray(copy.get_xdata(), float) == pytest.approx([4.271, 4.271])
+    assert np.asarray(copy.get_ydata(), float) / np.asarray(copy.get_xdata(), float) == pytest.approx([4.296, 4.296])
     assert mm.get_linestyle() == copy.get_linestyle() == "--"
 
 

@@ -103,7 +103,7 @@ def test_unknown_calibration_key_is_a_spec_error(tmp_path):
     """A typo in a calibration table's key is a SpecError naming the file and the field, when the predictor reads it."""
     text = sk.load_gpu("h200").path
     spec = tmp_path / "h200-typo.yaml"
-    content = open(text).read().replace("name: h200-sxm", "name: h200-typo").replace("{add: 0.0,", "{ad: 0.0,", 1)
+    content = open(text).read().replace("name: h200-sxm", "name: h200-typo").replace("{conv2d: ", "{conv2d_typo: ", 1)
     spec.write_text(content)
-    with pytest.raises(SpecError, match=r"h200-typo.yaml: field 'measured.kernel_latency_us': 'ad' is neither"):
+    with pytest.raises(SpecError, match=r"h200-typo.yaml: field 'measured.kernel_latency_us': 'conv2d_typo' is neither"):
         sk.predict(ops.add(1000), spec)

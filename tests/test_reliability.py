@@ -353,7 +353,8 @@ def _exact(op: str, d: dict[str, int]) -> tuple[int | Fraction, int | Fraction]:
         n = d["elements"]
         return d["flops_per_element"] * n, (d["inputs"] + d["outputs"]) * n * E
     if op == "embedding":
-        return 0, d["tokens"] * 8 + 2 * d["tokens"] * d["d_model"] * E
+        # ids, the distinct rows read (at most min(tokens, vocab)), the output written
+        return 0, d["tokens"] * 8 + (min(d["tokens"], d["vocab"]) + d["tokens"]) * d["d_model"] * E
     if op == "im2col":  # kernel 3, stride 1, padding 0: Ho = H - 2; columns [N*Ho*Wo, C*9]
         n, c, h, w = d["batch"], d["in_channels"], d["height"], d["width"]
         return 0, (n * c * h * w + n * (h - 2) * (w - 2) * c * 9) * E

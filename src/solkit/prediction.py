@@ -4,29 +4,39 @@ The model, every parameter named once (``solkit.hardware.schema.PARAMETERS``) an
 fitted (``measured:`` in the spec):
 
     t = launch_floor + sum_k count_k * body_k + (launches - 1) * kernel_gap
-    body_k = kernel_latency[key] + softmax_p(t_compute_k / compute_efficiency[key],
-                                             t_memory_k / memory_efficiency[key])
+    body_k = kernel_latency[key] + waves_k * wave_latency[key]
+             + max(softmax_p(t_compute_k / compute_efficiency[key], t_memory_k / memory_efficiency[key]),
+                   waves_k * block_bytes_k / block_bandwidth[key],  (row-wise kernels, GEMMs, convs)
+                   waves_k * k_steps_k * kstep_latency[key])         (GEMMs and convs)
 
-  where [key] is the kernel's calibration key (``Kernel.op``: its operator, or a variant of
-  it) if the calibration has an entry for it, else its kind's, and softmax_p(a, b) =
-  (a**p + b**p)**(1/p) with the fitted ``overlap_exponent`` p (p = inf is max).
+  where [key] is the kernel's calibration key: its operator (``Kernel.op``) or, where one applies,
+  the operator's implementation variant ("skinny", "legacy", "misaligned", "splitkv", "depthwise",
+  "unaligned", "wide": ``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p)
+  with the fitted ``overlap_exponent`` p (p = inf is max). A key without an entry falls back.
 
 - ``launch_floor``: the measured time of an empty kernel under the same timer; ``kernel_gap``:
-  what each further launch adds; ``kernel_latency``: a kernel's fixed cost (ramp-up, tail,
-  cross-block reduction) beyond its work.
+  what each further launch adds; ``kernel_latency``: a kernel's fixed cost beyond its work.
+- Work items come in waves over the SMs: a GEMM's or conv's largest output tiles, flash
+  attention's query tiles (and key splits), a row-wise kernel's rows (``ROW_BLOCKS_PER_SM``
+  blocks per SM); each wave pays ``wave_latency`` (pipeline fill, epilogue, a row's reduction).
+  Latency-bound work: a GEMM tile's k loop takes at least ``kstep_latency`` per ``K_STEP``
+  elements (cuBLAS splits k beyond ``SERIAL_K``); one thread block streams its bytes (a row, a
+  GEMM tile's share) at most at ``block_bandwidth``, so a few blocks cannot use the whole GPU.
 - ``t_memory`` = compulsory bytes / measured copy bandwidth.
 - ``t_compute`` of a GEMM or implicit-GEMM conv: the tile/wave model at the measured
   large-GEMM rate of its precision. For each candidate output tile (TM x TN) the grid has
   ceil(m/TM) * ceil(n/TN) * batch tiles; when that is below the SM count, split-K spreads k
-  over idle SMs; each SM runs ceil(tiles / SMs) waves of a full tile's work. The fastest
-  candidate is taken (NB: the library's heuristic is not modelled). Flash attention: the same
-  wave count over (128-query tile, head) work items. Vector work: the CUDA-core peak.
-- Leading dimensions (k, n of a row-major GEMM) not multiples of 16 bytes lose vector loads:
-  ``misaligned_gemm_penalty`` x the compute time, and a ``PerformanceWarning``.
-- Convs with fewer than 16 bytes of input channels per group (a 3-channel stem) pad channels
-  and run a slower kernel: channels padded to 16 bytes and ``small_channel_penalty`` x.
-  Grouped convs with under 16 bytes of channels per group on both sides (depthwise) run on
-  CUDA cores.
+  over idle SMs (GEMMs; cuDNN's convs do not split); each SM runs ceil(tiles / SMs) waves of a
+  full tile's work. The fastest candidate is taken (NB: the library's heuristic is not
+  modelled). A conv's channels are padded per filter tap to ``CONV_K_TILE_BYTES``. Flash
+  attention: PyTorch's split-KV heuristic (``flash_splits``) over (query tile, head) items,
+  queries padded to the tile. Vector work: the CUDA-core peak.
+- Implementation variants, as the libraries choose them: cuBLAS runs tf32/fp32/fp64/int8 with
+  Ampere-era kernels ("legacy"), GEMMs with k or n not a multiple of 16 bytes with narrow-load
+  kernels ("misaligned", with a ``PerformanceWarning``), m or n <= ``SKINNY`` with GEMV-like
+  kernels ("skinny"); cuDNN pads unaligned channels ("unaligned") and runs depthwise convs on
+  CUDA cores ("depthwise"); PyTorch's norms take a two-kernel path for widths not a multiple of
+  4 ("unaligned") and its softmax a block per row beyond 1,024 columns ("wide").
 
 A GPU with no ``measured:`` section takes ``REFERENCE_GPU``'s measured shares of the datasheet
 as its ceilings (matmul rate per precision, copy bandwidth) and that calibration's launch floor,
@@ -45,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
-from ._num import Num, any_, broadcast_to, ceil, maximum, not_, product, result, shape_of, where
+from ._num import Num, any_, broadcast_to, ceil, maximum, minimum, not_, product, result, shape_of, where
 from ._validate import flag
 from .errors import PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
@@ -76,10 +86,34 @@ __all__ = [
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
 TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
-#: flash attention's query tile per work item
+#: flash attention's query tile per work item (unsplit), and the split-KV kernel's
 ATTENTION_QUERY_TILE = 128
+SPLITKV_QUERY_TILE = 64
+#: thread blocks of a row-wise kernel resident on one SM (2048 threads / 128-thread blocks)
+ROW_BLOCKS_PER_SM = 16
+#: ops whose row-wise kernel changes implementation with the row width (a warp per row up to WIDE_ROW
+#: elements, a block per row beyond): their variant is "wide"; other row-wise ops' is "unaligned"
+WIDE_ROW_OPS = frozenset({"softmax"})
+WIDE_ROW = 1024
+#: elements a row's width must be a multiple of for the vectorized kernel (PyTorch's layer/RMS norm load 4
+#: elements at a time whatever the dtype); other row-wise ops need 16 bytes; the rest take a slower path
+ROW_VECTOR = {"layernorm": 4, "rmsnorm": 4}
 #: split-K never cuts k below this many elements per split
 MIN_SPLIT_K = 256
+#: an implicit-GEMM conv loads each filter tap's channels in k-tiles of this many bytes (C = 8 bf16 channels
+#: of a 7x7 filter compute as 32)
+CONV_K_TILE_BYTES = 64
+#: a GEMM or conv tile's k loop advances this many elements of k per step
+K_STEP = 64
+#: cuBLAS splits k beyond about this many elements when the tiles leave SMs idle: a tile's serial k loop
+#: runs at most SERIAL_K / K_STEP steps (measured: nvjet kernels named _splitK from k = 2,688 on)
+SERIAL_K = 2048
+#: GEMM precisions cuBLAS runs with Ampere-era kernels on Hopper (the "legacy" variant)
+LEGACY_PRECISIONS = frozenset({"tf32", "fp32", "fp64", "int8"})
+#: GEMM precisions whose kernels take rows of any alignment at full speed
+UNALIGNED_OK = frozenset({"fp32", "fp64"})
+#: a GEMM whose m or n is at most this runs cuBLAS's GEMV-like kernels (the "skinny" variant)
+SKINNY = 16
 #: leading dimensions and conv channels should be multiples of this many bytes
 ALIGN_BYTES = 16
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
@@ -149,7 +183,7 @@ def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
 # ---- per-kernel terms -------------------------------------------------------------------------
 
 
-def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int) -> tuple[Num, Num]:
+def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num]:
     """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s.
 
     For each tile TM x TN: tiles = ceil(m/TM) * ceil(n/TN) * batch; split = clip(floor(SMs / tiles),
@@ -157,17 +191,19 @@ def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int)
     2*TM*TN*ceil(k / split) FLOPs at rate / SMs each. Wave efficiency = useful FLOPs / FLOPs the
     waves occupy (1.0: no tile or wave loss).
 
+    ``split_k=False`` (cuDNN's implicit-GEMM convs): split = 1 always.
+
     A sweep computes the same numbers in two regimes: a grid of at least SMs tiles splits
     nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
     (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
     """
     if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
-        return _gemm_compute_time_one(m, n, k, batch, rate, sms)
+        return _gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
     if not shape:  # numpy scalars
-        return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms)
+        return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
     per_sm = rate / sms
-    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K))
+    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(np.shape(k))
     k_arr, max_split = np.broadcast_to(k, shape), np.broadcast_to(max_split, shape)
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
     cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
@@ -193,6 +229,12 @@ def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int)
     return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
 
 
+def tile_waves(m: Any, n: Any, batch: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
+    """(waves, bytes per tile) of the largest output tiles (128x256 or 256x128, the fewer) over the SMs."""
+    tiles = minimum(ceil(m / 128) * ceil(n / 256), ceil(m / 256) * ceil(n / 128)) * batch
+    return ceil(tiles / sms), nbytes / tiles
+
+
 def _ceil_div(x: Any, d: int) -> Any:
     """ceil(x / d) (one buffer for an array)."""
     if type(x) is float:
@@ -201,10 +243,11 @@ def _ceil_div(x: Any, d: int) -> Any:
     return np.ceil(out, out=out)
 
 
-def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int) -> tuple[float, float]:
+def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int,
+                           split_k: bool = True) -> tuple[float, float]:
     """``gemm_compute_time`` of one shape, in plain Python (a test checks that both agree)."""
     per_sm = rate / sms
-    max_split = max(1.0, k // MIN_SPLIT_K)
+    max_split = max(1.0, k // MIN_SPLIT_K) if split_k else 1.0
     best = math.inf
     for tm, tn in TILES:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
@@ -218,8 +261,7 @@ class KernelTerms(NamedTuple):
 
     kind: str
     op: str
-    variant: str  # "splitkv": flash attention with fewer work items than SMs; "depthwise": conv on CUDA cores
-    variant_mask: Any  # where the variant applies
+    variants: tuple[tuple[str, Any], ...]  # (name, where it applies): e.g. "splitkv", "depthwise", "skinny"; last wins
     launches: Num
     present: Any  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
     t_compute: Num
@@ -227,6 +269,58 @@ class KernelTerms(NamedTuple):
     wave_efficiency: Num
     misaligned: Any
     small_channels: Any
+    waves: Num = 0.0  # waves of work items over the SMs: output tiles (GEMM, conv, attention) or rows
+    block_bytes: Num = 0.0  # bytes per thread block: a row-wise kernel's row, a GEMM's or conv's largest tile's share
+    k_steps: Num = 0.0  # a GEMM or conv tile's serial k-loop steps (K_STEP elements of k each)
+
+
+def _attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms: int) -> tuple[Any, Any, Any, Any]:
+    """(seconds, wave efficiency, split-KV?, waves) of a flash attention kernel whose FLOPs take ``t_flat`` at full rate.
+
+    m = query rows per work item's head group, n = keys, d = head dim, batch = batch x KV heads
+    (``solkit.ops.attention`` packs GQA query heads into m). As PyTorch's flash_api.cpp decides:
+    work items = ceil(m / 64) * batch; when they fill less than 80% of the SMs, the keys are split
+    into ``flash_splits`` parts (blocks of 256 keys for d <= 64, else 128), each its own item, and
+    a combine kernel follows. Unsplit, a work item is 128 queries. Seconds = t_flat over the wave
+    efficiency, times the padding of m to the query tile (a 64-row tile computes 64 rows).
+    """
+    if type(m) is float and type(n) is float and type(d) is float and type(batch) is float:  # pragma: no mutate
+        items = math.ceil(m / SPLITKV_QUERY_TILE) * batch
+        splits = flash_splits(items, math.ceil(n / (256 if d <= 64 else 128)), sms)
+        tile = SPLITKV_QUERY_TILE if splits > 1 else ATTENTION_QUERY_TILE
+        work = math.ceil(m / tile) * batch * splits
+        wave = work / (math.ceil(work / sms) * sms)
+        pad = math.ceil(m / tile) * tile / m
+        return t_flat * pad / wave, wave, splits > 1, float(math.ceil(work / sms))
+    shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(d), np.shape(batch))
+    m, n, d, batch = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, d, batch))
+    items = np.ceil(m / SPLITKV_QUERY_TILE) * batch
+    blocks = np.ceil(n / np.where(d <= 64, 256.0, 128.0))
+    split_kv = np.vectorize(lambda i, b: flash_splits(float(i), float(b), sms), otypes=[float])(items, blocks)
+    tiles = np.where(split_kv > 1, SPLITKV_QUERY_TILE, ATTENTION_QUERY_TILE)
+    work_items = np.ceil(m / tiles) * batch * split_kv
+    efficiency = work_items / (np.ceil(work_items / sms) * sms)
+    padding = np.ceil(m / tiles) * tiles / m
+    return t_flat * padding / efficiency, efficiency, split_kv > 1, np.ceil(work_items / sms)
+
+
+def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 128) -> int:
+    """The split-KV count flash attention's ``num_splits_heuristic`` picks (1: no split).
+
+    Among eligible splits s (s = 1, or ceil(blocks/s) != ceil(blocks/(s-1))) up to min(128, SMs,
+    key blocks), the smallest whose wave efficiency (items*s/SMs over its ceiling) is at least
+    0.85 x the best; 1 when the items already fill 80% of the SMs.
+    """
+    if items >= 0.8 * sms:
+        return 1
+    top = int(min(max_splits, sms, key_blocks))
+    eff = [0.0] * (top + 1)
+    for s in range(1, top + 1):
+        if s == 1 or math.ceil(key_blocks / s) != math.ceil(key_blocks / (s - 1)):
+            waves = items * s / sms
+            eff[s] = waves / math.ceil(waves)
+    best = max(eff)
+    return next((s for s in range(1, top + 1) if eff[s] and eff[s] >= 0.85 * best), 1)
 
 
 def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
@@ -240,42 +334,79 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     wave: Any = 1.0
     misaligned: Any = False
     small: Any = False
-    variant: str = ""
-    variant_mask: Any = False
+    variants: list[tuple[str, Any]] = []
+    waves: Any = 0.0
+    block_bytes: Any = 0.0
+    k_steps: Any = 0.0
     g = kernel.gemm
     if any_(mf > 0):
         rate = matmul_rate(cal, gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
             t_mat, wave = gemm_compute_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
-            misaligned = (g.k % per != 0) | (g.n % per != 0)
+            waves, block_bytes = tile_waves(g.m, g.n, g.batch, gpu.sm_count, nbytes)
+            k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
+            # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any
+            misaligned = ((g.k % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
+            # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
+            variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
+            # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
+            # kernels with narrow loads (cutlass_75 ... align2)
+            variants.append(("legacy", kernel.precision in LEGACY_PRECISIONS))
+            variants.append(("misaligned", misaligned))
         elif g is not None and kernel.kind == "conv" and g.channels is not None:
             c = g.channels
             depthwise = (g.batch > 1) & (c < per) & (g.n < per)
             small = (c < per) & not_(depthwise)
-            # channels padded to 16 bytes: k = ceil(c / per) * per * R*S
-            t_tc, wave_tc = gemm_compute_time(g.m, g.n, ceil(c / per) * per * (g.k / c), g.batch, rate, gpu.sm_count)
+            # each filter tap's channels padded to the k-tile: k = ceil(c / tile) * tile * R*S; no split-K
+            tile = CONV_K_TILE_BYTES / PRECISIONS[kernel.precision]
+            t_tc, wave_tc = gemm_compute_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
+                                              split_k=False)
             t_mat = where(depthwise, mf / gpu.peak_flops("fp32", "vector"), t_tc)
+            waves, block_bytes = tile_waves(g.m, g.n, g.batch, gpu.sm_count, nbytes)
+            k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
             wave = where(depthwise, 1.0, wave_tc)
-            variant, variant_mask = "depthwise", depthwise
+            unaligned = ((c % per != 0) | (g.n % per != 0)) & not_(depthwise)
+            # cuDNN pads unaligned channels to a multiple of 16 bytes first: its own kernels and traffic
+            variants += [("depthwise", depthwise), ("unaligned", unaligned)]
         elif g is not None and kernel.kind == "attention":
-            items = ceil(g.m / ATTENTION_QUERY_TILE) * g.batch
-            wave = items / (ceil(items / gpu.sm_count) * gpu.sm_count)
-            t_mat = mf / rate / wave
-            variant, variant_mask = "splitkv", items < gpu.sm_count
+            t_mat, wave, split, waves = _attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
+            variants.append(("splitkv", split))
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
+    r = kernel.rows
+    if r is not None:
+        waves = ceil(r.number / (gpu.sm_count * ROW_BLOCKS_PER_SM))
+        block_bytes = nbytes / maximum(r.number, 1.0)
+        if kernel.op in WIDE_ROW_OPS:
+            variants.append(("wide", r.width > WIDE_ROW))
+        else:
+            vector = ROW_VECTOR.get(kernel.op, ALIGN_BYTES / PRECISIONS[kernel.precision])
+            variants.append(("unaligned", r.width % vector != 0))
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
-    return KernelTerms(kernel.kind, kernel.op, variant, variant_mask, kernel.launches, present, t_compute, t_memory,
-                       wave, misaligned, small)
+    return KernelTerms(kernel.kind, kernel.op, tuple(variants), kernel.launches, present, t_compute, t_memory,
+                       wave, misaligned, small, waves, block_bytes, k_steps)
 
 
 def _lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
-    """A per-kernel parameter: the kernel's key's entry, else its kind's, else ``default``; a variant's entry where it applies."""
-    base = table.get(terms.op, table.get(terms.kind, default))
-    if not terms.variant or not any_(terms.variant_mask):
-        return base
-    return where(terms.variant_mask, table.get(f"{terms.op}_{terms.variant}", base), base)
+    """A per-kernel parameter: the kernel's key's entry, else its kind's, else ``default``; a variant's entry where it applies.
+
+    Variants apply in order, so where two apply the later one's entry wins; a variant without an
+    entry keeps what came before.
+    """
+    value = table.get(terms.op, table.get(terms.kind, default))
+    for name, mask in terms.variants:
+        key = f"{terms.op}_{name}"
+        if key in table and any_(mask):
+            value = where(mask, table[key], value)
+    return value
+
+
+def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
+    """How much longer a misaligned GEMM computes than an aligned one: the penalty over the variant's efficiency."""
+    eff = cal.compute_efficiency
+    aligned = eff.get(op, eff.get("gemm", 1.0))
+    return cal.misaligned_gemm_penalty * aligned / eff.get(f"{op}_misaligned", aligned)
 
 
 def soft_max(a: Any, b: Any, p: float) -> Any:
@@ -291,6 +422,26 @@ def soft_max(a: Any, b: Any, p: float) -> Any:
     return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
 
 
+def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
+    """(wave latency, latency-bound work) seconds of a kernel's waves of work items.
+
+    wave latency = waves x ``wave_latency``; latency-bound work = waves x bytes per row / one
+    block's ``block_bandwidth`` (a row-wise kernel) or waves x k steps x ``kstep_latency`` (a GEMM
+    or conv tile's k loop cannot step faster than its load latency allows, however small the tile).
+
+    Each wave of work items pays the wave latency once: a GEMM tile's pipeline fill and epilogue,
+    a row's load, reduction across the block and write. A row-wise kernel's block streams its row
+    at most at ``block_bandwidth``, so few long rows cannot use the whole GPU's bandwidth.
+    """
+    latency = _lookup(cal.wave_latency, terms, 0.0)
+    stream: Any = 0.0
+    if any_(terms.block_bytes):
+        stream = terms.waves * terms.block_bytes / _lookup(cal.block_bandwidth, terms, math.inf)
+    if any_(terms.k_steps):
+        stream = maximum(stream, terms.waves * terms.k_steps * _lookup(cal.kstep_latency, terms, 0.0))
+    return terms.waves * latency, stream
+
+
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
     """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
     compute = terms.t_compute / _lookup(cal.compute_efficiency, terms, 1.0)
@@ -300,6 +451,9 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
         compute = where(terms.small_channels, compute * cal.small_channel_penalty, compute)
     memory = terms.t_memory / _lookup(cal.memory_efficiency, terms, 1.0)
     body = soft_max(compute, memory, cal.overlap_exponent)
+    if any_(terms.waves):
+        wave_latency, row_stream = wave_seconds(terms, cal)
+        body = maximum(body, row_stream) + wave_latency
     latency = _lookup(cal.kernel_latency, terms, 0.0)
     if type(latency) is not float or latency:
         body = body + latency
@@ -422,7 +576,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     if bad:
         message = (
             f"{w.name}: GEMM leading dimension (k or n) not a multiple of {ALIGN_BYTES} bytes in {', '.join(bad)}; "
-            f"expect about {cal.misaligned_gemm_penalty:.2g}x the aligned compute time (pad e.g. a vocab to a multiple of 64)"
+            f"expect about {misaligned_slowdown(cal):.2g}x the aligned compute time (pad e.g. a vocab to a multiple of 64)"
         )
         notes.append(message)
         if warn:

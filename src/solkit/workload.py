@@ -27,7 +27,7 @@ from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
@@ -57,6 +57,17 @@ class Gemm(NamedTuple):
     k: Num
     batch: Num = 1.0
     channels: Optional[Num] = None
+
+
+class Rows(NamedTuple):
+    """The rows a row-wise kernel (a normalization, a softmax, a gather) works on: ``number`` rows of ``width`` elements.
+
+    The usual implementation gives each row to one thread block (or warp); the predictor reads the
+    row count for the kernel's parallelism and the width for its alignment.
+    """
+
+    number: Num
+    width: Num
 
 
 class OpCall(NamedTuple):
@@ -155,6 +166,7 @@ class _KernelFields(NamedTuple):
     vector_precision: str
     op: str
     launches: Num
+    rows: Optional[Rows]
 
 
 class Kernel(_KernelFields):
@@ -166,7 +178,8 @@ class Kernel(_KernelFields):
     elementwise kernels); vector FLOPs are charged at the ``vector_precision`` CUDA-core rate
     (fp32: normalization and activation kernels compute in fp32 whatever they store).
     ``model_flops`` defaults to the executed FLOPs and may not exceed them. ``launches``: the
-    launches the usual implementation makes (im2col: one per image); T_SOL ignores it.
+    launches the usual implementation makes (im2col: one per image); T_SOL ignores it. ``rows``:
+    a row-wise kernel's rows (``Rows``), which the predictor's row-parallel term reads.
     """
 
     __slots__ = ()
@@ -185,6 +198,7 @@ class Kernel(_KernelFields):
         vector_precision: str = "fp32",
         op: str = "",
         launches: Any = 1.0,
+        rows: Optional[Rows] = None,
     ) -> "Kernel":
         if type(name) is not str or not name:
             raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
@@ -194,6 +208,8 @@ class Kernel(_KernelFields):
             raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
         if gemm is not None and type(gemm) is not Gemm:
             raise ArgumentTypeError(f"gemm must be a solkit.workload.Gemm or None, got {_show(gemm)}")
+        if rows is not None and type(rows) is not Rows:
+            raise ArgumentTypeError(f"rows must be a solkit.workload.Rows or None, got {_show(rows)}")
         precision = precision if type(precision) is str and precision in PRECISIONS else normalize(precision, "precision")
         vector_precision = (vector_precision if type(vector_precision) is str and vector_precision in PRECISIONS
                             else normalize(vector_precision, "vector_precision"))
@@ -214,7 +230,7 @@ class Kernel(_KernelFields):
             if 0 <= mf < _INF and 0 <= vf < _INF and 0 <= br < _INF and 0 <= bw < _INF and 0 <= useful <= executed * _SLACK \
                     and (launches == 1.0 or (1 <= launches < _INF and launches.is_integer())):
                 return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision,
-                                           op or name, launches))
+                                           op or name, launches, rows))
         mf = _figure(name, "matrix_flops", mf)
         vf = _figure(name, "vector_flops", vf)
         br = _figure(name, "bytes_read", br)
@@ -237,7 +253,8 @@ class Kernel(_KernelFields):
         except ValueError:
             shapes = ", ".join(f"{f} {np.shape(v)}" for f, v in zip(_FIGURES, (mf, vf, br, bw, useful, n)))
             raise ShapeError(f"{name}: the figures do not broadcast together ({shapes})") from None
-        return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n))
+        return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n,
+                                   rows))
 
     @property
     def executed_flops(self) -> Num:

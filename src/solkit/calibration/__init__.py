@@ -18,7 +18,8 @@ One command reproduces the committed calibration and report from the committed d
 from __future__ import annotations
 
 from ..hardware.parameters import PARAMETERS, Calibration, Parameter
-from .data import MeasuredCase, MeasurementSet, fit_cases, group_of, is_holdout, load_measurements, workload_of
+from .data import (MeasuredCase, MeasurementSet, fit_cases, group_of, is_holdout, load_measurements, sample_set_of,
+                   workload_of)
 from .fitting import FitResult, ceilings, fit, round_calibration
 from .metrics import CaseResult, GroupSummary, evaluate, format_summary, log_error, measured_pairs, run_to_run, summarize
 from .report import validation_report
@@ -26,7 +27,7 @@ from .writer import measured_section, write_measured
 
 __all__ = [
     "PARAMETERS", "Parameter", "Calibration", "MeasuredCase", "MeasurementSet", "load_measurements", "is_holdout",
-    "group_of", "workload_of", "fit_cases", "FitResult", "ceilings", "fit", "round_calibration", "CaseResult",
+    "group_of", "workload_of", "fit_cases", "sample_set_of", "FitResult", "ceilings", "fit", "round_calibration", "CaseResult",
     "GroupSummary", "evaluate", "summarize", "format_summary", "log_error", "measured_pairs", "run_to_run",
     "validation_report", "measured_section", "write_measured",
 ]

@@ -1,6 +1,8 @@
 """``python -m solkit.calibration fit|report``: the calibration and its report from committed measurements.
 
-    python -m solkit.calibration fit [--data data/h200_measurements.json] [--spec hardware_specs/h200-sxm.yaml] [--write]
+    python -m solkit.calibration fit [--data data/h200_sample_fit_run2.json data/h200_measurements.json] [--spec ...] [--write]
+    python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
+    python -m solkit.calibration sampled [--fit ...] [--validation ...] [--test ...] [--cv FILE] [--out ...]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
 Paths are relative to the current folder (run it from a source checkout's root).
@@ -14,15 +16,22 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..hardware import load_spec_file
+from .crossval import cross_validate, format_scores
 from .fitting import fit
 from .data import load_measurements
 from .metrics import evaluate
-from .report import validation_report
+from .report import sampled_report, validation_report
 from .writer import _dump, measured_section, write_measured
 
 DATA = "data/h200_measurements.json"
+#: the fit reads the sampled fit set (its ceilings and all its cases) and two thirds of the hand-picked catalogue
+FIT_DATA = ("data/h200_sample_fit_run2.json", DATA)
 SPEC = "hardware_specs/h200-sxm.yaml"
 REPEAT = "data/h200_measurements_run2.json"
+VALIDATION = "data/h200_sample_validation.json"
+TEST = "data/h200_sample_test.json"
+SAMPLE_REPEAT = "data/h200_sample_fit.json"
+SAMPLED_REPORT = "data/h200_sample_report.md"
 REPORT = "data/h200_validation.md"
 
 
@@ -31,25 +40,53 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m solkit.calibration", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("fit", help="fit the predictor's parameters; print (and with --write, store) the measured: section")
-    p.add_argument("--data", default=DATA)
+    p.add_argument("--data", nargs="+", default=list(FIT_DATA), help="measurement files; the first gives the ceilings")
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--write", action="store_true", help="replace the spec's measured: section")
+    p = sub.add_parser("cv", help="k-fold cross-validation of the fit beside simpler baselines (a Markdown table)")
+    p.add_argument("--data", nargs=2, default=list(FIT_DATA), metavar=("SAMPLED", "CATALOGUE"))
+    p.add_argument("--validation", default=VALIDATION)
+    p.add_argument("--spec", default=SPEC)
+    p = sub.add_parser("sampled", help="write the report on the randomly sampled sets (fit, validation, test)")
+    p.add_argument("--fit", default=FIT_DATA[0])
+    p.add_argument("--validation", default=VALIDATION)
+    p.add_argument("--test", default=TEST, help="the frozen test set ('' while it is not measured)")
+    p.add_argument("--repeat", default=SAMPLE_REPEAT, help="an earlier run of sampled cases, for the run-to-run spread")
+    p.add_argument("--cv", default="", help="a file holding the cross-validation table (the output of the cv command)")
+    p.add_argument("--spec", default=SPEC)
+    p.add_argument("--out", default=SAMPLED_REPORT)
     p = sub.add_parser("report", help="write the validation report")
     p.add_argument("--data", default=DATA)
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--repeat", default=REPEAT, help="a second run of the same cases ('' for none)")
     p.add_argument("--out", default=REPORT)
     args = parser.parse_args(argv)
-    mset = load_measurements(args.data)
     gpu = load_spec_file(args.spec)
     if args.command == "fit":
-        result = fit(mset, gpu)
-        section = measured_section(mset, result, args.data)
+        msets = [load_measurements(path) for path in args.data]
+        result = fit(msets, gpu)
+        section = measured_section(msets[0], result, " + ".join(args.data))
         print(_dump(section), end="")
         if args.write:
             write_measured(args.spec, section)
             print(f"wrote {args.spec}")
         return 0
+    if args.command == "cv":
+        sample, catalogue = (load_measurements(path) for path in args.data)
+        scores = cross_validate(sample, catalogue, load_measurements(args.validation), gpu,
+                                gpu.measured.calibration(gpu.name) if gpu.measured else fit([sample, catalogue], gpu).calibration)
+        print(format_scores(scores))
+        return 0
+    if args.command == "sampled":
+        named = [("Fit", args.fit), ("Validation", args.validation), ("Test (frozen)", args.test)]
+        sets = [(name, path, load_measurements(path)) for name, path in named if path]
+        earlier = (load_measurements(args.repeat), sets[0][2]) if args.repeat else None
+        cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
+        text = sampled_report(sets, gpu, args.spec, cv_table, earlier)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(text)
+        return 0
+    mset = load_measurements(args.data)
     repeat = load_measurements(args.repeat) if args.repeat else None
     text = validation_report(mset, gpu, args.data, args.spec, repeat)
     Path(args.out).write_text(text, encoding="utf-8")

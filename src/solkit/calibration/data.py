@@ -20,7 +20,7 @@ from ..ops.registry import REGISTRY
 from ..workload import Workload
 
 __all__ = ["KernelRecord", "MeasuredCase", "MeasurementSet", "load_measurements", "is_holdout", "group_of",
-           "workload_of", "fit_cases"]
+           "workload_of", "fit_cases", "sample_set_of"]
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -108,7 +108,22 @@ def workload_of(case: MeasuredCase) -> Workload:
     return op.function(**case.params)
 
 
+def sample_set_of(mset: MeasurementSet) -> Optional[str]:
+    """The sampled set a file holds ("fit", "validation" or "test"), or None for the hand-picked catalogue."""
+    args = mset.meta.get("args") or {}
+    return args.get("sample") or None
+
+
 def fit_cases(mset: MeasurementSet) -> tuple[list[MeasuredCase], list[MeasuredCase]]:
-    """(training, held out) cases: measured, primary (one implementation per shape), split by ``is_holdout``."""
+    """(training, held out) cases: measured, primary (one implementation per shape).
+
+    A sampled fit set trains on every case; a sampled validation or test set is all held out; the
+    hand-picked catalogue is split by ``is_holdout``.
+    """
     cases = [c for c in mset.cases if c.ok and c.seconds and c.primary]
+    role = sample_set_of(mset)
+    if role == "fit":
+        return cases, []
+    if role is not None:
+        return [], cases
     return [c for c in cases if not is_holdout(c.id)], [c for c in cases if is_holdout(c.id)]

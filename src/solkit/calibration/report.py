@@ -18,7 +18,7 @@ from .metrics import CaseResult, evaluate, format_summary, measured_pairs, run_t
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
 
-__all__ = ["validation_report", "PAIRS"]
+__all__ = ["validation_report", "sampled_report", "PAIRS"]
 
 #: (parameter, baseline value, variant value, title) of the measured variant pairs
 PAIRS = (
@@ -116,4 +116,53 @@ def validation_report(mset: MeasurementSet, gpu: "GPU", data: str, spec: str, re
           for r in worst],
         "",
     ]
+    return "\n".join(lines)
+
+
+def _family_table(rows: list[CaseResult]) -> str:
+    """Per group: cases, median and p90 error, max SOL fraction (must stay <= 1)."""
+    lines = ["| group | cases | median error | p90 error | max SOL fraction |", "|---|---:|---:|---:|---:|"]
+    for s in summarize(rows):
+        lines.append(f"| {s.group} | {s.n} | {s.median_error:.1%} | {s.p90_error:.1%} | {s.sol_max:.3f} |")
+    return "\n".join(lines)
+
+
+def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", spec: str, cv_table: str = "",
+                   repeat: "Optional[tuple[MeasurementSet, MeasurementSet]]" = None) -> str:
+    """The Markdown report of the model on randomly sampled cases: one per-family table per set (name, path, file).
+
+    ``cv_table``: the cross-validation table (``crossval.format_scores``), if computed; ``repeat``: two
+    runs of the same sampled cases, for the run-to-run spread.
+    """
+    fit = gpu.measured.fit if gpu.measured is not None else "(uncalibrated)"
+    lines = [
+        f"# solkit on randomly sampled {gpu.name} cases: fit, validation and frozen test sets",
+        "",
+        "Cases are drawn at random from a declared space per op family (`benchmarks/measuring/sampling.py`: seeded, "
+        "log-uniform sizes, a quarter with unaligned dimensions, every dtype the op supports) and timed by "
+        "`benchmarks/measure_h200.py --sample SET`. A case's set follows from a hash of its id: fit (60%), validation "
+        "(20%, for model choices), test (20%, measured once, after the model was frozen). "
+        f"Predictions use `{spec}` ({fit}).",
+        "Error = exp(|log(predicted / measured)|) - 1; SOL fraction = T_SOL / measured (never above 1).",
+        "",
+    ]
+    for name, path, mset in sets:
+        meta = mset.meta
+        rows = evaluate(mset, gpu)
+        lines += [f"## {name}: {len(rows)} cases (`{path}`)", "",
+                  f"Measured {meta['date_utc'][:16]} UTC on an {meta['gpu_name']}, torch {meta['torch_version']}, "
+                  f"sampler seed {meta['args'].get('sample_seed')}, {meta['args'].get('sample_n')} cases asked, "
+                  f"{meta['counts']['ok']} ran.", "", _family_table(rows), ""]
+    if repeat is not None:
+        n, median, p90, worst = run_to_run(*repeat)
+        lines += ["## Run to run", "",
+                  f"The same {n} sampled cases timed on two machines ({repeat[0].meta['date_utc'][:16]} and "
+                  f"{repeat[1].meta['date_utc'][:16]} UTC): exp|log(t2/t1)| - 1 median {median:.1%}, p90 {p90:.1%}, "
+                  f"max {worst:.0%}. No model can beat this floor.", ""]
+    if cv_table:
+        lines += ["## Parsimony: cross-validation beside simpler baselines", "",
+                  "5-fold cross-validation over the sampled fit set (each fold predicted by a fit that never saw it; the "
+                  "catalogue's training cases in every fit), and the validation set, for the full predictor and two "
+                  "baselines: the launch floor plus T_SOL, and the floor plus one global compute and one global memory "
+                  "efficiency (`python -m solkit.calibration cv`).", "", cv_table, ""]
     return "\n".join(lines)

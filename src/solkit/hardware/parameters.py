@@ -16,7 +16,7 @@ __all__ = ["Parameter", "PARAMETERS", "UNIT_FACTORS", "Calibration", "ReadOnlyTa
 TERA = 1e12
 
 #: unit suffix of a ``measured:`` key -> factor to SI ("" : a dimensionless number)
-UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "us": 1e-6, "": 1.0})
+UNIT_FACTORS: Mapping[str, float] = MappingProxyType({"tflops": TERA, "tb_s": TERA, "gb_s": 1e9, "us": 1e-6, "": 1.0})
 
 
 class ReadOnlyTable(dict):  # type: ignore[type-arg]
@@ -77,6 +77,9 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("kernel_latency", "us", True, True, 2, "a kernel's fixed cost beyond its work, per calibration key"),
     Parameter("compute_efficiency", "", True, True, 3, "share of the compute ceiling a kernel reaches, per key"),
     Parameter("memory_efficiency", "", True, True, 3, "share of the copy bandwidth a kernel reaches, per key"),
+    Parameter("wave_latency", "us", True, True, 2, "what each wave of work items (tiles, rows) adds, per key"),
+    Parameter("kstep_latency", "us", True, True, 3, "the least time a GEMM or conv tile's k-loop step takes, per key"),
+    Parameter("block_bandwidth", "gb_s", True, True, 3, "bytes per second one thread block streams (its row, its GEMM tile), per key"),
     Parameter("misaligned_gemm_penalty", "", False, True, 3, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
     Parameter("small_channel_penalty", "", False, True, 3, "slowdown of convs with fewer than 16 bytes of channels"),
     Parameter("overlap_exponent", "", False, True, 3, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
@@ -98,6 +101,9 @@ class Calibration:
     kernel_latency: Mapping[str, float]  # s per calibration key
     compute_efficiency: Mapping[str, float]
     memory_efficiency: Mapping[str, float]
+    wave_latency: Mapping[str, float]  # s per wave of work items, per calibration key
+    kstep_latency: Mapping[str, float]  # s per k-loop step, per calibration key
+    block_bandwidth: Mapping[str, float]  # bytes/s of one block, per calibration key
     misaligned_gemm_penalty: float
     small_channel_penalty: float
     overlap_exponent: float

@@ -229,6 +229,9 @@ class Measured(_SpecModel):
     kernel_latency_us: LatencyTable = Field(default_factory=dict)
     compute_efficiency: FigureTable = Field(default_factory=dict)
     memory_efficiency: FigureTable = Field(default_factory=dict)
+    wave_latency_us: LatencyTable = Field(default_factory=dict)
+    kstep_latency_us: LatencyTable = Field(default_factory=dict)
+    block_bandwidth_gb_s: FigureTable = Field(default_factory=dict)
     misaligned_gemm_penalty: Figure = 1.0
     small_channel_penalty: Figure = 1.0
     overlap_exponent: Union[Figure, Literal["inf"]] = "inf"

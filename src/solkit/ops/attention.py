@@ -13,7 +13,7 @@ from typing import Any
 
 from .._num import where
 from .._validate import broadcast, dim, flag
-from ..workload import Gemm, Kernel, Workload
+from ..workload import Gemm, Kernel, Rows, Workload
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
 from .registry import boolean, operator, option, precision, size
@@ -159,7 +159,7 @@ def attention(
                 bytes_written=z.s * e, model_flops=half, gemm=Gemm(sq, skv, d, b * h), op="matmul")
     # p [b,h,sq,skv] = softmax(s)
     soft = Kernel("P = softmax(S)", "reduction", dtype, vector_flops=FLOPS_PER_ELEMENT["softmax"] * z.s,
-                  bytes_read=z.s * e, bytes_written=z.s * e, model_flops=0.0, op="softmax")
+                  bytes_read=z.s * e, bytes_written=z.s * e, model_flops=0.0, op="softmax", rows=Rows(b * h * sq, skv))
     # o [b,h,sq,d] = p [b,h,sq,skv] @ v [b,kv,skv,d]
     pv = Kernel("O = P V", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.s + z.k) * e,
                 bytes_written=z.q * e, model_flops=half, gemm=Gemm(sq, d, skv, b * h), op="matmul")

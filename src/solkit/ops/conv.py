@@ -80,6 +80,8 @@ class _Shape:
         self.ho = _extent(self.h, self.r, sh, ph, dh)
         self.wo = _extent(self.w, self.s, sw, pw, dw)
         self.direct_1x1 = (self.r == 1) & (self.s == 1) & (sh == 1) & (sw == 1) & (ph == 0) & (pw == 0)
+        # PyTorch runs a depthwise conv (C = groups) directly on NCHW: no layout transforms
+        self.direct_nchw = self.direct_1x1 | ((self.g == self.c) & (self.g > 1))
         self.x = self.n * self.c * self.h * self.w  # x [N,C,H,W]
         self.weights = self.k * (self.c / self.g) * self.r * self.s  # w [K,C/g,R,S]
         self.y = self.n * self.k * self.ho * self.wo  # y [N,K,Ho,Wo]
@@ -124,7 +126,7 @@ def _conv2d_backward(label: str, **a: Any) -> Workload:
     """Data and weight gradients, each with the forward's FLOPs, around the layout's own transforms.
 
     nhwc (and a direct 1x1 NCHW conv): dgrad reads dy and w, writes dx; wgrad reads x and dy, writes dw.
-    nchw: dy is first transformed to NHWC (read, write y) and dx back (read, write x); NB: wgrad
+    nchw (not direct): dy is first transformed to NHWC (read, write y) and dx back (read, write x); NB: wgrad
       reads the forward's NHWC copy of x, as if kept.
     im2col: dcols = dy @ w^T and dw = cols^T @ dy (the GEMM's gradients), and ``_col2im`` folds dcols into dx.
     """
@@ -137,9 +139,9 @@ def _conv2d_backward(label: str, **a: Any) -> Workload:
         return Workload.of(f"{label} backward", ((dcols, 1), (_col2im(f"{label} col2im", cs, dtype), 1), (wgrad, 1)))
     dgrad = _conv_kernel(f"{label} dgrad", cs, dtype, (cs.y + cs.weights) * e, cs.x * e)
     wgrad = _conv_kernel(f"{label} wgrad", cs, dtype, (cs.x + cs.y) * e, cs.weights * e)
-    if layout == "nhwc" or all_(cs.direct_1x1):
+    if layout == "nhwc" or all_(cs.direct_nchw):
         return Workload.of(f"{label} backward", ((dgrad, 1), (wgrad, 1)))
-    present = where(cs.direct_1x1, 0.0, 1.0)
+    present = where(cs.direct_nchw, 0.0, 1.0)
     return Workload.of(f"{label} backward", (
         (_transform(f"{label} dy nchw->nhwc", cs.y, dtype, present), 1), (dgrad, 1), (wgrad, 1),
         (_transform(f"{label} dx nhwc->nchw", cs.x, dtype, present), 1),
@@ -166,7 +168,7 @@ _CONV_PARAMS = dict(
     "conv2d",
     params=_CONV_PARAMS,
     kinds=("conv", "layout", "im2col", "gemm"),
-    keys=("conv2d", "conv2d_depthwise"),
+    keys=("conv2d", "conv2d_depthwise", "conv2d_unaligned"),
     aten=("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::cudnn_convolution"),
     aten_backward=("aten::convolution_backward",),
     backward=_conv2d_backward,
@@ -190,7 +192,8 @@ def conv2d(
     """A 2-D convolution. ``kernel``, ``stride``, ``padding``, ``dilation``: an int or a pair (h, w).
 
     nhwc: one implicit-GEMM kernel; bytes x + w + y = (N*C*H*W + K*(C/g)*R*S + N*K*Ho*Wo)*e.
-    nchw: a 1x1, stride-1, unpadded conv is a direct GEMM (bytes as nhwc); any other conv adds
+    nchw: a 1x1, stride-1, unpadded conv is a direct GEMM and a depthwise conv (C = groups) a
+      direct kernel, as PyTorch runs them (bytes as nhwc); any other conv adds
       a transform of x to NHWC before (read x, write x) and of y back after (read y, write y):
       bytes (3*N*C*H*W + K*(C/g)*R*S + 3*N*K*Ho*Wo)*e, three kernels.
     im2col: one kernel reads x and writes the column matrix [N*Ho*Wo, C*R*S] (classic
@@ -207,7 +210,9 @@ def conv2d(
     if layout == "nchw":
         if all_(cs.direct_1x1):
             return single("conv2d (nchw, direct 1x1)", conv.renamed("conv (nchw 1x1 gemm)"))
-        present = where(cs.direct_1x1, 0.0, 1.0)  # a sweep: transforms only where needed
+        if all_(cs.direct_nchw):
+            return single("conv2d (nchw, depthwise)", conv.renamed("conv (nchw depthwise)"))
+        present = where(cs.direct_nchw, 0.0, 1.0)  # a sweep: transforms only where needed
         return Workload.of("conv2d (nchw)", (
             (_transform("nchw->nhwc (x)", cs.x, dtype, present), 1),
             (conv, 1),

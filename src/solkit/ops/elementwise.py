@@ -9,11 +9,11 @@ softmax 5 (max, subtract, exp, sum, divide). Backward: ``memory_bound_backward``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
-from ..workload import Kernel, Workload
+from ..workload import Kernel, Rows, Workload
 from ._common import times, element_bytes, single
 from .registry import MEMORY_BOUND, operator, precision, size, text
 
@@ -25,14 +25,14 @@ _ELEMENTS = size("output elements")
 
 
 def pointwise(name: str, elements: Any, inputs: Any, outputs: Any, flops_per_element: Any, dtype: str,
-              kind: str = "elementwise", op: str = "elementwise") -> Kernel:
+              kind: str = "elementwise", op: str = "elementwise", rows: Optional[Rows] = None) -> Kernel:
     """One elementwise kernel: reads ``inputs`` and writes ``outputs`` tensors of ``elements`` each.
 
     Bytes (inputs + outputs)*elements*e; FLOPs flops_per_element*elements (vector).
     """
     e = element_bytes(dtype)
     return Kernel(name, kind, dtype, vector_flops=times(flops_per_element, elements),
-                  bytes_read=times(inputs, elements * e), bytes_written=outputs * elements * e, op=op)
+                  bytes_read=times(inputs, elements * e), bytes_written=outputs * elements * e, op=op, rows=rows)
 
 
 @operator(
@@ -99,6 +99,7 @@ def copy(elements: Any, dtype: Any = "bf16", out_dtype: Any = None) -> Workload:
 @operator(
     "softmax",
     params=dict(rows=size("rows (softmax runs along each row)"), cols=size("elements per row"), dtype=precision()),
+    keys=("softmax", "softmax_wide"),
     kinds=("reduction",),
     aten=("aten::_softmax", "aten::softmax", "aten::_log_softmax", "aten::log_softmax"),
     aten_backward=("aten::_softmax_backward_data", "aten::_log_softmax_backward_data"),
@@ -113,4 +114,4 @@ def softmax(rows: Any, cols: Any, dtype: Any = "bf16") -> Workload:
     """
     elements = rows * cols  # x [rows, cols] -> y [rows, cols]
     return single("softmax", pointwise("softmax", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["softmax"], dtype,
-                                       kind="reduction", op="softmax"))
+                                       kind="reduction", op="softmax", rows=Rows(rows, cols)))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..workload import Kernel, Workload
+from ..workload import Kernel, Rows, Workload
 from ._common import element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT, pointwise
 from .registry import MEMORY_BOUND, boolean, operator, precision, size
@@ -28,12 +28,13 @@ def norm_kernel(name: str, tokens: Any, d_model: Any, dtype: str, params: int, f
     e = element_bytes(dtype)
     return Kernel(name, "reduction", dtype, vector_flops=flops * tokens * d_model,
                   bytes_read=(tensors_in * tokens * d_model + params * d_model) * e,
-                  bytes_written=tensors_out * tokens * d_model * e, op=op or name)
+                  bytes_written=tensors_out * tokens * d_model * e, op=op or name, rows=Rows(tokens, d_model))
 
 
 @operator(
     "layernorm",
     params=dict(tokens=_TOKENS, d_model=_D_MODEL, dtype=precision()),
+    keys=("layernorm", "layernorm_unaligned"),
     kinds=("reduction",),
     aten=("aten::native_layer_norm", "aten::layer_norm"),
     aten_backward=("aten::native_layer_norm_backward",),
@@ -52,6 +53,7 @@ def layernorm(tokens: Any, d_model: Any, dtype: Any = "bf16") -> Workload:
 @operator(
     "rmsnorm",
     params=dict(tokens=_TOKENS, d_model=_D_MODEL, dtype=precision()),
+    keys=("rmsnorm", "rmsnorm_unaligned"),
     kinds=("reduction",),
     aten=("aten::rms_norm", "aten::_fused_rms_norm"),
     aten_backward=("aten::_fused_rms_norm_backward",),

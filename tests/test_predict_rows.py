@@ -1,0 +1,134 @@
+"""The predictor's implementation-aware terms: row-wise kernels, their variants, flash attention's split-KV choice.
+
+Every expected value is hand arithmetic on the H200's 132 SMs (hardware_specs/h200-sxm.yaml: chip.sm_count).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import solkit as sk
+from solkit.errors import ArgumentTypeError
+from solkit.prediction import ROW_BLOCKS_PER_SM, calibration, flash_splits, kernel_terms, wave_seconds
+from solkit.workload import Kernel, Rows
+
+SMS = 132  # H200 SXM streaming multiprocessors
+
+
+@pytest.fixture(scope="module")
+def h200():
+    return sk.load_gpu("h200-sxm")
+
+
+def _terms(workload, gpu):
+    (kernel, _), = workload.counted
+    return kernel_terms(kernel, gpu, calibration(gpu))
+
+
+def test_row_wise_ops_name_their_rows():
+    assert sk.ops.layernorm(tokens=4096, d_model=768).kernels[0].rows == Rows(4096, 768)
+    assert sk.ops.rmsnorm(tokens=7, d_model=4096).kernels[0].rows == Rows(7, 4096)
+    assert sk.ops.softmax(rows=300, cols=2048).kernels[0].rows == Rows(300, 2048)
+    assert sk.ops.embedding(tokens=512, vocab=32000, d_model=1024).kernels[0].rows == Rows(512, 1024)
+    assert sk.ops.matmul(m=64, n=64, k=64).kernels[0].rows is None
+
+
+def test_kernel_refuses_rows_of_the_wrong_type():
+    with pytest.raises(ArgumentTypeError, match="rows must be a solkit.workload.Rows"):
+        Kernel("k", "reduction", "bf16", bytes_read=1.0, rows=(4, 8))
+
+
+def test_embedding_reads_each_distinct_row_once():
+    """Compulsory reads: the ids and min(tokens, vocab) rows; a table smaller than the token count caps them."""
+    small = sk.ops.embedding(tokens=10_000, vocab=1_000, d_model=512, dtype="bf16").kernels[0]
+    assert small.bytes_read == 10_000 * 8 + 1_000 * 512 * 2  # ids 80,000 + rows 1,024,000 = 1,104,000
+    assert small.bytes_written == 10_000 * 512 * 2  # 10,240,000
+    large = sk.ops.embedding(tokens=1_000, vocab=50_000, d_model=512, dtype="bf16").kernels[0]
+    assert large.bytes_read == 1_000 * 8 + 1_000 * 512 * 2  # 8,000 + 1,024,000 = 1,032,000
+
+
+def test_row_waves_and_bytes_per_row(h200):
+    """4,225 rows over 132 SMs x 16 blocks = 2,112 per wave: 3 waves; bytes per row = the kernel's bytes / rows."""
+    assert ROW_BLOCKS_PER_SM == 16
+    t = _terms(sk.ops.layernorm(tokens=4225, d_model=1024, dtype="bf16"), h200)
+    assert t.waves == 3  # ceil(4225 / 2112)
+    # x in, y out: 2 * 4225 * 1024 * 2 B; gamma, beta: 2 * 1024 * 2 B; over 4,225 rows
+    assert t.block_bytes == pytest.approx((2 * 4225 * 1024 * 2 + 2 * 1024 * 2) / 4225)  # 4096.97 B
+
+
+@pytest.mark.parametrize("op, kwargs, variant, applies", [
+    ("layernorm", dict(tokens=64, d_model=1164, dtype="bf16"), "unaligned", False),  # 1164 = 4 x 291
+    ("layernorm", dict(tokens=64, d_model=1166, dtype="bf16"), "unaligned", True),  # 1166 = 4 x 291 + 2
+    ("rmsnorm", dict(tokens=64, d_model=4435, dtype="fp32"), "unaligned", True),  # 4435 = 4 x 1108 + 3
+    ("embedding", dict(tokens=64, vocab=1000, d_model=1964, dtype="bf16"), "unaligned", True),  # 3,928 B = 16 x 245 + 8
+    ("embedding", dict(tokens=64, vocab=1000, d_model=1968, dtype="bf16"), "unaligned", False),  # 3,936 B = 16 x 246
+    ("softmax", dict(rows=64, cols=1024, dtype="bf16"), "wide", False),  # a warp per row up to 1,024
+    ("softmax", dict(rows=64, cols=1025, dtype="bf16"), "wide", True),
+])
+def test_row_kernel_variants(h200, op, kwargs, variant, applies):
+    t = _terms(getattr(sk.ops, op)(**kwargs), h200)
+    assert [(name, bool(mask)) for name, mask in t.variants] == [(variant, applies)]
+
+
+def test_wave_seconds_is_waves_times_latency_and_streaming(h200):
+    """3 waves x 2 us = 6 us of row latency; 3 waves x 8,192 B / 4.096 GB/s = 6 us of streaming."""
+    cal = calibration(h200).replace(wave_latency={"layernorm": 2e-6}, block_bandwidth={"layernorm": 4.096e9})
+    t = _terms(sk.ops.layernorm(tokens=4225, d_model=2048, dtype="bf16"), h200)
+    t = t._replace(block_bytes=8192.0)
+    latency, stream = wave_seconds(t, cal)
+    assert latency == pytest.approx(6e-6)
+    assert stream == pytest.approx(6e-6)
+
+
+def test_no_row_term_without_row_parameters(h200):
+    cal = calibration(h200).replace(wave_latency={}, block_bandwidth={})
+    latency, stream = wave_seconds(_terms(sk.ops.rmsnorm(tokens=100, d_model=4096), h200), cal)
+    assert latency == 0.0 and stream == 0.0
+
+
+@pytest.mark.parametrize("items, key_blocks, splits", [
+    # 45 items: s=1 0.341, s=2 90/132 = 0.682, s=3 135/264 = 0.511, s=4 180/264 = 0.682; first >= 0.85 x 0.682: 2
+    (45, 4, 2),
+    # 1 item, 28 blocks: s = 15..27 repeat ceil(28/s) = 2 (ineligible); best 28/132; first >= 0.85 x 0.212 = 0.180: 28
+    (1, 28, 28),
+    (106, 64, 1),  # 106 >= 0.8 x 132 = 105.6: no split
+    (8, 1, 1),  # one key block: nothing to split
+])
+def test_flash_splits_follow_the_flash_heuristic(items, key_blocks, splits):
+    assert flash_splits(items, key_blocks, SMS) == splits
+
+
+def test_decode_attention_splits_the_keys(h200):
+    """Decode, 56 query heads on 1 KV head, 3,576 keys, d = 128: 1 item, 28 key blocks of 128, 28 splits."""
+    t = _terms(sk.ops.attention(batch=1, heads=56, kv_heads=1, seq_q=1, seq_kv=3576, head_dim=128), h200)
+    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", True)]
+    assert t.wave_efficiency == pytest.approx(28 / 132)  # 28 work items on 132 SMs
+    flops = 4 * 56 * 3576 * 128  # QK^T and PV over 56 packed query rows: 102,531,072
+    rate = calibration(h200).matmul_rate["bf16"]
+    pad = 64 / 56  # a 64-row query tile computes 64 rows for 56
+    assert t.t_compute == pytest.approx(flops / rate * pad / (28 / 132))
+
+
+def test_prefill_attention_is_not_split(h200):
+    """8 x 16 heads x ceil(2048 / 64) = 4,096 items fill the SMs: the unsplit kernel, 128-query tiles."""
+    t = _terms(sk.ops.attention(batch=8, heads=16, seq_q=2048, head_dim=128), h200)
+    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", False)]
+    work = math.ceil(2048 / 128) * 8 * 16  # 2,048 tiles
+    assert t.wave_efficiency == pytest.approx(work / (math.ceil(work / SMS) * SMS))  # 2048 / (16 x 132) = 0.970
+
+
+@pytest.mark.parametrize("build, values", [
+    (lambda v: sk.ops.attention(batch=2, heads=16, kv_heads=4, seq_q=1, seq_kv=v, head_dim=128), [300, 4096, 65536]),
+    (lambda v: sk.ops.attention(batch=4, heads=8, seq_q=v, head_dim=64, causal=True), [64, 1000, 8192]),
+    (lambda v: sk.ops.layernorm(tokens=3000, d_model=v, dtype="bf16"), [1164, 1166, 8192]),  # aligned, not, aligned
+    (lambda v: sk.ops.softmax(rows=500, cols=v), [512, 1024, 1025, 50257]),  # warp, warp, wide, wide
+    (lambda v: sk.ops.matmul(m=v, n=4096, k=4095), [1, 16, 17, 4096]),  # skinny and misaligned mixed
+])
+def test_a_sweep_predicts_what_each_call_predicts(build, values):
+    """Variants, waves and splits per element: a sweep over a dimension equals the scalar calls, element by element."""
+    sweep = sk.predict(build(np.array(values)), "h200", warn=False).seconds
+    one_by_one = [float(sk.predict(build(v), "h200", warn=False).seconds) for v in values]
+    assert np.asarray(sweep) == pytest.approx(one_by_one, rel=1e-12)
