@@ -38,7 +38,7 @@ DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
 TESTS = ("tests/test_ops.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
          "tests/test_workload.py", "tests/test_api.py",
          "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
-         "tests/test_predict.py", "tests/test_calibration.py", "tests/test_display.py")
+         "tests/test_predict.py", "tests/test_predict_rows.py", "tests/test_calibration.py", "tests/test_display.py")
 #: the calibration tests that refit (seconds each) are left out; the others check every measured case's prediction
 DESELECT = "not committed_spec and not fit_uses and not writer"
 #: (process isolation, groups) of each mutmut pass: the tests run in workers forked from one process that has
@@ -121,6 +121,7 @@ do_not_mutate=
 also_copy=
     hardware_specs
     data
+    benchmarks
     src/solkit/hardware_specs
 pytest_add_cli_args_test_selection=
     {tests}

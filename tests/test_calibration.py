@@ -188,3 +188,27 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
     loaded = sk.load_gpu(copy).measured
     assert loaded.copy_bandwidth_tb_s == 4.296  # data: 4,295,620,195,235 B/s (the sampled fit run), to 3 decimals
     assert loaded.kernel_latency_us == sk.load_gpu(SPEC).measured.kernel_latency_us
+
+
+@pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",
+                                  "h200_sample_test.json"])
+def test_t_sol_never_above_a_sampled_measurement(name):
+    """On every randomly sampled case (fit runs 1 and 2, validation, the frozen test set) T_SOL <= the measured time."""
+    rows = evaluate(load_measurements(DATA.with_name(name)), "h200")
+    worst = max(rows, key=lambda r: r.sol_fraction)
+    assert len(rows) >= 400 and worst.sol_fraction <= 1.0, worst.id
+
+
+def test_frozen_test_set_is_the_sampled_test_set():
+    """The test file holds the sampler's test set (seed 2026, 500 cases), measured after the model was frozen."""
+    import sys
+
+    sys.path.insert(0, str(DATA.parents[1] / "benchmarks"))
+    from measuring.sampling import sample_set, set_of
+
+    test = load_measurements(DATA.with_name("h200_sample_test.json"))
+    assert test.meta["args"]["sample"] == "test" and test.meta["args"]["sample_seed"] == 2026
+    assert test.meta["date_utc"] > "2026-11-30T17:12:44"  # after the freeze commit 9005284 (2026-11-30T17:12:44 UTC)
+    ids = [c.id for c in test.cases]
+    assert sorted(ids) == sorted(c.id for c in sample_set("test", 500, 2026))  # the runner measures family by family
+    assert all(set_of(i) == "test" for i in ids)

@@ -190,7 +190,7 @@ def test_low_per_clock_rate_warns_every_load(tmp_path):
     from solkit.errors import SpecConsistencyWarning
 
     data = _h200_data()
-    del data["measured"]  # its bf16 ceiling (691.4) would exceed the new peak
+    del data["measured"]  # its bf16 ceiling (708.5) would exceed the new peak
     bf16 = next(p for p in data["peaks"] if p["precision"] == "bf16" and p["unit"] == "matrix")
     bf16["tflops"], bf16["sparse_tflops"] = 494.7, 989.4  # 494.7e12 / (132 * 1.98e9) = 1893
     path = _write(tmp_path, "h200-sxm", data)

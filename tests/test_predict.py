@@ -58,9 +58,12 @@ def test_h200_is_calibrated():
 
 
 def test_launch_floor_dominates_tiny_kernels():
-    """A 1000-element add is all launch: about the 4.48 us floor, limiter 'launch/latency'."""
+    """A 1000-element add is all launch: within 30% of the 4.0 us floor, limiter 'launch/latency'.
+
+    Measured (data/h200_sample_fit_run2.json, floor 4.00 us): adds of 1,114 to 3,690 elements took 4.6-5.8 us.
+    """
     p = predict(ops.add(1000), "h200")
-    assert p.seconds == pytest.approx(4.48e-6, rel=0.2)
+    assert p.seconds == pytest.approx(4.0e-6, rel=0.3)
     assert p.kernels[0].limiter == "launch/latency"
 
 

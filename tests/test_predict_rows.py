@@ -132,3 +132,16 @@ def test_a_sweep_predicts_what_each_call_predicts(build, values):
     sweep = sk.predict(build(np.array(values)), "h200", warn=False).seconds
     one_by_one = [float(sk.predict(build(v), "h200", warn=False).seconds) for v in values]
     assert np.asarray(sweep) == pytest.approx(one_by_one, rel=1e-12)
+
+
+def test_a_few_long_rows_are_limited_by_few_blocks():
+    """2 rows of 124,596 bf16 elements: two blocks stream the rows; neither roofline term binds (measured 35 us)."""
+    p = sk.predict(sk.ops.softmax(rows=2, cols=124_596), "h200")
+    (k,) = p.kernels
+    assert k.limiter == "few blocks"
+    assert k.seconds > 5 * max(k.t_compute, k.t_memory)  # 2 x 498 KB at one block's bandwidth, not 4.3 TB/s
+
+
+def test_a_large_gemm_is_compute_bound():
+    (k,) = sk.predict(sk.ops.matmul(m=8192, n=8192, k=8192), "h200").kernels
+    assert k.limiter == "compute"

@@ -106,8 +106,8 @@ def work_buffer(shape: tuple[int, ...]) -> Any:
 
 
 def any_(x: Any) -> bool:
-    """Whether any element is true."""
-    return bool(x) if type(x) is bool else bool(np.any(x))
+    """Whether any element is true (non-zero)."""
+    return bool(x) if type(x) is bool or type(x) is float else bool(np.any(x))
 
 
 def all_(x: Any) -> bool:

@@ -107,7 +107,7 @@ CONV_K_TILE_BYTES = 64
 K_STEP = 64
 #: cuBLAS splits k beyond about this many elements when the tiles leave SMs idle: a tile's serial k loop
 #: runs at most SERIAL_K / K_STEP steps (measured: nvjet kernels named _splitK from k = 2,688 on)
-SERIAL_K = 2048
+SERIAL_K = 2048.0
 #: GEMM precisions cuBLAS runs with Ampere-era kernels on Hopper (the "legacy" variant)
 LEGACY_PRECISIONS = frozenset({"tf32", "fp32", "fp64", "int8"})
 #: GEMM precisions whose kernels take rows of any alignment at full speed
@@ -184,7 +184,15 @@ def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
 
 
 def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num]:
-    """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s.
+    """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s (``_gemm_time``)."""
+    seconds, efficiency, _ = _gemm_time(m, n, k, batch, rate, sms, split_k)
+    return seconds, efficiency
+
+
+def _gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num, Num]:
+    """(seconds, wave efficiency, largest tiles) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s.
+
+    Largest tiles: the output tiles of 128x256 or 256x128, the fewer (what ``tile_waves`` counts).
 
     For each tile TM x TN: tiles = ceil(m/TM) * ceil(n/TN) * batch; split = clip(floor(SMs / tiles),
     1, max(1, floor(k / MIN_SPLIT_K))); seconds = ceil(tiles * split / SMs) waves of
@@ -210,8 +218,11 @@ def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int,
     k_scalar = np.ndim(k) == 0
     tiles, t = np.empty(shape), np.empty(shape)
     best: Any = None
+    largest: Any = None
     for tm, tn in TILES:
         np.multiply(rows[tm], cols[tn], out=tiles)
+        if tm * tn == 128 * 256:
+            largest = tiles.copy() if largest is None else np.minimum(largest, tiles, out=largest)
         per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
         np.divide(tiles, sms, out=t)
         np.ceil(t, out=t)
@@ -226,12 +237,12 @@ def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int,
         else:
             np.minimum(best, t, out=best)
     useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
-    return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
+    efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
+    return best, efficiency, largest
 
 
-def tile_waves(m: Any, n: Any, batch: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
-    """(waves, bytes per tile) of the largest output tiles (128x256 or 256x128, the fewer) over the SMs."""
-    tiles = minimum(ceil(m / 128) * ceil(n / 256), ceil(m / 256) * ceil(n / 128)) * batch
+def tile_waves(tiles: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
+    """(waves, bytes per tile) of ``tiles`` output tiles over the SMs."""
     return ceil(tiles / sms), nbytes / tiles
 
 
@@ -244,16 +255,18 @@ def _ceil_div(x: Any, d: int) -> Any:
 
 
 def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int,
-                           split_k: bool = True) -> tuple[float, float]:
-    """``gemm_compute_time`` of one shape, in plain Python (a test checks that both agree)."""
+                           split_k: bool = True) -> tuple[float, float, float]:
+    """``_gemm_time`` of one shape, in plain Python (a test checks that both agree)."""
     per_sm = rate / sms
     max_split = max(1.0, k // MIN_SPLIT_K) if split_k else 1.0
-    best = math.inf
+    best = largest = math.inf
     for tm, tn in TILES:
         tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        if tm * tn == 128 * 256:
+            largest = min(largest, tiles)
         split = min(max(float(sms // tiles), 1.0), max_split)
         best = min(best, math.ceil(tiles * split / sms) * (2.0 * tm * tn / per_sm * math.ceil(k / split)))
-    return best, 2.0 * m * n * k * batch / rate / best
+    return best, 2.0 * m * n * k * batch / rate / best, float(largest)
 
 
 class KernelTerms(NamedTuple):
@@ -342,8 +355,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     if any_(mf > 0):
         rate = matmul_rate(cal, gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
-            t_mat, wave = gemm_compute_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
-            waves, block_bytes = tile_waves(g.m, g.n, g.batch, gpu.sm_count, nbytes)
+            t_mat, wave, tiles = _gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
+            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
             # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any
             misaligned = ((g.k % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
@@ -359,10 +372,10 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             small = (c < per) & not_(depthwise)
             # each filter tap's channels padded to the k-tile: k = ceil(c / tile) * tile * R*S; no split-K
             tile = CONV_K_TILE_BYTES / PRECISIONS[kernel.precision]
-            t_tc, wave_tc = gemm_compute_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
+            t_tc, wave_tc, tiles = _gemm_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
                                               split_k=False)
             t_mat = where(depthwise, mf / gpu.peak_flops("fp32", "vector"), t_tc)
-            waves, block_bytes = tile_waves(g.m, g.n, g.batch, gpu.sm_count, nbytes)
+            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
             wave = where(depthwise, 1.0, wave_tc)
             unaligned = ((c % per != 0) | (g.n % per != 0)) & not_(depthwise)
@@ -396,9 +409,11 @@ def _lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> A
     """
     value = table.get(terms.op, table.get(terms.kind, default))
     for name, mask in terms.variants:
-        key = f"{terms.op}_{name}"
-        if key in table and any_(mask):
-            value = where(mask, table[key], value)
+        if mask is False:  # the common scalar case, decided without a lookup
+            continue
+        key = terms.op + "_" + name
+        if key in table and (mask is True or any_(mask)):
+            value = table[key] if mask is True else where(mask, table[key], value)
     return value
 
 
@@ -434,12 +449,17 @@ def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     at most at ``block_bandwidth``, so few long rows cannot use the whole GPU's bandwidth.
     """
     latency = _lookup(cal.wave_latency, terms, 0.0)
-    stream: Any = 0.0
-    if any_(terms.block_bytes):
-        stream = terms.waves * terms.block_bytes / _lookup(cal.block_bandwidth, terms, math.inf)
-    if any_(terms.k_steps):
-        stream = maximum(stream, terms.waves * terms.k_steps * _lookup(cal.kstep_latency, terms, 0.0))
-    return terms.waves * latency, stream
+    bandwidth = _lookup(cal.block_bandwidth, terms, math.inf) if any_(terms.block_bytes) else math.inf
+    step = _lookup(cal.kstep_latency, terms, 0.0) if any_(terms.k_steps) else 0.0
+    per_wave: Any = 0.0  # the latency-bound seconds of one wave (skipped where a parameter is absent: a sweep is long)
+    if not (type(bandwidth) is float and bandwidth == math.inf):
+        per_wave = terms.block_bytes / bandwidth
+    if not (type(step) is float and step == 0.0):
+        k_loop = terms.k_steps * step
+        per_wave = k_loop if type(per_wave) is float and per_wave == 0.0 else maximum(per_wave, k_loop)
+    stream = 0.0 if type(per_wave) is float and per_wave == 0.0 else terms.waves * per_wave
+    waiting = 0.0 if type(latency) is float and latency == 0.0 else terms.waves * latency
+    return waiting, stream
 
 
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
@@ -452,8 +472,11 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     memory = terms.t_memory / _lookup(cal.memory_efficiency, terms, 1.0)
     body = soft_max(compute, memory, cal.overlap_exponent)
     if any_(terms.waves):
-        wave_latency, row_stream = wave_seconds(terms, cal)
-        body = maximum(body, row_stream) + wave_latency
+        waiting, stream = wave_seconds(terms, cal)
+        if not (type(stream) is float and stream == 0.0):
+            body = maximum(body, stream)
+        if not (type(waiting) is float and waiting == 0.0):
+            body = body + waiting
     latency = _lookup(cal.kernel_latency, terms, 0.0)
     if type(latency) is not float or latency:
         body = body + latency
@@ -492,14 +515,20 @@ class KernelPrediction:
 
 
 def _limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) -> Any:
-    """What bounds the kernel: compute, memory, wave quantization, small channels, misaligned, launch/latency or absent."""
-    overhead = _lookup(cal.kernel_latency, terms, 0.0) + cal.kernel_gap
+    """What bounds the kernel: compute, memory, wave quantization, small channels, misaligned, few blocks, launch/latency or absent.
+
+    "few blocks": the latency-bound work of its waves (a k loop, rows streamed by single blocks)
+    outlasts both roofline terms.
+    """
+    waiting, stream = wave_seconds(terms, cal) if any_(terms.waves) else (0.0, 0.0)
+    overhead = _lookup(cal.kernel_latency, terms, 0.0) + cal.kernel_gap + waiting
     names = np.where(np.asarray(compute) >= memory, "compute", "memory")
     compute_bound = np.asarray(compute) >= memory
     names = np.where(compute_bound & (np.asarray(terms.wave_efficiency) < 0.75), "wave quantization", names)
     names = np.where(compute_bound & terms.small_channels, "small channels", names)
     names = np.where(compute_bound & terms.misaligned, "misaligned", names)
-    names = np.where(overhead > np.maximum(compute, memory), "launch/latency", names)
+    names = np.where(np.asarray(stream) > np.maximum(compute, memory), "few blocks", names)
+    names = np.where(overhead > np.maximum(np.maximum(compute, memory), stream), "launch/latency", names)
     return result(np.where(terms.present, names, "absent"))
 
 
