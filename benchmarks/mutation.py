@@ -35,7 +35,7 @@ GROUPS = {
 }
 #: functions that only format output (reprs, HTML, dicts, frames): reported apart, not part of any score
 DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
-TESTS = ("tests/test_ops.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
+TESTS = ("tests/test_ops.py", "tests/test_ops_program.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
          "tests/test_workload.py", "tests/test_api.py",
          "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
          "tests/test_predict.py", "tests/test_predict_rows.py", "tests/test_calibration.py", "tests/test_display.py")
