@@ -8,32 +8,18 @@ The cases come from benchmarks/measuring/sampling.py (seeded, log-uniform sizes,
 
 from __future__ import annotations
 
-import collections
 import sys
-
-import numpy as np
 
 from solkit.calibration.data import load_measurements
 from solkit.calibration.metrics import evaluate
+from solkit.calibration.report import family_table
 from solkit.hardware import load_spec_file
-
-
-def _stats(rows: list) -> tuple[int, float, float, float]:
-    e = np.array([abs(np.log(r.predicted / r.measured)) for r in rows])
-    return len(rows), float(np.expm1(np.median(e))), float(np.expm1(np.quantile(e, 0.9))), max(r.sol_fraction for r in rows)
 
 
 def main(paths: list[str]) -> int:
     gpu = load_spec_file("hardware_specs/h200-sxm.yaml")
     for path in paths:
-        rows = evaluate(load_measurements(path), gpu)
-        by: dict[str, list] = collections.defaultdict(list)
-        for r in rows:
-            by[r.group].append(r)
-        print(f"\n{path}\n\n| group | cases | median error | p90 error | max SOL fraction |\n|---|---:|---:|---:|---:|")
-        for name in sorted(by) + ["all"]:
-            n, med, p90, top = _stats(rows if name == "all" else by[name])
-            print(f"| {name} | {n} | {med:.1%} | {p90:.1%} | {top:.3f} |")
+        print(f"\n{path}\n\n{family_table(evaluate(load_measurements(path), gpu))}")
     return 0
 
 

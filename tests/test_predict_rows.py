@@ -145,3 +145,18 @@ def test_a_few_long_rows_are_limited_by_few_blocks():
 def test_a_large_gemm_is_compute_bound():
     (k,) = sk.predict(sk.ops.matmul(m=8192, n=8192, k=8192), "h200").kernels
     assert k.limiter == "compute"
+
+
+def test_variant_keys_and_row_ops_come_from_the_registry():
+    """Every op the predictor names (row widths, wide rows) is a registered operator, and every variant key a kernel
+    can resolve to is a calibration key its operator declares."""
+    from solkit.ops.registry import REGISTRY, calibration_keys
+    from solkit.prediction import ROW_VECTOR, WIDE_ROW_OPS
+
+    assert set(ROW_VECTOR) | set(WIDE_ROW_OPS) <= set(REGISTRY)
+    keys = set(calibration_keys())
+    for op in REGISTRY.values():
+        w = op.function(**op.example)
+        for kernel, _ in w.counted:
+            for name, _mask in kernel_terms(kernel, sk.load_gpu("h200"), calibration("h200")).variants:
+                assert f"{kernel.op}_{name}" in keys, (op.name, kernel.op, name)

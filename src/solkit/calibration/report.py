@@ -18,7 +18,7 @@ from .metrics import CaseResult, evaluate, format_summary, measured_pairs, run_t
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
 
-__all__ = ["validation_report", "sampled_report", "PAIRS"]
+__all__ = ["validation_report", "sampled_report", "family_table", "PAIRS"]
 
 #: (parameter, baseline value, variant value, title) of the measured variant pairs
 PAIRS = (
@@ -119,7 +119,7 @@ def validation_report(mset: MeasurementSet, gpu: "GPU", data: str, spec: str, re
     return "\n".join(lines)
 
 
-def _family_table(rows: list[CaseResult]) -> str:
+def family_table(rows: list[CaseResult]) -> str:
     """Per group: cases, median and p90 error, max SOL fraction (must stay <= 1)."""
     lines = ["| group | cases | median error | p90 error | max SOL fraction |", "|---|---:|---:|---:|---:|"]
     for s in summarize(rows):
@@ -152,7 +152,7 @@ def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", sp
         lines += [f"## {name}: {len(rows)} cases (`{path}`)", "",
                   f"Measured {meta['date_utc'][:16]} UTC on an {meta['gpu_name']}, torch {meta['torch_version']}, "
                   f"sampler seed {meta['args'].get('sample_seed')}, {meta['args'].get('sample_n')} cases asked, "
-                  f"{meta['counts']['ok']} ran.", "", _family_table(rows), ""]
+                  f"{meta['counts']['ok']} ran.", "", family_table(rows), ""]
     if repeat is not None:
         n, median, p90, worst = run_to_run(*repeat)
         lines += ["## Run to run", "",

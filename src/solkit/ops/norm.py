@@ -73,6 +73,7 @@ def rmsnorm(tokens: Any, d_model: Any, dtype: Any = "bf16") -> Workload:
     "layernorm_residual",
     params=dict(tokens=_TOKENS, d_model=_D_MODEL, fused=boolean("the add and the LayerNorm in one kernel"),
                 dtype=precision()),
+    keys=("layernorm_residual", "layernorm_residual_unaligned", "layernorm", "layernorm_unaligned"),
     kinds=("reduction", "elementwise"),
     backward=MEMORY_BOUND,
     example=dict(tokens=8192, d_model=4096),
