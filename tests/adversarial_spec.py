@@ -283,7 +283,7 @@ LITERALS = [
     ("octal bandwidth", _sub(_BW, "  bandwidth_tb_s: 0132 "), "memory.bandwidth_tb_s", "0132"),
     ("octal tdp", _sub(_TDP, "  tdp_w: 0700 "), "chip.tdp_w", "0700"),
     ("octal SMs", _sub("  compute_units: 132 ", "  compute_units: 0204 "), "chip.compute_units", "0204"),
-    ("octal in a table", _sub(_latency_entry("matmul"), "matmul: 02"), "measured.kernel_latency_us.matmul", "02"),
+    ("octal in a table", _sub(_latency_entry("copy"), "copy: 02"), "measured.kernel_latency_us.copy", "02"),
     ("octal negative", _sub(_line("kernel_gap_us"), "  kernel_gap_us: -03"), "measured.kernel_gap_us", "-03"),
     ("octal with separators", _sub(_TDP, "  tdp_w: 07_00 "), "chip.tdp_w", "07_00"),
     ("base-60 int", _sub(_TDP, "  tdp_w: 11:40 "), "chip.tdp_w", "11:40"),

@@ -369,12 +369,16 @@ def test_pool2d_counts():
 
 
 def test_gemm_dims_of_each_kernel():
-    """Each matrix kernel names its GEMM: matmul (m, n, k, batch), flash attention per KV head, naive's two products, convs per group."""
+    """Each matrix kernel names its GEMM: matmul (m, n, k, batch), flash attention per query head (per KV head in
+    decode), naive's two products, convs per group."""
     g = ops.matmul(512, 256, 64, batch=16).kernels[0].gemm
     assert (g.m, g.n, g.k, g.batch) == (512, 256, 64, 16)
-    # flash, GQA 32 query heads over 8 KV heads, b=2, s=4096, d=128: [4096*32/8, 128] x [128, 4096], 2*8 items
+    # flash, GQA 32 query heads over 8 KV heads, b=2, s=4096, d=128: per query head [4096, 128] x [128, 4096], 2*32 items
     g = ops.attention(2, 32, 4096, head_dim=128, kv_heads=8).kernels[0].gemm
-    assert (g.m, g.n, g.k, g.batch) == (16384, 4096, 128, 16)
+    assert (g.m, g.n, g.k, g.batch) == (4096, 4096, 128, 64)
+    # decode (one query): the 32/8 = 4 query heads of a KV head packed as rows, [4, 128] x [128, 4096], 2*8 items
+    g = ops.attention(2, 32, 1, seq_kv=4096, head_dim=128, kv_heads=8).kernels[0].gemm
+    assert (g.m, g.n, g.k, g.batch) == (4, 4096, 128, 16)
     qk, _, pv = ops.attention(2, 8, 256, seq_kv=512, head_dim=64, impl="naive").kernels
     assert (qk.gemm.m, qk.gemm.n, qk.gemm.k, qk.gemm.batch) == (256, 512, 64, 16)  # Q [256,64] @ K^T [64,512]
     assert (pv.gemm.m, pv.gemm.n, pv.gemm.k, pv.gemm.batch) == (256, 64, 512, 16)  # P [256,512] @ V [512,64]
@@ -403,6 +407,19 @@ def test_nchw_depthwise_is_direct():
     assert len(models_backward_kernels(w)) == 2  # dgrad and wgrad, no transforms either
     grouped = ops.conv2d(8, 96, 28, 28, 96, kernel=3, padding=1, groups=4, layout="nchw")
     assert len(grouped.kernels) == 3  # grouped but not depthwise: transformed
+
+
+def test_nchw_conv_of_few_channels_is_direct():
+    """Fewer than 16 bytes of input channels (RGB, bf16: 6 B) on NCHW: cuDNN convolves directly, one kernel."""
+    stem = ops.conv2d(32, 3, 224, 224, 64, kernel=7, stride=2, padding=3, layout="nchw", dtype="bf16")
+    assert len(stem.kernels) == 1
+    # Ho = Wo = (224 + 6 - 7) // 2 + 1 = 112; x 32*3*224*224 = 4,816,896; w 64*3*7*7 = 9,408;
+    # y 32*64*112*112 = 25,690,112 elements; bf16: (4,816,896 + 9,408 + 25,690,112) * 2 = 61,032,832 B
+    assert stem.bytes == 61_032_832
+    eight = ops.conv2d(32, 8, 56, 56, 64, kernel=3, padding=1, layout="nchw", dtype="bf16")  # 16 B of channels
+    assert len(eight.kernels) == 3  # transformed to NHWC and back
+    fp32 = ops.conv2d(32, 4, 56, 56, 64, kernel=3, padding=1, layout="nchw", dtype="fp32")  # 4 x 4 B = 16 B
+    assert len(fp32.kernels) == 3
 
 
 def models_backward_kernels(w):

@@ -65,12 +65,37 @@ def test_row_waves_and_bytes_per_row(h200):
     ("rmsnorm", dict(tokens=64, d_model=4435, dtype="fp32"), "unaligned", True),  # 4435 = 4 x 1108 + 3
     ("embedding", dict(tokens=64, vocab=1000, d_model=1964, dtype="bf16"), "unaligned", True),  # 3,928 B = 16 x 245 + 8
     ("embedding", dict(tokens=64, vocab=1000, d_model=1968, dtype="bf16"), "unaligned", False),  # 3,936 B = 16 x 246
-    ("softmax", dict(rows=64, cols=1024, dtype="bf16"), "wide", False),  # a warp per row up to 1,024
-    ("softmax", dict(rows=64, cols=1025, dtype="bf16"), "wide", True),
+    ("embedding", dict(tokens=16, vocab=1000, d_model=1968, dtype="bf16"), "fewindex", True),  # 16 ids: the small-index kernel
+    ("embedding", dict(tokens=17, vocab=1000, d_model=1968, dtype="bf16"), "fewindex", False),
+    ("softmax", dict(rows=64, cols=2048, dtype="bf16"), "wide", False),  # a warp per row: 2,048 elements, 4,096 B
+    ("softmax", dict(rows=64, cols=2049, dtype="bf16"), "wide", True),  # more than 2,048 elements
+    ("softmax", dict(rows=64, cols=2048, dtype="fp32"), "wide", False),  # 2,048 x 4 B = 8,192 B: still a warp
+    ("softmax", dict(rows=64, cols=1025, dtype="fp64"), "wide", True),  # 1,025 x 8 B = 8,200 B > 8,192
 ])
 def test_row_kernel_variants(h200, op, kwargs, variant, applies):
     t = _terms(getattr(sk.ops, op)(**kwargs), h200)
-    assert [(name, bool(mask)) for name, mask in t.variants] == [(variant, applies)]
+    assert bool(dict(t.variants)[variant]) is applies
+    assert len(t.variants) == (2 if op == "embedding" else 1)  # embedding: unaligned, then fewindex
+
+
+@pytest.mark.parametrize("rows, cols, dtype, waves", [
+    # a warp per row, 2,048 threads = 64 warps per SM; two rows per warp up to 128 elements
+    (132 * 128, 100, "bf16", 1),  # 16,896 rows, 128 per SM: 1 wave
+    (132 * 128 + 1, 100, "bf16", 2),
+    (132 * 64, 1000, "bf16", 1),  # 8,448 rows, 64 per SM: 1 wave
+    (132 * 64 * 3 + 1, 1000, "bf16", 4),  # 25,345 rows: ceil(3.0001) = 4 waves
+    # a block per row of min(cols, 1024) threads: 1,024 threads, 2 blocks per SM = 264 rows per wave
+    (1000, 4096, "bf16", 4),  # ceil(1000 / 264) = 4
+    (264, 3000, "fp32", 1),  # 12,000 B > 8,192 B: wide; 264 rows = 1 wave
+])
+def test_softmax_waves_follow_its_kernels(h200, rows, cols, dtype, waves):
+    assert _terms(sk.ops.softmax(rows=rows, cols=cols, dtype=dtype), h200).waves == waves
+
+
+def test_a_few_ids_are_serial_steps(h200):
+    """index_select's small-index kernel walks at most 16 ids one after another: waves = ids; 17 ids take one wave."""
+    assert _terms(sk.ops.embedding(tokens=16, vocab=5000, d_model=512), h200).waves == 16
+    assert _terms(sk.ops.embedding(tokens=17, vocab=5000, d_model=512), h200).waves == 1  # ceil(17 / 2,112)
 
 
 def test_wave_seconds_is_waves_times_latency_and_streaming(h200):
@@ -104,7 +129,7 @@ def test_flash_splits_follow_the_flash_heuristic(items, key_blocks, splits):
 def test_decode_attention_splits_the_keys(h200):
     """Decode, 56 query heads on 1 KV head, 3,576 keys, d = 128: 1 item, 28 key blocks of 128, 28 splits."""
     t = _terms(sk.ops.attention(batch=1, heads=56, kv_heads=1, seq_q=1, seq_kv=3576, head_dim=128), h200)
-    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", True)]
+    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", True), ("causal", False)]
     assert t.wave_efficiency == pytest.approx(28 / 132)  # 28 work items on 132 SMs
     flops = 4 * 56 * 3576 * 128  # QK^T and PV over 56 packed query rows: 102,531,072
     rate = calibration(h200).matmul_rate["bf16"]
@@ -115,16 +140,48 @@ def test_decode_attention_splits_the_keys(h200):
 def test_prefill_attention_is_not_split(h200):
     """8 x 16 heads x ceil(2048 / 64) = 4,096 items fill the SMs: the unsplit kernel, 128-query tiles."""
     t = _terms(sk.ops.attention(batch=8, heads=16, seq_q=2048, head_dim=128), h200)
-    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", False)]
+    assert [(name, bool(mask)) for name, mask in t.variants] == [("splitkv", False), ("causal", False)]
     work = math.ceil(2048 / 128) * 8 * 16  # 2,048 tiles
     assert t.wave_efficiency == pytest.approx(work / (math.ceil(work / SMS) * SMS))  # 2048 / (16 x 132) = 0.970
+
+
+def test_prefill_does_not_pack_gqa_heads():
+    """flash_api.cpp packs the query heads sharing a KV head as rows only for one query (decode)."""
+    prefill = sk.ops.attention(batch=2, heads=32, kv_heads=8, seq_q=300, head_dim=128).kernels[0].gemm
+    assert (prefill.m, prefill.batch) == (300, 2 * 32)  # [300, d] per query head: 64 heads of 300 rows
+    decode = sk.ops.attention(batch=2, heads=32, kv_heads=8, seq_q=1, seq_kv=300, head_dim=128).kernels[0].gemm
+    assert (decode.m, decode.batch) == (32 / 8, 2 * 8)  # 4 packed query rows per KV head, 16 KV heads
+
+
+def test_causal_attention_waits_for_its_longest_tile(h200):
+    """8 x 16 heads x 4,096 causal queries, d = 64: 8 x 16 x 32 = 4,096 tiles of 128 queries, unsplit.
+
+    Causal FLOPs 4 x b x h x d x pairs, pairs = 4096 x 4097 / 2 = 8,390,656; the longest tile (128 queries
+    x 4,096 keys x 4 x 64 FLOPs) runs on one SM at rate / 132, CAUSAL_TAIL = 0.5 of it past the balanced time.
+    """
+    from solkit.prediction import CAUSAL_TAIL
+    causal = _terms(sk.ops.attention(batch=8, heads=16, seq_q=4096, head_dim=64, causal=True), h200)
+    assert dict(causal.variants) == {"splitkv": False, "causal": True}
+    rate = calibration(h200).matmul_rate["bf16"]
+    work = 32 * 8 * 16  # 4,096 tiles of 128 queries
+    wave = work / (math.ceil(work / SMS) * SMS)  # 4096 / (32 x 132) = 0.970
+    balanced = 4 * 8 * 16 * 64 * (4096 * 4097 / 2) / rate / wave
+    longest = 4 * 128 * 4096 * 64 / (rate / SMS)
+    assert CAUSAL_TAIL == 0.5
+    assert causal.t_compute == pytest.approx(balanced + 0.5 * longest)
+    full = _terms(sk.ops.attention(batch=8, heads=16, seq_q=4096, head_dim=64), h200)
+    assert dict(full.variants)["causal"] is False
+    assert full.t_compute == pytest.approx(4 * 8 * 16 * 64 * 4096 * 4096 / rate / wave)  # no tail
 
 
 @pytest.mark.parametrize("build, values", [
     (lambda v: sk.ops.attention(batch=2, heads=16, kv_heads=4, seq_q=1, seq_kv=v, head_dim=128), [300, 4096, 65536]),
     (lambda v: sk.ops.attention(batch=4, heads=8, seq_q=v, head_dim=64, causal=True), [64, 1000, 8192]),
     (lambda v: sk.ops.layernorm(tokens=3000, d_model=v, dtype="bf16"), [1164, 1166, 8192]),  # aligned, not, aligned
-    (lambda v: sk.ops.softmax(rows=500, cols=v), [512, 1024, 1025, 50257]),  # warp, warp, wide, wide
+    (lambda v: sk.ops.softmax(rows=500, cols=v), [100, 1024, 2048, 2049, 50257]),  # warp x2 rows, warp, warp, wide, wide
+    (lambda v: sk.ops.softmax(rows=v, cols=3000, dtype="fp32"), [1, 264, 265, 100_000]),  # wide: 264 rows a wave
+    (lambda v: sk.ops.embedding(tokens=v, vocab=5000, d_model=1000), [1, 16, 17, 5000]),  # serial ids, then waves
+    (lambda v: sk.ops.attention(batch=2, heads=8, kv_heads=2, seq_q=v, head_dim=64, causal=True), [1, 2, 700, 5000]),
     (lambda v: sk.ops.matmul(m=v, n=4096, k=4095), [1, 16, 17, 4096]),  # skinny and misaligned mixed
 ])
 def test_a_sweep_predicts_what_each_call_predicts(build, values):

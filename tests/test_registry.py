@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import re
 
 import pytest
 
@@ -103,7 +104,9 @@ def test_unknown_calibration_key_is_a_spec_error(tmp_path):
     """A typo in a calibration table's key is a SpecError naming the file and the field, when the predictor reads it."""
     text = sk.load_gpu("h200").path
     spec = tmp_path / "h200-typo.yaml"
-    content = open(text).read().replace("name: h200-sxm", "name: h200-typo").replace("{conv2d: ", "{conv2d_typo: ", 1)
+    content = open(text).read().replace("name: h200-sxm", "name: h200-typo")
+    key = re.search(r"kernel_latency_us: \{(\w+):", content).group(1)  # the table's first key
+    content = content.replace(f"kernel_latency_us: {{{key}:", f"kernel_latency_us: {{{key}_typo:", 1)
     spec.write_text(content)
-    with pytest.raises(SpecError, match=r"h200-typo.yaml: field 'measured.kernel_latency_us': 'conv2d_typo' is neither"):
+    with pytest.raises(SpecError, match=rf"h200-typo.yaml: field 'measured.kernel_latency_us': '{key}_typo' is neither"):
         sk.predict(ops.add(1000), spec)

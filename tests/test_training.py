@@ -143,7 +143,7 @@ def test_flash_attention_backward():
     assert back.bytes_read == (q + 2 * kv + 2 * q) * 2  # Q, K, V, O, dO
     assert back.bytes_written == (q + 2 * kv) * 2  # dQ, dK, dV
     g = back.gemm
-    assert (g.m, g.n, g.k, g.batch) == (1024 * 32 / 8, 1024, 128, 2 * 8)  # as the forward: per KV head
+    assert (g.m, g.n, g.k, g.batch) == (1024, 1024, 128, 2 * 32)  # as the forward: per query head
     assert back.op == "flash_attention"
 
 

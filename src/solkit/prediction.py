@@ -11,7 +11,7 @@ fitted (``measured:`` in the spec):
 
   where [key] is the kernel's calibration key: its operator (``Kernel.op``) or, where one applies,
   the operator's implementation variant ("skinny", "legacy", "misaligned", "splitkv", "depthwise",
-  "unaligned", "wide": ``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p)
+  "unaligned", "wide", "causal", "fewindex": ``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p)
   with the fitted ``overlap_exponent`` p (p = inf is max). A key without an entry falls back.
 
 - ``launch_floor``: the measured time of an empty kernel under the same timer; ``kernel_gap``:
@@ -30,13 +30,19 @@ fitted (``measured:`` in the spec):
   full tile's work. The fastest candidate is taken (NB: the library's heuristic is not
   modelled). A conv's channels are padded per filter tap to ``CONV_K_TILE_BYTES``. Flash
   attention: PyTorch's split-KV heuristic (``flash_splits``) over (query tile, head) items,
-  queries padded to the tile. Vector work: the CUDA-core peak.
+  queries padded to the tile (query heads packed per KV head only for one query, as
+  flash_api.cpp does); a causal kernel also waits ``CAUSAL_TAIL`` of its longest query tile.
+  Vector work: the CUDA-core peak.
 - Implementation variants, as the libraries choose them: cuBLAS runs tf32/fp32/fp64/int8 with
   Ampere-era kernels ("legacy"), GEMMs with k or n not a multiple of 16 bytes with narrow-load
   kernels ("misaligned", with a ``PerformanceWarning``), m or n <= ``SKINNY`` with GEMV-like
-  kernels ("skinny"); cuDNN pads unaligned channels ("unaligned") and runs depthwise convs on
-  CUDA cores ("depthwise"); PyTorch's norms take a two-kernel path for widths not a multiple of
-  4 ("unaligned") and its softmax a block per row beyond 1,024 columns ("wide").
+  kernels ("skinny"); cuDNN pads unaligned channels ("unaligned", in helper kernels:
+  ``CUDNN_PAD``'s launches and bytes) and runs depthwise convs on CUDA cores ("depthwise");
+  PyTorch's norms take a two-kernel path for widths not a multiple of 4 ("unaligned"), its
+  softmax a block of up to 1,024 threads per row beyond 2,048 elements or 8 KiB ("wide"; a warp
+  per row below), its index_select a serial walk over at most 16 ids ("fewindex", waves = ids)
+  and a non-vectorized gather for rows not a multiple of 16 bytes ("unaligned"); a causal flash
+  kernel has its own entries ("causal").
 
 A GPU with no ``measured:`` section takes ``REFERENCE_GPU``'s measured shares of the datasheet
 as its ceilings (matmul rate per precision, copy bandwidth) and that calibration's launch floor,
@@ -55,7 +61,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
-from ._num import Num, any_, broadcast_to, ceil, maximum, minimum, not_, product, result, shape_of, where
+from ._num import Num, any_, broadcast_to, ceil, floor, maximum, minimum, not_, product, result, shape_of, where
 from ._validate import flag
 from .errors import PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
@@ -89,12 +95,28 @@ TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 2
 #: flash attention's query tile per work item (unsplit), and the split-KV kernel's
 ATTENTION_QUERY_TILE = 128
 SPLITKV_QUERY_TILE = 64
+#: the share of its longest query tile a causal flash kernel runs past its balanced time (between 0, perfect
+#: balance, and 1, Graham's list-scheduling bound: the longest tile starts last)
+CAUSAL_TAIL = 0.5
 #: thread blocks of a row-wise kernel resident on one SM (2048 threads / 128-thread blocks)
 ROW_BLOCKS_PER_SM = 16
-#: ops whose row-wise kernel changes implementation with the row width (a warp per row up to WIDE_ROW
-#: elements, a block per row beyond): their variant is "wide"; other row-wise ops' is "unaligned"
+#: ops whose row-wise kernel changes implementation with the row width: their variant is "wide"; other
+#: row-wise ops' is "unaligned". PyTorch's softmax (SoftMax.cu, host_softmax) runs a warp per row while the
+#: row has at most WIDE_ROW elements and WIDE_ROW_BYTES bytes, else one block of min(cols, 1024) threads
+#: (rounded up to a warp) per row: at most 2 such blocks fit an SM's 2,048 threads
 WIDE_ROW_OPS = frozenset({"softmax"})
-WIDE_ROW = 1024
+WIDE_ROW = 2048
+WIDE_ROW_BYTES = 8192
+WIDE_ROW_THREADS = 1024
+#: the narrow softmax's warps take two rows each up to this many elements (WARP_BATCH in persistent_softmax.cuh)
+WARP_BATCH_ROW = 128
+WARP = 32.0
+#: threads one SM holds (Hopper, Ampere): sets how many blocks of a row-wise kernel are resident at once
+SM_THREADS = 2048
+#: PyTorch's index_select (hence embedding) walks the ids serially in every thread when there are at most
+#: this many (Indexing.cu, indexSelectSmallIndex): each id is one step of a dependent chain
+FEW_INDICES = 16
+FEW_INDEX_OPS = frozenset({"embedding"})
 #: elements a row's width must be a multiple of for the vectorized kernel (PyTorch's layer/RMS norm load 4
 #: elements at a time whatever the dtype); other row-wise ops need 16 bytes; the rest take a slower path
 ROW_VECTOR = {"layernorm": 4, "rmsnorm": 4}
@@ -116,6 +138,11 @@ UNALIGNED_OK = frozenset({"fp32", "fp64"})
 SKINNY = 16
 #: leading dimensions and conv channels should be multiples of this many bytes
 ALIGN_BYTES = 16
+#: (launches, helper bytes per byte the conv reads) cuDNN adds to pad a forward conv's unaligned channels, per layout.
+#: Seen on an H200 in the sampled convs with unaligned channels of at least 16 bytes and filters larger than 1x1:
+#: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
+#: tensorTransformGeneric (w) beside the layout transforms
+CUDNN_PAD = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
 
@@ -285,6 +312,7 @@ class KernelTerms(NamedTuple):
     waves: Num = 0.0  # waves of work items over the SMs: output tiles (GEMM, conv, attention) or rows
     block_bytes: Num = 0.0  # bytes per thread block: a row-wise kernel's row, a GEMM's or conv's largest tile's share
     k_steps: Num = 0.0  # a GEMM or conv tile's serial k-loop steps (K_STEP elements of k each)
+    helper_bytes: Num = 0.0  # bytes moved by helper kernels the library launches around it (cuDNN's channel padding)
 
 
 def _attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms: int) -> tuple[Any, Any, Any, Any]:
@@ -348,6 +376,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     misaligned: Any = False
     small: Any = False
     variants: list[tuple[str, Any]] = []
+    launches: Any = kernel.launches
+    helper_bytes: Any = 0.0
     waves: Any = 0.0
     block_bytes: Any = 0.0
     k_steps: Any = 0.0
@@ -381,9 +411,25 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             unaligned = ((c % per != 0) | (g.n % per != 0)) & not_(depthwise)
             # cuDNN pads unaligned channels to a multiple of 16 bytes first: its own kernels and traffic
             variants += [("depthwise", depthwise), ("unaligned", unaligned)]
+            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
+            # GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW, whose
+            # transform to NHWC pads x, a memset and a copy of w
+            if g.layout in CUDNN_PAD:
+                extra, per_byte = CUDNN_PAD[g.layout]
+                padded = unaligned & not_(small) & (g.k != c)
+                helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
+                launches = kernel.launches + where(padded, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
             t_mat, wave, split, waves = _attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
-            variants.append(("splitkv", split))
+            # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
+            # and the query tiles do unequal work)
+            causal = mf < 4.0 * product(g.m, g.n, g.k, g.batch) * (1.0 - 1e-9)
+            variants += [("splitkv", split), ("causal", causal)]
+            if any_(causal & not_(split)):
+                # causal query tiles do unequal work (tile i sees i+1 key blocks): the SMs finish unevenly and the longest
+                # tile (all n keys) ends last, on average CAUSAL_TAIL of it after the balanced time
+                longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / gpu.sm_count)
+                t_mat = where(causal & not_(split), t_mat + CAUSAL_TAIL * longest, t_mat)
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
@@ -392,13 +438,24 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
         waves = ceil(r.number / (gpu.sm_count * ROW_BLOCKS_PER_SM))
         block_bytes = nbytes / maximum(r.number, 1.0)
         if kernel.op in WIDE_ROW_OPS:
-            variants.append(("wide", r.width > WIDE_ROW))
+            wide = (r.width > WIDE_ROW) | (r.width * PRECISIONS[kernel.precision] > WIDE_ROW_BYTES)
+            variants.append(("wide", wide))
+            # narrow: a warp per row (two rows per warp up to WARP_BATCH_ROW elements), SM_THREADS / 32 warps per SM;
+            # wide: a block per row of min(width, 1024) threads rounded up to a warp, SM_THREADS // threads per SM
+            warp_rows = where(r.width <= WARP_BATCH_ROW, 2.0, 1.0) * (SM_THREADS / WARP)
+            threads = ceil(minimum(r.width, WIDE_ROW_THREADS) / WARP) * WARP
+            per_sm = where(wide, floor(SM_THREADS / threads), warp_rows)
+            waves = ceil(r.number / (gpu.sm_count * per_sm))
         else:
             vector = ROW_VECTOR.get(kernel.op, ALIGN_BYTES / PRECISIONS[kernel.precision])
             variants.append(("unaligned", r.width % vector != 0))
+        if kernel.op in FEW_INDEX_OPS:
+            few = r.number <= FEW_INDICES
+            variants.append(("fewindex", few))
+            waves = where(few, r.number, waves)  # each id a serial step of every thread
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
-    return KernelTerms(kernel.kind, kernel.op, tuple(variants), kernel.launches, present, t_compute, t_memory,
-                       wave, misaligned, small, waves, block_bytes, k_steps)
+    return KernelTerms(kernel.kind, kernel.op, tuple(variants), launches, present, t_compute, t_memory,
+                       wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes)
 
 
 def _lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
@@ -480,6 +537,8 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     latency = _lookup(cal.kernel_latency, terms, 0.0)
     if type(latency) is not float or latency:
         body = body + latency
+    if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
+        body = body + terms.helper_bytes / (cal.copy_bandwidth * _lookup(cal.memory_efficiency, terms, 1.0))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 

@@ -49,7 +49,8 @@ _FIGURES = ("matrix_flops", "vector_flops", "bytes_read", "bytes_written", "mode
 class Gemm(NamedTuple):
     """The problem a GEMM-like kernel solves: ``batch`` products of [m, k] @ [k, n].
 
-    ``channels``: an implicit-GEMM conv's input channels per group (k = channels * R * S).
+    ``channels``: an implicit-GEMM conv's input channels per group (k = channels * R * S);
+    ``layout``: a forward conv's layout ("nhwc" or "nchw"), which decides how cuDNN pads unaligned channels.
     """
 
     m: Num
@@ -57,6 +58,7 @@ class Gemm(NamedTuple):
     k: Num
     batch: Num = 1.0
     channels: Optional[Num] = None
+    layout: Optional[str] = None
 
 
 class Rows(NamedTuple):

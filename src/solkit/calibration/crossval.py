@@ -101,7 +101,7 @@ def _objective(predicted: np.ndarray, measured: np.ndarray) -> float:
 
 
 def fit_global_pair(cases: Sequence[MeasuredCase], gpu: "GPU", launch_floor: float) -> GlobalPair:
-    """The efficiency pair that minimizes mean + p90 of |log error| over ``cases`` (a grid search)."""
+    """The efficiency pair that minimizes mean + p90 of |log error| over ``cases`` (a grid search: two numbers)."""
     times = _KernelTimes(cases, gpu)
     measured = np.array([c.seconds for c in cases], dtype=float)
     best = min(((e_c, e_m) for e_c in PAIR_GRID for e_m in PAIR_GRID),

@@ -7,6 +7,7 @@ comments included, is kept byte for byte) and its emitter writes the new one.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from ..errors import SpecError
 from ..hardware import load_spec_file
 from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration
 from .data import MeasurementSet
-from .fitting import FitResult, round_calibration
+from .fitting import TAIL_START, TAIL_WEIGHT, FitResult, round_calibration
 
 __all__ = ["measured_section", "write_measured", "METHOD"]
 
@@ -57,7 +58,8 @@ def measured_section(mset: MeasurementSet, result: FitResult, data: str) -> dict
     for p in PARAMETERS:
         section[p.file_key] = _file_value(getattr(cal, p.name), p.unit, p.digits)
     section["fit"] = (f"python -m solkit.calibration fit: {result.train_cases} training cases, {result.holdout_cases} "
-                      f"held out; objective mean + p90 of |log(pred/meas)| = {result.objective:.4f}")
+                      f"held out; loss (mean of e + {TAIL_WEIGHT:g} max(e - log {math.exp(TAIL_START):g}, 0), e = |log(pred/meas)|) "
+                      f"= {result.objective:.4f}")
     return section
 
 

@@ -61,9 +61,11 @@ class _Sizes:
 
 
 def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float) -> Kernel:
-    # per KV head, the h/kv query heads that share it packed as rows: [sq*h/kv, d] x [d, skv]
+    # per head, its queries as rows: [sq, d] x [d, skv]; a one-query decode packs the h/kv query heads that share a KV
+    # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
+    group = where(sq == 1, h / z.kv, 1.0)
     return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=(z.q + 2 * z.k) * e, bytes_written=z.q * e,
-                  gemm=Gemm(sq * h / z.kv, z.skv, d, b * z.kv), op="flash_attention")
+                  gemm=Gemm(sq * group, z.skv, d, b * h / group), op="flash_attention")
 
 
 def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
@@ -115,7 +117,7 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
         dtype=precision(),
     ),
     kinds=("attention", "gemm", "reduction"),
-    keys=("flash_attention", "flash_attention_splitkv"),
+    keys=("flash_attention", "flash_attention_splitkv", "flash_attention_causal"),
     aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
           "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
           "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"),

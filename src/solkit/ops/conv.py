@@ -7,7 +7,7 @@ FLOPs: 2*N*K*Ho*Wo*(C/groups)*R*S on matrix units, whatever the layout.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .registry import MEMORY_BOUND, operator, option, pair, precision, size
 __all__ = ["conv2d", "conv_output_size", "im2col", "layout_transform", "LAYOUTS"]
 
 LAYOUTS = ("nhwc", "nchw", "im2col")
+#: an NCHW conv (groups = 1) with fewer input-channel bytes than this runs directly, without layout transforms
+#: (measured on an H200: C = 3..7 bf16/fp16 ran cuDNN's implicit_convolve_sgemm alone in 6 of 7 sampled cases)
+FEW_CHANNEL_BYTES = 16
 
 
 def _extent(size_: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
@@ -97,8 +100,9 @@ class _Shape:
         return 2.0 * g.batch * g.m * g.n * g.k
 
 
-def _conv_kernel(name: str, cs: _Shape, dtype: str, read: Any, written: Any) -> Kernel:
-    return Kernel(name, "conv", dtype, matrix_flops=cs.flops, bytes_read=read, bytes_written=written, gemm=cs.gemm,
+def _conv_kernel(name: str, cs: _Shape, dtype: str, read: Any, written: Any, layout: Optional[str] = None) -> Kernel:
+    gemm = cs.gemm if layout is None else cs.gemm._replace(layout=layout)
+    return Kernel(name, "conv", dtype, matrix_flops=cs.flops, bytes_read=read, bytes_written=written, gemm=gemm,
                   op="conv2d")
 
 
@@ -192,8 +196,9 @@ def conv2d(
     """A 2-D convolution. ``kernel``, ``stride``, ``padding``, ``dilation``: an int or a pair (h, w).
 
     nhwc: one implicit-GEMM kernel; bytes x + w + y = (N*C*H*W + K*(C/g)*R*S + N*K*Ho*Wo)*e.
-    nchw: a 1x1, stride-1, unpadded conv is a direct GEMM and a depthwise conv (C = groups) a
-      direct kernel, as PyTorch runs them (bytes as nhwc); any other conv adds
+    nchw: a 1x1, stride-1, unpadded conv is a direct GEMM, and a depthwise conv (C = groups) and a
+      conv of fewer than 16 bytes of input channels (C*e < 16, groups = 1: an RGB stem) a direct
+      kernel, as PyTorch and cuDNN run them (bytes as nhwc); any other conv adds
       a transform of x to NHWC before (read x, write x) and of y back after (read y, write y):
       bytes (3*N*C*H*W + K*(C/g)*R*S + 3*N*K*Ho*Wo)*e, three kernels.
     im2col: one kernel reads x and writes the column matrix [N*Ho*Wo, C*R*S] (classic
@@ -204,7 +209,7 @@ def conv2d(
     cs = _Shape(dict(batch=batch, in_channels=in_channels, height=height, width=width, out_channels=out_channels,
                      kernel=kernel, stride=stride, padding=padding, groups=groups, dilation=dilation))
     e = element_bytes(dtype)
-    conv = _conv_kernel("conv (implicit gemm)", cs, dtype, (cs.x + cs.weights) * e, cs.y * e)
+    conv = _conv_kernel("conv (implicit gemm)", cs, dtype, (cs.x + cs.weights) * e, cs.y * e, layout)
     if layout == "nhwc":
         return single("conv2d (nhwc)", conv)
     if layout == "nchw":
@@ -212,7 +217,11 @@ def conv2d(
             return single("conv2d (nchw, direct 1x1)", conv.renamed("conv (nchw 1x1 gemm)"))
         if all_(cs.direct_nchw):
             return single("conv2d (nchw, depthwise)", conv.renamed("conv (nchw depthwise)"))
-        present = where(cs.direct_nchw, 0.0, 1.0)  # a sweep: transforms only where needed
+        # fewer than 16 bytes of input channels (an RGB stem): cuDNN convolves NCHW directly (implicit_convolve_sgemm)
+        few = (cs.g == 1) & (cs.c * e < FEW_CHANNEL_BYTES)
+        if all_(few):
+            return single("conv2d (nchw, few channels)", conv.renamed("conv (nchw direct, few channels)"))
+        present = where(cs.direct_nchw | few, 0.0, 1.0)  # a sweep: transforms only where needed
         return Workload.of("conv2d (nchw)", (
             (_transform("nchw->nhwc (x)", cs.x, dtype, present), 1),
             (conv, 1),

@@ -34,7 +34,7 @@ def _embedding_backward(label: str, tokens: Any, vocab: Any, d_model: Any, dtype
     "embedding",
     params=dict(tokens=size("ids looked up"), vocab=size("rows of the table"), d_model=size("width of a row"),
                 dtype=precision("precision of the table")),
-    keys=("embedding", "embedding_unaligned"),
+    keys=("embedding", "embedding_unaligned", "embedding_fewindex"),
     kinds=("gather",),
     aten=("aten::embedding",),
     aten_backward=("aten::embedding_dense_backward",),
