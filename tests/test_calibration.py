@@ -114,6 +114,7 @@ SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"
 
 
 SAMPLE_FIT = DATA.with_name("h200_sample_fit_run2.json")
+SAMPLE_FIT_2027 = DATA.with_name("h200_sample_fit_seed2027.json")
 
 
 @pytest.fixture(scope="module")
@@ -122,11 +123,18 @@ def sample_fit():
 
 
 @pytest.fixture(scope="module")
-def fitted(mset, sample_fit):
-    """The fit of the committed data: the sampled fit set and the catalogue's training two thirds (about a minute)."""
-    from solkit.calibration import fit
+def sample_fit_2027():
+    return load_measurements(SAMPLE_FIT_2027)
 
-    return fit([sample_fit, mset], sk.load_gpu(SPEC))
+
+@pytest.fixture(scope="module")
+def fitted(mset, sample_fit, sample_fit_2027):
+    """The fit of the committed data: both sampled fit sets and the catalogue's training two thirds (about 90 s)."""
+    from solkit.calibration import fit
+    from solkit.calibration.__main__ import FIT_DATA
+
+    assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, DATA.name]
+    return fit([sample_fit, sample_fit_2027, mset], sk.load_gpu(SPEC))
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -151,13 +159,13 @@ def test_committed_spec_equals_the_fit(fitted):
     assert f"{result.train_cases} training cases, {result.holdout_cases} held out" in spec.measured.fit
 
 
-def test_fit_uses_training_cases_only(mset, sample_fit, fitted):
+def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, fitted):
     """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
     from solkit.calibration import fit
 
     held = next(c for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id))
     cases = tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == held.id else c for c in mset.cases)
-    moved = fit([sample_fit, mset.model_copy(update={"cases": cases})], sk.load_gpu(SPEC))
+    moved = fit([sample_fit, sample_fit_2027, mset.model_copy(update={"cases": cases})], sk.load_gpu(SPEC))
     assert moved.calibration == fitted.calibration
 
 
@@ -169,6 +177,8 @@ def test_sampled_sets_have_fixed_roles(mset, sample_fit):
     assert (sample_set_of(sample_fit), sample_set_of(validation), sample_set_of(mset)) == ("fit", "validation", None)
     train, held = fit_cases(sample_fit)
     assert len(train) == 1440 and held == []  # data/h200_sample_fit_run2.json: 1,440 cases, all ran
+    validation_2027 = load_measurements(DATA.with_name("h200_sample_validation_seed2027.json"))
+    assert sample_set_of(validation_2027) == "validation" and fit_cases(validation_2027)[0] == []
     train, held = fit_cases(validation)
     assert train == [] and len(held) == 400  # data/h200_sample_validation.json: 400 cases, all ran
     train, held = fit_cases(mset)
@@ -191,24 +201,38 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
 
 
 @pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",
-                                  "h200_sample_test.json"])
+                                  "h200_sample_test.json", "h200_sample_fit_seed2027.json",
+                                  "h200_sample_validation_seed2027.json", "h200_sample_test_seed2027.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
-    """On every randomly sampled case (fit runs 1 and 2, validation, the frozen test set) T_SOL <= the measured time."""
+    """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")
     worst = max(rows, key=lambda r: r.sol_fraction)
     assert len(rows) >= 400 and worst.sol_fraction <= 1.0, worst.id
 
 
-def test_frozen_test_set_is_the_sampled_test_set():
-    """The test file holds the sampler's test set (seed 2026, 500 cases), measured after the model was frozen."""
+@pytest.mark.parametrize("name, seed, n, frozen", [
+    ("h200_sample_test.json", 2026, 500, "2026-11-30T17:12:44"),  # after commit 9005284 (spent since)
+    ("h200_sample_test_seed2027.json", 2027, 1000, "2026-11-30T19:47:49"),  # after commit 490446c
+])
+def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen):
+    """Each test file holds the sampler's test set of its seed, every case ran, measured after its model was frozen."""
     import sys
 
     sys.path.insert(0, str(DATA.parents[1] / "benchmarks"))
     from measuring.sampling import sample_set, set_of
 
-    test = load_measurements(DATA.with_name("h200_sample_test.json"))
-    assert test.meta["args"]["sample"] == "test" and test.meta["args"]["sample_seed"] == 2026
-    assert test.meta["date_utc"] > "2026-11-30T17:12:44"  # after the freeze commit 9005284 (2026-11-30T17:12:44 UTC)
+    test = load_measurements(DATA.with_name(name))
+    assert test.meta["args"]["sample"] == "test" and test.meta["args"]["sample_seed"] == seed
+    assert test.meta["date_utc"] > frozen
+    assert test.meta["counts"]["ok"] == n
     ids = [c.id for c in test.cases]
-    assert sorted(ids) == sorted(c.id for c in sample_set("test", 500, 2026))  # the runner measures family by family
+    assert sorted(ids) == sorted(c.id for c in sample_set("test", n, seed))  # the runner measures family by family
     assert all(set_of(i) == "test" for i in ids)
+
+
+def test_new_fit_data_was_measured_after_the_test_draw():
+    """The seed-2027 fit and validation sets came after the seed-2027 test set: the frozen model never saw them."""
+    test = load_measurements(DATA.with_name("h200_sample_test_seed2027.json"))
+    for name in ("h200_sample_fit_seed2027.json", "h200_sample_validation_seed2027.json"):
+        later = load_measurements(DATA.with_name(name))
+        assert later.meta["args"]["sample_seed"] == 2027 and later.meta["date_utc"] > test.meta["date_utc"]

@@ -409,6 +409,22 @@ def test_nchw_depthwise_is_direct():
     assert len(grouped.kernels) == 3  # grouped but not depthwise: transformed
 
 
+def test_a_strided_conv_reads_only_the_pixels_its_windows_touch():
+    """1x1 stride 2 on 88x88: Ho = Wo = 44, rows read min(88, 44*1) = 44: a quarter of x; 3x3 stride 2 reads all."""
+    w = ops.conv2d(31, 576, 88, 88, 8, kernel=1, stride=2, layout="nhwc", dtype="bf16")
+    # x read 31*576*44*44 = 17,856*1,936 = 34,569,216; w 8*576 = 4,608; y 31*8*44*44 = 480,128 elements; bf16 x 2 B
+    assert w.kernels[0].bytes_read == (34_569_216 + 4_608) * 2  # 69,147,648 B
+    assert w.kernels[0].bytes_written == 480_128 * 2  # 960,256 B
+    nchw = ops.conv2d(31, 576, 88, 88, 8, kernel=1, stride=2, layout="nchw", dtype="bf16")
+    assert nchw.kernels[0].bytes_read == 34_569_216 * 2  # the transform moves the touched pixels only
+    k3 = ops.conv2d(2, 64, 56, 56, 64, kernel=3, stride=2, padding=1, layout="nhwc", dtype="bf16")
+    # Ho = (56 + 2 - 3) // 2 + 1 = 28; rows min(56, 28*3 = 84) = 56: all of x, 2*64*56*56 = 401,408; w 64*64*9 = 36,864
+    assert k3.kernels[0].bytes_read == (401_408 + 36_864) * 2  # 876,544 B
+    k2s4 = ops.conv2d(1, 16, 100, 100, 16, kernel=2, stride=4, layout="nhwc", dtype="bf16")
+    # Ho = (100 - 2) // 4 + 1 = 25; rows min(100, 25*2) = 50, columns 50: x read 16*50*50 = 40,000; w 16*16*4 = 1,024
+    assert k2s4.kernels[0].bytes_read == (40_000 + 1_024) * 2  # 82,048 B
+
+
 def test_nchw_conv_of_few_channels_is_direct():
     """Fewer than 16 bytes of input channels (RGB, bf16: 6 B) on NCHW: cuDNN convolves directly, one kernel."""
     stem = ops.conv2d(32, 3, 224, 224, 64, kernel=7, stride=2, padding=3, layout="nchw", dtype="bf16")

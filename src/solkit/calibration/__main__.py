@@ -1,8 +1,9 @@
 """``python -m solkit.calibration fit|report``: the calibration and its report from committed measurements.
 
-    python -m solkit.calibration fit [--data data/h200_sample_fit_run2.json data/h200_measurements.json] [--spec ...] [--write]
+    python -m solkit.calibration fit [--data data/h200_sample_fit_run2.json data/h200_sample_fit_seed2027.json
+                                          data/h200_measurements.json] [--spec ...] [--write]
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
-    python -m solkit.calibration sampled [--fit ...] [--validation ...] [--test ...] [--cv FILE] [--out ...]
+    python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
 Paths are relative to the current folder (run it from a source checkout's root).
@@ -24,12 +25,24 @@ from .report import sampled_report, validation_report
 from .writer import _dump, measured_section, write_measured
 
 DATA = "data/h200_measurements.json"
-#: the fit reads the sampled fit set (its ceilings and all its cases) and two thirds of the hand-picked catalogue
-FIT_DATA = ("data/h200_sample_fit_run2.json", DATA)
+#: the fit reads the sampled fit sets (the first's ceilings; all their cases: seed 2026, then seed 2027, measured
+#: after the frozen test draw) and two thirds of the hand-picked catalogue
+FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", DATA)
 SPEC = "hardware_specs/h200-sxm.yaml"
 REPEAT = "data/h200_measurements_run2.json"
 VALIDATION = "data/h200_sample_validation.json"
-TEST = "data/h200_sample_test.json"
+#: the frozen test set (seed 2027, measured after commit 490446c froze the model); the spent one (seed 2026) was
+#: measured after the model before it, whose closing note reports it
+TEST = "data/h200_sample_test_seed2027.json"
+#: the sampled report's sets, in order: (title, path)
+SAMPLED_SETS = (
+    ("Fit, seed 2026", "data/h200_sample_fit_run2.json"),
+    ("Fit, seed 2027", "data/h200_sample_fit_seed2027.json"),
+    ("Validation, seed 2026", VALIDATION),
+    ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
+    ("Test, seed 2027 (the frozen model's result: data/h200_test_seed2027_frozen.md; this model came after it)", TEST),
+    ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
+)
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
 REPORT = "data/h200_validation.md"
@@ -44,13 +57,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--write", action="store_true", help="replace the spec's measured: section")
     p = sub.add_parser("cv", help="k-fold cross-validation of the fit beside simpler baselines (a Markdown table)")
-    p.add_argument("--data", nargs=2, default=list(FIT_DATA), metavar=("SAMPLED", "CATALOGUE"))
+    p.add_argument("--data", nargs=2, default=[FIT_DATA[0], DATA], metavar=("SAMPLED", "CATALOGUE"))
     p.add_argument("--validation", default=VALIDATION)
     p.add_argument("--spec", default=SPEC)
     p = sub.add_parser("sampled", help="write the report on the randomly sampled sets (fit, validation, test)")
-    p.add_argument("--fit", default=FIT_DATA[0])
-    p.add_argument("--validation", default=VALIDATION)
-    p.add_argument("--test", default=TEST, help="the frozen test set ('' while it is not measured)")
+    p.add_argument("--sets", nargs="+", default=[f"{title}={path}" for title, path in SAMPLED_SETS],
+                   metavar="TITLE=PATH", help="the sets to report, in order")
     p.add_argument("--repeat", default=SAMPLE_REPEAT, help="an earlier run of sampled cases, for the run-to-run spread")
     p.add_argument("--cv", default="", help="a file holding the cross-validation table (the output of the cv command)")
     p.add_argument("--spec", default=SPEC)
@@ -78,8 +90,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(format_scores(scores))
         return 0
     if args.command == "sampled":
-        named = [("Fit", args.fit), ("Validation", args.validation), ("Test (frozen)", args.test)]
-        sets = [(name, path, load_measurements(path)) for name, path in named if path]
+        named = [item.rsplit("=", 1) for item in args.sets]
+        sets = [(name, path, load_measurements(path)) for name, path in named]
         earlier = (load_measurements(args.repeat), sets[0][2]) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
         text = sampled_report(sets, gpu, args.spec, cv_table, earlier)

@@ -10,9 +10,10 @@ least ``MIN_CASES_PER_KEY`` training cases, a latency, a memory efficiency, a co
 (where a kernel is compute-bound), a wave latency, a k-step latency (GEMMs and convs) and a row
 bandwidth (row-wise kernels); the misaligned-GEMM and small-channel penalties and the overlap
 exponent. The fit is coordinate descent over ``GRIDS``, ``PASSES`` passes in a fixed order,
-minimizing, per file, the mean over its cases of e + TAIL_WEIGHT * max(e - TAIL_START, 0) with
-e = |log(predicted / measured)| (the hinge keeps the tail in view), averaged over the files (the
-catalogue's real-model shapes weigh as much as the random draws). The loss is a sum over cases, so
+minimizing, per source, the mean over its cases of e + TAIL_WEIGHT * max(e - TAIL_START, 0) with
+e = |log(predicted / measured)| (the hinge keeps the tail in view), averaged over the sources (the
+sampled files together, the catalogue: its real-model shapes weigh as much as the random draws).
+The loss is a sum over cases, so
 a key's parameters answer to its own cases only (a global p90 term made the fit path-dependent:
 families nothing had changed moved by 5 points of median error from one refit to the next). Each
 file's cases are predicted beside its own measured launch floor.
@@ -30,7 +31,7 @@ import numpy as np
 from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration
 from ..precision import rate_class
 from ..prediction import KernelTerms, kernel_terms, soft_max
-from .data import MeasurementSet, fit_cases, workload_of
+from .data import MeasurementSet, fit_cases, sample_set_of, workload_of
 from .metrics import log_error
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -247,8 +248,14 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") -> FitRe
                        len(train))
     measured = np.array([c.seconds for c in train], dtype=float)  # fit_cases keeps measured cases only
 
-    # each file's training cases weigh the same: the hand-picked shapes users run stay in view beside the random draws
-    groups = [np.arange(len(t)) + sum(len(u) for u, _ in split[:i]) for i, (t, _) in enumerate(split) if t]
+    # each source's training cases weigh the same: the hand-picked shapes users run stay in view beside the random draws
+    # (the sampled files together are one source, each other file another)
+    starts = np.cumsum([0] + [len(t) for t, _ in split])
+    sources: dict[str, list[np.ndarray]] = {}
+    for i, m in enumerate(sets):
+        source = "sampled" if sample_set_of(m) is not None else f"file {i}"
+        sources.setdefault(source, []).append(np.arange(starts[i], starts[i + 1]))
+    groups = [np.concatenate(parts) for parts in sources.values() if sum(len(p) for p in parts)]
 
     # each run's cases beside its own measured launch floor (it moves by ~0.5 us from machine to machine): the
     # fitted latencies are what a kernel adds to the floor, whichever machine measured it

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from .._num import all_, floor, where
+from .._num import all_, floor, minimum, where
 from .._validate import broadcast, dim
 from ..errors import ShapeError
 from ..workload import Gemm, Kernel, Workload
@@ -86,6 +86,9 @@ class _Shape:
         # PyTorch runs a depthwise conv (C = groups) directly on NCHW: no layout transforms
         self.direct_nchw = self.direct_1x1 | ((self.g == self.c) & (self.g > 1))
         self.x = self.n * self.c * self.h * self.w  # x [N,C,H,W]
+        # the pixels some window touches: a window reads R of the rows (S of the columns), so a stride beyond the
+        # filter (a 1x1 conv of stride 2) skips the rest: min(H, Ho*R) x min(W, Wo*S) (padding rows count as read)
+        self.x_read = self.n * self.c * minimum(self.h, self.ho * self.r) * minimum(self.w, self.wo * self.s)
         self.weights = self.k * (self.c / self.g) * self.r * self.s  # w [K,C/g,R,S]
         self.y = self.n * self.k * self.ho * self.wo  # y [N,K,Ho,Wo]
         self.cols = self.n * self.ho * self.wo * self.c * self.r * self.s  # im2col's [N*Ho*Wo, C*R*S]
@@ -115,7 +118,7 @@ def _transform(name: str, elements: Any, dtype: str, present: Any = 1.0) -> Kern
 def _unfold(name: str, cs: _Shape, dtype: str) -> Kernel:
     """im2col: reads x, writes the column matrix; one launch per image, as F.unfold and Caffe run it."""
     e = element_bytes(dtype)
-    return Kernel(name, "im2col", dtype, bytes_read=cs.x * e, bytes_written=cs.cols * e, launches=cs.n, op="im2col")
+    return Kernel(name, "im2col", dtype, bytes_read=cs.x_read * e, bytes_written=cs.cols * e, launches=cs.n, op="im2col")
 
 
 def _col2im(name: str, cs: _Shape, dtype: str) -> Kernel:
@@ -142,7 +145,7 @@ def _conv2d_backward(label: str, **a: Any) -> Workload:
         dcols, wgrad = gemm_backward(label, g.m, g.n, g.k, dtype, g.batch)
         return Workload.of(f"{label} backward", ((dcols, 1), (_col2im(f"{label} col2im", cs, dtype), 1), (wgrad, 1)))
     dgrad = _conv_kernel(f"{label} dgrad", cs, dtype, (cs.y + cs.weights) * e, cs.x * e)
-    wgrad = _conv_kernel(f"{label} wgrad", cs, dtype, (cs.x + cs.y) * e, cs.weights * e)
+    wgrad = _conv_kernel(f"{label} wgrad", cs, dtype, (cs.x_read + cs.y) * e, cs.weights * e)
     if layout == "nhwc" or all_(cs.direct_nchw):
         return Workload.of(f"{label} backward", ((dgrad, 1), (wgrad, 1)))
     present = where(cs.direct_nchw, 0.0, 1.0)
@@ -195,6 +198,9 @@ def conv2d(
 ) -> Workload:
     """A 2-D convolution. ``kernel``, ``stride``, ``padding``, ``dilation``: an int or a pair (h, w).
 
+    x read counts the pixels some window touches, N*C*H'*W' with H' = min(H, Ho*R), W' = min(W, Wo*S)
+    (a stride beyond the filter skips the rest: a 1x1 conv of stride 2 reads a quarter of x); below,
+    "N*C*H*W" read is N*C*H'*W'.
     nhwc: one implicit-GEMM kernel; bytes x + w + y = (N*C*H*W + K*(C/g)*R*S + N*K*Ho*Wo)*e.
     nchw: a 1x1, stride-1, unpadded conv is a direct GEMM, and a depthwise conv (C = groups) and a
       conv of fewer than 16 bytes of input channels (C*e < 16, groups = 1: an RGB stem) a direct
@@ -209,7 +215,7 @@ def conv2d(
     cs = _Shape(dict(batch=batch, in_channels=in_channels, height=height, width=width, out_channels=out_channels,
                      kernel=kernel, stride=stride, padding=padding, groups=groups, dilation=dilation))
     e = element_bytes(dtype)
-    conv = _conv_kernel("conv (implicit gemm)", cs, dtype, (cs.x + cs.weights) * e, cs.y * e, layout)
+    conv = _conv_kernel("conv (implicit gemm)", cs, dtype, (cs.x_read + cs.weights) * e, cs.y * e, layout)
     if layout == "nhwc":
         return single("conv2d (nhwc)", conv)
     if layout == "nchw":
@@ -223,7 +229,7 @@ def conv2d(
             return single("conv2d (nchw, few channels)", conv.renamed("conv (nchw direct, few channels)"))
         present = where(cs.direct_nchw | few, 0.0, 1.0)  # a sweep: transforms only where needed
         return Workload.of("conv2d (nchw)", (
-            (_transform("nchw->nhwc (x)", cs.x, dtype, present), 1),
+            (_transform("nchw->nhwc (x)", cs.x_read, dtype, present), 1),
             (conv, 1),
             (_transform("nhwc->nchw (y)", cs.y, dtype, present), 1),
         ))
