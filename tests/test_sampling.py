@@ -101,3 +101,21 @@ def test_solkit_rebuilds_every_case(sets: dict[str, list]) -> None:
     for cs in sets.values():
         for c in cs:
             getattr(solkit.ops, c.op)(**c.params)
+
+
+def test_extra_families_are_drawn_only_when_asked() -> None:
+    """SDPA-default cases come from their own stream: the default draw never holds one and is unchanged by them."""
+    default = sampling.sample_set("fit", 200, seed=2027)
+    assert not any(c.family == "sdpa" for c in default)
+    assert "sdpa" not in sampling.SPACE and "sdpa" in sampling.EXTRA_SPACE
+    sdpa = sampling.sample_set("fit", 120, seed=2027, families=["sdpa"])
+    assert len(sdpa) == 120 and all(c.family == "sdpa" and c.impl == "sdpa_default" for c in sdpa)
+    assert all(sampling.check_case(c) == [] for c in sdpa)
+    decode = [c for c in sdpa if c.params["seq_q"] == 1]
+    assert decode and all(not c.params["causal"] for c in decode)  # one query: no mask
+    assert {c.params["dtype"] for c in sdpa} == {"bf16", "fp16", "fp32"}
+    # the committed SDPA file is exactly this draw's fit set
+    from solkit.calibration import load_measurements
+
+    committed = load_measurements(os.path.join(ROOT, "data", "h200_sdpa_fit_seed2027.json"))
+    assert sorted(c.id for c in committed.cases) == sorted(c.id for c in sampling.sample_set("fit", 300, 2027, ["sdpa"]))

@@ -13,7 +13,7 @@ FAMILIES: tuple[str, ...] = (
 #: within a tier, families run in this order (the ones the predictor leans on most first)
 RUN_ORDER: tuple[str, ...] = (
     "matmul", "attention", "decode", "conv2d", "elementwise", "layernorm", "rmsnorm",
-    "softmax", "qkv", "layernorm_residual", "embedding", "bmm",
+    "softmax", "qkv", "layernorm_residual", "embedding", "bmm", "sdpa",
 )
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "int8")
 ELEM_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "int8": 1}
@@ -374,7 +374,11 @@ def _attn(b: int, h: int, sq: int, d: int, *, skv: int | None = None, kv: int | 
     extra = 0
     primary = True
     variant = ""
-    if family == "decode":
+    if family == "sdpa":
+        builder = "sdpa_default"
+        note = (f"F.scaled_dot_product_attention(q, k, v, is_causal={causal}{', enable_gqa=True' if gqa else ''}) "
+                f"with PyTorch's own backend choice (no sdpa_kernel context); layout [b,h,s,d]")
+    elif family == "decode":
         builder = "decode"
         note = (f"F.scaled_dot_product_attention(q[b,h,1,d], k, v [b,kv,skv,d], is_causal=False"
                 f"{', enable_gqa=True' if gqa else ''}); first backend that runs of flash, efficient, cudnn, math")

@@ -400,6 +400,8 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
                     help="measure a randomly drawn set (measuring.sampling) instead of the catalogue")
     ap.add_argument("--sample-seed", type=int, default=DEFAULT_SEED, help=f"sampler seed (default {DEFAULT_SEED})")
     ap.add_argument("--sample-n", type=int, default=DEFAULT_N, help=f"cases in the sampled set (default {DEFAULT_N})")
+    ap.add_argument("--sample-families", default="", help="comma-separated families to draw from instead of SPACE's "
+                    "(e.g. sdpa: SDPA with PyTorch's own backend choice)")
     args = ap.parse_args(argv)
     args.warmup = args.warmup if args.warmup is not None else (5.0 if args.quick else 25.0)
     args.rep = args.rep if args.rep is not None else (20.0 if args.quick else 100.0)
@@ -414,7 +416,8 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
 
 def select_cases(args: argparse.Namespace) -> list[Case]:
     """The registry (or with --sample, the sampled set) filtered by --only and --quick."""
-    cases = sample_set(args.sample, args.sample_n, args.sample_seed) if args.sample else all_cases()
+    families = [f for f in args.sample_families.split(",") if f] or None
+    cases = sample_set(args.sample, args.sample_n, args.sample_seed, families) if args.sample else all_cases()
     if args.only:
         cases = [c for c in cases if c.family in args.only]
     if args.quick:

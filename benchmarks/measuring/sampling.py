@@ -37,7 +37,7 @@ import hashlib
 import math
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional, Sequence
 
 from .cases import ELEM_BYTES, MATMUL_OUT_BYTES, Case, _attn, _conv, _norm_case, mm_case, rough_kernel_seconds
 
@@ -74,6 +74,14 @@ SPACE: dict[str, dict[str, Any]] = {
     "decode": {"weight": 0.10, "batch": (1, 64), "heads": (1, 64), "seq_kv": (128, 32768), "head_dim": (64, 128),
                "gqa": 0.6, "dtypes": {"bf16": 0.75, "fp16": 0.25}},
 }
+#: families drawn only when asked for (``--sample-families``): adding them to SPACE would change every seed's draw.
+#: "sdpa": F.scaled_dot_product_attention with no backend forced (what PyTorch picks for the shape, dtype and
+#: GQA); a third of the cases decode one query against a cache; head dims include ones no fused kernel takes
+EXTRA_SPACE: dict[str, dict[str, Any]] = {
+    "sdpa": {"weight": 1.0, "batch": (1, 32), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 32768),
+             "decode": 0.35, "cross": 0.3, "head_dim": (64, 80, 96, 128, 256, 72), "gqa": 0.5, "causal": 0.5,
+             "dtypes": {"bf16": 0.6, "fp16": 0.2, "fp32": 0.2}},
+}
 #: the size keys of each family, checked against SPACE by check_case
 _SIZE_KEYS: dict[str, dict[str, str]] = {
     "matmul": {"m": "m", "n": "n", "k": "k"}, "bmm": {"batch": "batch", "m": "m", "n": "n", "k": "k"},
@@ -83,6 +91,7 @@ _SIZE_KEYS: dict[str, dict[str, str]] = {
     "conv2d": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
     "attention": {"batch": "batch", "heads": "heads", "seq_q": "seq", "seq_kv": "seq"},
     "decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
+    "sdpa": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
 }
 _ELEM_NOTES = {"add": "torch.add(a, b, out=c)", "copy": "dst.copy_(src)", "gelu": "F.gelu(x) (erf form, torch default)",
                "silu": "F.silu(x)"}
@@ -241,14 +250,20 @@ def _draw_conv(d: _Draw) -> Case:
     return case
 
 
-def _draw_attention(d: _Draw, family: str) -> Case:
-    s = SPACE[family]
+def _draw_heads(d: _Draw, s: dict[str, Any]) -> tuple[str, int, int, int, int]:
+    """(dtype, batch, heads, head_dim, kv_heads) of an attention case, drawn in this order."""
     dt = d.pick(s["dtypes"])
     b, h = d.logint(s["batch"]), d.logint(s["heads"])
     hd = d.rng.choice(s["head_dim"])
     kv = h
     if d.rng.random() < s["gqa"] and h > 1:
         kv = d.rng.choice(_divisors(h)[:-1])  # a proper divisor: GQA (1 = MQA)
+    return dt, b, h, hd, kv
+
+
+def _draw_attention(d: _Draw, family: str) -> Case:
+    s = SPACE[family]
+    dt, b, h, hd, kv = _draw_heads(d, s)
     if family == "decode":
         skv = d.logint(s["seq_kv"])
         case = _attn(b, h, 1, hd, skv=skv, kv=kv, family="decode", label="sampled")
@@ -261,7 +276,24 @@ def _draw_attention(d: _Draw, family: str) -> Case:
     return case
 
 
+def _draw_sdpa(d: _Draw) -> Case:
+    """SDPA with PyTorch's own backend choice: prefill (self or cross, causal or not) or one-query decode."""
+    s = EXTRA_SPACE["sdpa"]
+    dt, b, h, hd, kv = _draw_heads(d, s)
+    if d.rng.random() < s["decode"]:
+        sq, skv, causal = 1, d.logint(s["seq_kv"]), False
+    else:
+        sq = d.logint(s["seq"])
+        skv = d.logint(s["seq"]) if d.rng.random() < s["cross"] else sq
+        causal = skv == sq and d.rng.random() < s["causal"]
+    case = _attn(b, h, sq, hd, skv=skv, kv=kv, causal=causal, family="sdpa", label="sampled")
+    case.params["dtype"] = dt
+    return case
+
+
 def _draw_family(d: _Draw, family: str) -> Case:
+    if family == "sdpa":
+        return _draw_sdpa(d)
     if family in ("matmul", "bmm"):
         return _draw_mm(d, family)
     if family in ("layernorm", "rmsnorm", "softmax"):
@@ -275,15 +307,16 @@ def _draw_family(d: _Draw, family: str) -> Case:
     return _draw_attention(d, family)
 
 
-def draw_stream(seed: int = DEFAULT_SEED) -> Iterator[Case]:
-    """An endless seeded stream of cases (duplicates possible), each within the caps."""
+def draw_stream(seed: int = DEFAULT_SEED, families: Optional[Sequence[str]] = None) -> Iterator[Case]:
+    """An endless seeded stream of cases (duplicates possible), each within the caps; ``families``: SPACE's by default."""
     d = _Draw(random.Random(seed))
-    fams = list(SPACE)
-    weights = [SPACE[f]["weight"] for f in fams]
+    spaces = SPACE if families is None else {f: {**SPACE, **EXTRA_SPACE}[f] for f in families}
+    fams = list(spaces)
+    weights = [spaces[f]["weight"] for f in fams]
     while True:
         family = d.rng.choices(fams, weights=weights)[0]
         # drawn once per case, outside the rejection loop, so the caps do not bias the unaligned share
-        d.off = d.rng.random() < SPACE[family].get("unaligned", 0.0)
+        d.off = d.rng.random() < spaces[family].get("unaligned", 0.0)
         while True:
             c = _draw_family(d, family)
             if within_caps(c):
@@ -293,13 +326,14 @@ def draw_stream(seed: int = DEFAULT_SEED) -> Iterator[Case]:
                    primary=True, variant="", opts=c.opts)
 
 
-def sample_set(name: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> list[Case]:
+def sample_set(name: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED,
+               families: Optional[Sequence[str]] = None) -> list[Case]:
     """The first n distinct cases of the seeded stream whose id hashes into set ``name``."""
     if name not in SETS:
         raise ValueError(f"unknown set {name!r}; expected one of {', '.join(SETS)}")
     out: list[Case] = []
     seen: set[str] = set()
-    for c in draw_stream(seed):
+    for c in draw_stream(seed, families):
         if len(out) >= n:
             break
         if c.id in seen:
@@ -313,7 +347,7 @@ def sample_set(name: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED) -> list[
 def check_case(c: Case) -> list[str]:
     """Ways a sampled case leaves its family's declared space (empty: inside)."""
     bad: list[str] = []
-    s = SPACE.get(c.family)
+    s = {**SPACE, **EXTRA_SPACE}.get(c.family)
     if s is None:
         return [f"family {c.family!r} not in SPACE"]
     p = c.params
@@ -328,7 +362,7 @@ def check_case(c: Case) -> list[str]:
             bad.append("conv kernel/stride/layout")
         if p["groups"] not in (1, p["in_channels"]) or (p["groups"] > 1 and p["out_channels"] != p["in_channels"]):
             bad.append("conv groups")
-    if c.family in ("attention", "decode"):
+    if c.family in ("attention", "decode", "sdpa"):
         if p["head_dim"] not in s["head_dim"] or p["heads"] % p["kv_heads"]:
             bad.append("head_dim/kv_heads")
         if c.family == "decode" and (p["seq_q"] != 1 or p["causal"]):

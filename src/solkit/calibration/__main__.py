@@ -42,6 +42,10 @@ SAMPLED_SETS = (
     ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
     ("Test, seed 2027 (the frozen model's result: data/h200_test_seed2027_frozen.md; this model came after it)", TEST),
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
+    ("SDPA as users call it (no backend forced), seed 2027, 300 + 100 cases measured after 3ad257a, not fitted: "
+     "PyTorch 2.11 with cuDNN 9.19 runs cuDNN attention for every bf16/fp16 case and the efficient or math path "
+     "for fp32, while the model predicts flash attention", "data/h200_sdpa_fit_seed2027.json"),
+    ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
