@@ -115,6 +115,7 @@ SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"
 
 SAMPLE_FIT = DATA.with_name("h200_sample_fit_run2.json")
 SAMPLE_FIT_2027 = DATA.with_name("h200_sample_fit_seed2027.json")
+SDPA_FIT = DATA.with_name("h200_sdpa_fit_seed2027.json")
 
 
 @pytest.fixture(scope="module")
@@ -128,13 +129,18 @@ def sample_fit_2027():
 
 
 @pytest.fixture(scope="module")
-def fitted(mset, sample_fit, sample_fit_2027):
-    """The fit of the committed data: both sampled fit sets and the catalogue's training two thirds (about 90 s)."""
+def sdpa_fit():
+    return load_measurements(SDPA_FIT)
+
+
+@pytest.fixture(scope="module")
+def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit):
+    """The fit of the committed data: the sampled fit sets and the catalogue's training two thirds (about 90 s)."""
     from solkit.calibration import fit
     from solkit.calibration.__main__ import FIT_DATA
 
-    assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, DATA.name]
-    return fit([sample_fit, sample_fit_2027, mset], sk.load_gpu(SPEC))
+    assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, SDPA_FIT.name, DATA.name]
+    return fit([sample_fit, sample_fit_2027, sdpa_fit, mset], sk.load_gpu(SPEC))
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -159,13 +165,13 @@ def test_committed_spec_equals_the_fit(fitted):
     assert f"{result.train_cases} training cases, {result.holdout_cases} held out" in spec.measured.fit
 
 
-def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, fitted):
+def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, sdpa_fit, fitted):
     """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
     from solkit.calibration import fit
 
     held = next(c for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id))
     cases = tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == held.id else c for c in mset.cases)
-    moved = fit([sample_fit, sample_fit_2027, mset.model_copy(update={"cases": cases})], sk.load_gpu(SPEC))
+    moved = fit([sample_fit, sample_fit_2027, sdpa_fit, mset.model_copy(update={"cases": cases})], sk.load_gpu(SPEC))
     assert moved.calibration == fitted.calibration
 
 
@@ -237,3 +243,12 @@ def test_new_fit_data_was_measured_after_the_test_draw():
     for name in ("h200_sample_fit_seed2027.json", "h200_sample_validation_seed2027.json"):
         later = load_measurements(DATA.with_name(name))
         assert later.meta["args"]["sample_seed"] == 2027 and later.meta["date_utc"] > test.meta["date_utc"]
+
+
+def test_sdpa_cases_are_modelled_as_sdpa(sdpa_fit):
+    """A case of the sdpa family (SDPA with no backend forced) is modelled with impl="sdpa", whatever its row says."""
+    from solkit.calibration import workload_of
+
+    case = next(c for c in sdpa_fit.cases if c.params["dtype"] == "bf16")
+    assert case.params["impl"] == "flash"  # the sampler's template; the id (and so the set) keeps it
+    assert [k.op for k in workload_of(case).kernels] == ["sdpa_attention"]

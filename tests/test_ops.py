@@ -271,7 +271,7 @@ def test_causal_pairs_match_a_mask(sq, skv):
 
 def test_attention_bad_arguments():
     """Unknown impl, kv_heads not dividing heads, causal not a bool."""
-    with pytest.raises(OptionError, match="impl must be one of 'flash', 'naive', got 'xformers'"):
+    with pytest.raises(OptionError, match="impl must be one of 'flash', 'naive', 'cudnn', 'efficient', 'sdpa', got 'xformers'"):
         ops.attention(1, 8, 128, impl="xformers")
     with pytest.raises(ShapeError, match="heads must be a multiple of kv_heads"):
         ops.attention(1, 8, 128, kv_heads=3)

@@ -215,5 +215,48 @@ def test_variant_keys_and_row_ops_come_from_the_registry():
     for op in REGISTRY.values():
         w = op.function(**op.example)
         for kernel, _ in w.counted:
-            for name, _mask in kernel_terms(kernel, sk.load_gpu("h200"), calibration("h200")).variants:
-                assert f"{kernel.op}_{name}" in keys, (op.name, kernel.op, name)
+            terms = kernel_terms(kernel, sk.load_gpu("h200"), calibration("h200"))  # op resolved (sdpa: cudnn's)
+            for name, _mask in terms.variants:
+                assert f"{terms.op}_{name}" in keys, (op.name, terms.op, name)
+
+
+def test_attention_impls_count_as_flash_and_name_their_kernel():
+    """cudnn and efficient: one fused kernel with flash's counts, under their own calibration keys."""
+    flash = sk.ops.attention(2, 16, 1024, head_dim=128, causal=True).kernels[0]
+    for impl, op in (("cudnn", "cudnn_attention"), ("efficient", "efficient_attention"), ("sdpa", "sdpa_attention")):
+        (k,) = sk.ops.attention(2, 16, 1024, head_dim=128, causal=True, impl=impl).kernels
+        assert k.op == op
+        assert (k.matrix_flops, k.bytes_read, k.bytes_written, k.gemm) == (flash.matrix_flops, flash.bytes_read,
+                                                                         flash.bytes_written, flash.gemm)
+
+
+def test_sdpa_resolves_to_what_pytorch_runs():
+    """fp16/bf16: cuDNN's kernel on Hopper and Blackwell, flash on Ampere (chosen by predict); fp32: efficient, or the
+    unfused math path with GQA (chosen when the workload is built: no GPU changes it)."""
+    w = sk.ops.attention(1, 32, 2048, head_dim=128, kv_heads=8, impl="sdpa")
+    assert _terms(w, sk.load_gpu("h200")).op == "cudnn_attention"
+    assert _terms(w, sk.load_gpu("b200")).op == "cudnn_attention"
+    assert _terms(w, sk.load_gpu("a100")).op == "flash_attention"
+    assert any("cudnn's fused kernel on hopper" in n for n in sk.predict(w, "h200", warn=False).notes)
+    fp32 = sk.ops.attention(1, 32, 2048, head_dim=128, impl="sdpa", dtype="fp32")
+    assert [k.op for k in fp32.kernels] == ["efficient_attention"]
+    math_path = sk.ops.attention(1, 32, 2048, head_dim=128, kv_heads=8, impl="sdpa", dtype="fp32")
+    assert math_path.name == "attention (sdpa: math)"
+    assert [k.op for k in math_path.kernels] == ["matmul", "softmax", "matmul"]
+
+
+def test_sdpa_fp32_sweep_mixing_gqa_is_refused():
+    from solkit.errors import OptionError
+
+    with pytest.raises(OptionError, match="impl='sdpa' with dtype='fp32'.*mixes both"):
+        sk.ops.attention(1, 32, 512, head_dim=64, kv_heads=np.array([8, 32]), impl="sdpa", dtype="fp32")
+
+
+def test_sdpa_backward_follows_its_forward():
+    """The fused kernels' backward is flash's formula (2.5x executed, 2x model FLOPs); the math path's autograd's."""
+    from solkit import models
+
+    fused = models.backward(sk.ops.attention(2, 8, 512, head_dim=64, impl="sdpa"))
+    assert len(fused.kernels) == 1 and fused.kernels[0].op == "sdpa_attention"
+    math_back = models.backward(sk.ops.attention(2, 8, 512, head_dim=64, kv_heads=2, impl="sdpa", dtype="fp32"))
+    assert len(math_back.kernels) == 5  # dP, dV, softmax backward, dQ, dK

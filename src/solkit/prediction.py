@@ -143,6 +143,9 @@ ALIGN_BYTES = 16
 #: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
 #: tensorTransformGeneric (w) beside the layout transforms
 CUDNN_PAD = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
+#: architectures on which PyTorch's SDPA prefers cuDNN's fused attention in fp16/bf16 (sdp_utils.cpp,
+#: check_prefer_cudnn_attention: cuDNN > 9.15 on compute capability 9.0, 10.0 or 10.3); flash elsewhere
+CUDNN_SDPA_ARCHITECTURES = frozenset({"hopper", "blackwell"})
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
 
@@ -364,8 +367,14 @@ def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 12
     return next((s for s in range(1, top + 1) if eff[s] and eff[s] >= 0.85 * best), 1)
 
 
+def sdpa_backend(gpu: "GPU") -> str:
+    """The fused attention kernel F.scaled_dot_product_attention runs in fp16/bf16 on ``gpu`` (PyTorch 2.11)."""
+    return "cudnn_attention" if gpu.architecture in CUDNN_SDPA_ARCHITECTURES else "flash_attention"
+
+
 def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     """Raw compute and memory times of one kernel and the flags the efficiencies act on."""
+    op = sdpa_backend(gpu) if kernel.op == "sdpa_attention" else kernel.op
     per = ALIGN_BYTES / PRECISIONS[kernel.precision]  # elements in 16 bytes
     nbytes = kernel.bytes_read + kernel.bytes_written
     t_memory = nbytes / cal.copy_bandwidth
@@ -454,7 +463,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             variants.append(("fewindex", few))
             waves = where(few, r.number, waves)  # each id a serial step of every thread
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
-    return KernelTerms(kernel.kind, kernel.op, tuple(variants), launches, present, t_compute, t_memory,
+    return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
                        wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes)
 
 
@@ -660,6 +669,9 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
+    if any(k.op == "sdpa_attention" for k, _ in counted):
+        notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
+                     f"(PyTorch 2.11's choice in fp16/bf16)")
     bad = [k.name for (k, _), (t, _) in zip(counted, terms) if any_(t.misaligned)]
     if bad:
         message = (

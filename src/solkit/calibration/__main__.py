@@ -26,8 +26,9 @@ from .writer import _dump, measured_section, write_measured
 
 DATA = "data/h200_measurements.json"
 #: the fit reads the sampled fit sets (the first's ceilings; all their cases: seed 2026, then seed 2027, measured
-#: after the frozen test draw) and two thirds of the hand-picked catalogue
-FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", DATA)
+#: after the frozen test draw, and SDPA as users call it) and two thirds of the hand-picked catalogue
+FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", "data/h200_sdpa_fit_seed2027.json",
+            DATA)
 SPEC = "hardware_specs/h200-sxm.yaml"
 REPEAT = "data/h200_measurements_run2.json"
 VALIDATION = "data/h200_sample_validation.json"
@@ -42,9 +43,7 @@ SAMPLED_SETS = (
     ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
     ("Test, seed 2027 (the frozen model's result: data/h200_test_seed2027_frozen.md; this model came after it)", TEST),
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
-    ("SDPA as users call it (no backend forced), seed 2027, 300 + 100 cases measured after 3ad257a, not fitted: "
-     "PyTorch 2.11 with cuDNN 9.19 runs cuDNN attention for every bf16/fp16 case and the efficient or math path "
-     "for fp32, while the model predicts flash attention", "data/h200_sdpa_fit_seed2027.json"),
+    ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),
     ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"

@@ -100,11 +100,18 @@ def group_of(case: MeasuredCase) -> str:
     return case.family
 
 
+#: families whose cases ran SDPA with no backend forced: modelled with impl="sdpa" (their rows carry the sampler's
+#: case template's impl="flash", which stays so that their ids, and so their sets, stay as measured)
+SDPA_FAMILIES = frozenset({"sdpa"})
+
+
 def workload_of(case: MeasuredCase) -> Workload:
     """The solkit workload that models a case: its registered operator called with its params."""
     op = REGISTRY.get(case.op)
     if op is None:
         raise SpecError(f"case {case.id}: op {case.op!r} is not a registered operator ({', '.join(REGISTRY)})")
+    if case.family in SDPA_FAMILIES:
+        return op.function(**{**case.params, "impl": "sdpa"})
     return op.function(**case.params)
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._num import where
+from .._num import all_, any_, where
 from .._validate import broadcast, dim, flag
+from ..errors import OptionError
 from ..workload import Gemm, Kernel, Rows, Workload
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
@@ -20,7 +21,13 @@ from .registry import boolean, operator, option, precision, size
 
 __all__ = ["attention", "attention_pairs", "IMPLS"]
 
-IMPLS = ("flash", "naive")
+IMPLS = ("flash", "naive", "cudnn", "efficient", "sdpa")
+#: the fused kernel each fused impl runs (its calibration key); "sdpa" in half precision is resolved by ``predict``
+FUSED_OPS = {"flash": "flash_attention", "cudnn": "cudnn_attention", "efficient": "efficient_attention",
+             "sdpa": "sdpa_attention"}
+#: dtypes SDPA's fused flash and cuDNN kernels take; others (fp32) go to the efficient kernel, or, with GQA, to the
+#: unfused math path (the efficient kernel takes no GQA): measured on an H200, torch 2.11, 74 of 74 fp32 cases
+SDPA_HALF = ("bf16", "fp16")
 
 #: flash attention's backward executes five matrix products for the forward's two
 FLASH_BACKWARD_EXECUTED = 2.5
@@ -60,12 +67,24 @@ class _Sizes:
         self.model = 4.0 * b * h * d * self.pairs  # QK^T and PV over the unmasked pairs
 
 
-def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float) -> Kernel:
+def _sdpa_choice(impl: str, z: _Sizes, h: Any, dtype: Any) -> str:
+    """The impl an SDPA call runs, where it does not depend on the GPU: fp32 MHA efficient, fp32 GQA naive (math)."""
+    if impl != "sdpa" or dtype in SDPA_HALF:
+        return impl
+    gqa = z.kv < h
+    if any_(gqa) and not all_(gqa):
+        raise OptionError(f"impl='sdpa' with dtype={dtype!r} runs the efficient kernel without GQA and the unfused math "
+                          f"path with it; this sweep mixes both (kv_heads < heads in some entries): call once per kind")
+    return "naive" if all_(gqa) else "efficient"
+
+
+def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float,
+                  impl: str = "flash") -> Kernel:
     # per head, its queries as rows: [sq, d] x [d, skv]; a one-query decode packs the h/kv query heads that share a KV
     # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
     group = where(sq == 1, h / z.kv, 1.0)
     return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=(z.q + 2 * z.k) * e, bytes_written=z.q * e,
-                  gemm=Gemm(sq * group, z.skv, d, b * h / group), op="flash_attention")
+                  gemm=Gemm(sq * group, z.skv, d, b * h / group), op=FUSED_OPS[impl])
 
 
 def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
@@ -80,8 +99,9 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
     b, h, sq, d = batch, heads, seq_q, head_dim
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
     e = element_bytes(dtype)
-    if impl == "flash":
-        fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e)
+    impl = _sdpa_choice(impl, z, h, dtype)
+    if impl in FUSED_OPS:
+        fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e, impl)
         back = fwd._replace(matrix_flops=FLASH_BACKWARD_EXECUTED * fwd.matrix_flops, model_flops=2.0 * fwd.model_flops,
                             bytes_read=(z.q + 2 * z.k + 2 * z.q) * e, bytes_written=(z.q + 2 * z.k) * e)
         return single(f"{label} backward", back)
@@ -113,11 +133,16 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
         head_dim=size("width of a head"),
         kv_heads=size("key/value heads (default: heads; fewer is GQA, 1 is MQA)", optional=True),
         causal=boolean("mask keys after each query (bottom-right aligned)"),
-        impl=option("flash: one fused kernel; naive: QK^T, softmax and PV as three kernels", *IMPLS),
+        impl=option("flash, cudnn, efficient: one fused kernel (FlashAttention-2, cuDNN's, the memory-efficient "
+                    "one); naive: QK^T, softmax and PV as three kernels; sdpa: what F.scaled_dot_product_attention "
+                    "runs (fp16/bf16: cuDNN's on Hopper and Blackwell, else flash, chosen by predict; fp32: efficient, "
+                    "or naive with GQA)", *IMPLS),
         dtype=precision(),
     ),
     kinds=("attention", "gemm", "reduction"),
-    keys=("flash_attention", "flash_attention_splitkv", "flash_attention_causal"),
+    keys=("flash_attention", "flash_attention_splitkv", "flash_attention_causal", "sdpa_attention", "cudnn_attention",
+          "cudnn_attention_splitkv", "cudnn_attention_causal", "efficient_attention", "efficient_attention_splitkv",
+          "efficient_attention_causal"),
     aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
           "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
           "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"),
@@ -147,14 +172,23 @@ def attention(
     naive: S = Q K^T written [b,h,sq,skv]; softmax reads S, writes P; O = P V reads P:
       bytes (b*h*sq*d + b*kv*skv*d + b*h*sq*skv)*e + 2*b*h*sq*skv*e + (b*h*sq*skv + b*kv*skv*d + b*h*sq*d)*e;
       executed FLOPs 4*b*h*d*sq*skv (every pair, masked or not) + 5*b*h*sq*skv softmax.
+    cudnn, efficient: one kernel, counted as flash (their calibration keys differ).
+    sdpa: what F.scaled_dot_product_attention runs with no backend forced. fp16/bf16: one fused
+      kernel counted as flash, which ``predict`` resolves to the backend PyTorch 2.11 picks on the
+      GPU: cuDNN's on Hopper and Blackwell (cuDNN >= 9.15; measured on an H200: 326 of 326 random
+      half-precision cases, prefill and decode, GQA or not), flash elsewhere. fp32: the efficient
+      kernel, or with GQA (which it does not take) the unfused math path, counted as naive.
     Decode is seq_q = 1 against a KV cache of seq_kv.
     """
     b, h, sq, d = batch, heads, seq_q, head_dim
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
     e = element_bytes(dtype)
     tag = ", causal)" if causal else ")"
-    if impl == "flash":
-        return single("attention (flash" + tag, _flash_kernel("flash attention", z, b, h, sq, d, dtype, e))
+    resolved = _sdpa_choice(impl, z, h, dtype)
+    if resolved in FUSED_OPS:
+        label = impl if resolved == impl else f"sdpa: {resolved}"
+        return single(f"attention ({label}" + tag, _flash_kernel(f"{resolved} attention", z, b, h, sq, d, dtype, e,
+                                                                 resolved))
     skv, half = z.skv, 2.0 * b * h * d * z.pairs
     # s [b,h,sq,skv] = q [b,h,sq,d] @ k^T [b,kv,d,skv]
     qk = Kernel("S = Q K^T", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.q + z.k) * e,
@@ -165,4 +199,5 @@ def attention(
     # o [b,h,sq,d] = p [b,h,sq,skv] @ v [b,kv,skv,d]
     pv = Kernel("O = P V", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.s + z.k) * e,
                 bytes_written=z.q * e, model_flops=half, gemm=Gemm(sq, d, skv, b * h), op="matmul")
-    return Workload.of("attention (naive" + tag, ((qk, 1), (soft, 1), (pv, 1)))
+    name = "attention (sdpa: math" if impl == "sdpa" else "attention (naive"
+    return Workload.of(name + tag, ((qk, 1), (soft, 1), (pv, 1)))
