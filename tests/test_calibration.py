@@ -209,7 +209,8 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
 @pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",
                                   "h200_sample_test.json", "h200_sample_fit_seed2027.json",
                                   "h200_sample_validation_seed2027.json", "h200_sample_test_seed2027.json",
-                                  "h200_sdpa_fit_seed2027.json", "h200_sdpa_validation_seed2027.json"])
+                                  "h200_sdpa_fit_seed2027.json", "h200_sdpa_validation_seed2027.json",
+                                  "h200_sdpa_test_seed2027.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")
@@ -217,11 +218,12 @@ def test_t_sol_never_above_a_sampled_measurement(name):
     assert len(rows) >= 100 and worst.sol_fraction <= 1.0, worst.id
 
 
-@pytest.mark.parametrize("name, seed, n, frozen", [
-    ("h200_sample_test.json", 2026, 500, "2026-11-30T17:12:44"),  # after commit 9005284 (spent since)
-    ("h200_sample_test_seed2027.json", 2027, 1000, "2026-11-30T19:47:49"),  # after commit 490446c
+@pytest.mark.parametrize("name, seed, n, frozen, families", [
+    ("h200_sample_test.json", 2026, 500, "2026-11-30T17:12:44", None),  # after commit 9005284 (spent since)
+    ("h200_sample_test_seed2027.json", 2027, 1000, "2026-11-30T19:47:49", None),  # after commit 490446c
+    ("h200_sdpa_test_seed2027.json", 2027, 200, "2026-11-30T20:58:55", ["sdpa"]),  # after commit 5185ace
 ])
-def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen):
+def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen, families):
     """Each test file holds the sampler's test set of its seed, every case ran, measured after its model was frozen."""
     import sys
 
@@ -233,7 +235,7 @@ def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen):
     assert test.meta["date_utc"] > frozen
     assert test.meta["counts"]["ok"] == n
     ids = [c.id for c in test.cases]
-    assert sorted(ids) == sorted(c.id for c in sample_set("test", n, seed))  # the runner measures family by family
+    assert sorted(ids) == sorted(c.id for c in sample_set("test", n, seed, families))  # measured family by family
     assert all(set_of(i) == "test" for i in ids)
 
 

@@ -45,6 +45,8 @@ SAMPLED_SETS = (
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
     ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),
     ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
+    ("SDPA as users call it, seed 2027, test (frozen: measured after 5185ace, this model)",
+     "data/h200_sdpa_test_seed2027.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
