@@ -254,3 +254,20 @@ def test_sdpa_cases_are_modelled_as_sdpa(sdpa_fit):
     case = next(c for c in sdpa_fit.cases if c.params["dtype"] == "bf16")
     assert case.params["impl"] == "flash"  # the sampler's template; the id (and so the set) keeps it
     assert [k.op for k in workload_of(case).kernels] == ["sdpa_attention"]
+
+
+def test_the_fits_vectorized_model_is_the_predictor(sample_fit, sdpa_fit, mset):
+    """The fit evaluates the model for every training kernel at once (fitting._Kernels); on the committed calibration
+    it gives each case exactly what predict's combine gives, helper launches and bytes, waves and variants included."""
+    from solkit.calibration.fitting import _Kernels
+    from solkit.calibration import fit_cases, workload_of
+    from solkit.prediction import calibration, combine, kernel_terms
+
+    gpu = sk.load_gpu(SPEC)
+    cal = calibration(gpu)
+    cases = [c for m in (sample_fit, sdpa_fit, mset) for c in fit_cases(m)[0]]
+    assert {c.family for c in cases} >= {"conv2d", "softmax", "embedding", "attention", "sdpa", "matmul", "decode"}
+    terms = [[(kernel_terms(k, gpu, cal), n) for k, n in workload_of(c).counted] for c in cases]
+    kernels = _Kernels([(i, t, n) for i, case_terms in enumerate(terms) for t, n in case_terms], len(cases))
+    expected = np.array([float(combine(case_terms, cal)) for case_terms in terms])
+    assert kernels.predicted(cal) == pytest.approx(expected, rel=1e-9)

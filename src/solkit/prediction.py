@@ -141,7 +141,7 @@ ALIGN_BYTES = 16
 #: (launches, helper bytes per byte the conv reads) cuDNN adds to pad a forward conv's unaligned channels, per layout.
 #: Seen on an H200 in the sampled convs with unaligned channels of at least 16 bytes and filters larger than 1x1:
 #: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
-#: tensorTransformGeneric (w) beside the layout transforms
+#: tensorTransformGeneric (w) beside the layout transforms (whose x transform pads x; w's few bytes are not counted)
 CUDNN_PAD = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
 #: architectures on which PyTorch's SDPA prefers cuDNN's fused attention in fp16/bf16 (sdp_utils.cpp,
 #: check_prefer_cudnn_attention: cuDNN > 9.15 on compute capability 9.0, 10.0 or 10.3); flash elsewhere
