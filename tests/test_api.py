@@ -49,8 +49,9 @@ def test_design_signatures():
     assert _params(ops.conv2d)[:11] == [("batch", E), ("in_channels", E), ("height", E), ("width", E),
                                         ("out_channels", E), ("kernel", 3), ("stride", 1), ("padding", 0),
                                         ("groups", 1), ("layout", "nhwc"), ("dtype", "bf16")]
-    assert _params(ops.attention) == [("batch", E), ("heads", E), ("seq_q", E), ("seq_kv", None), ("head_dim", 128),
-                                      ("kv_heads", None), ("causal", False), ("impl", "flash"), ("dtype", "bf16")]
+    # new keywords go after dtype (DESIGN): kv_dtype
+    assert _params(ops.attention)[:9] == [("batch", E), ("heads", E), ("seq_q", E), ("seq_kv", None), ("head_dim", 128),
+                                          ("kv_heads", None), ("causal", False), ("impl", "flash"), ("dtype", "bf16")]
     assert _params(sk.mfu)[:5] == [("flops", E), ("seconds", E), ("gpu", E), ("dtype", "bf16"), ("n_gpus", 1)]
     assert [p[0] for p in _params(sk.sol_fraction)][:3] == ["workload", "gpu", "measured_seconds"]
     assert [p[0] for p in _params(sk.roofline)][:2] == ["workload", "gpu"]

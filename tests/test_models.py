@@ -29,7 +29,7 @@ def test_llama3_8b_layer_flops():
 
 def test_llama3_8b_model_matches_parameter_count():
     """Forward GEMM FLOPs per token = 2 x matmul parameters: 2 x (32 x 218,103,808 + 4096 x 128256) = 15,009,316,864."""
-    w = models.preset("llama3-8b", batch=1, seq=T)
+    w = models.preset("llama3-8b").forward(batch=1, seq=T, kernels="fused")
     per_layer = 4096 * 6144 + 4096 * 4096 + 3 * 4096 * 14336  # 218,103,808
     matmul_params = 32 * per_layer + 4096 * 128256  # 7,504,658,432
     attention = 32 * 4 * 32 * 128 * (T * T - T * (T - 1) // 2)
@@ -39,7 +39,7 @@ def test_llama3_8b_model_matches_parameter_count():
 
 def test_bert_base_is_post_norm_gelu_not_causal():
     """BERT-base preset: LayerNorm, GELU MLP, full attention: pairs = seq^2."""
-    w = models.preset("bert-base", batch=8, seq=512)
+    w = models.preset("bert-base").forward(batch=8, seq=512, kernels="fused")
     names = {k.name for k in w.kernels}
     assert {"layernorm", "gelu", "up", "down"} <= names
     attn = [k for k in w.kernels if k.kind == "attention"][0]
@@ -61,7 +61,7 @@ def test_resnet50_matches_published_count():
 def test_training_step_of_a_gemm():
     """C[m,n] = A[m,k] B[k,n]: dgrad (m,k,n), wgrad (k,n,m); model FLOPs 3 x 2*m*n*k."""
     m, n, k = 4096, 1024, 512
-    step = models.training_step(ops.matmul(m, n, k))
+    step = models.training_step(ops.matmul(m, n, k), optimizer=None)
     assert [x.name for x in step.kernels] == ["matmul", "matmul dgrad", "matmul wgrad"]
     dgrad, wgrad = step.kernels[1].gemm, step.kernels[2].gemm
     assert (dgrad.m, dgrad.n, dgrad.k) == (m, k, n)
@@ -73,20 +73,20 @@ def test_training_step_of_a_gemm():
 def test_training_step_attention_and_norm():
     """Flash backward executes 2.5x, counts 2x; a norm's backward reads inputs + dy and writes dx (and dgamma)."""
     fwd = ops.attention(1, 8, 1024)
-    step = models.training_step(fwd)
+    step = models.training_step(fwd, optimizer=None)
     back = step.kernels[1]
     assert back.matrix_flops == 2.5 * fwd.executed_flops
     assert back.model_flops == 2 * fwd.flops
     assert back.bytes == fwd.bytes_read + 2 * fwd.bytes_written + fwd.bytes_read  # Q,K,V,O,dO in; dQ,dK,dV out
     ln = ops.layernorm(8192, 4096)
-    lb = models.training_step(ln).kernels[1]
+    lb = models.training_step(ln, optimizer=None).kernels[1]
     # reads x, gamma, beta, dy: (2*T*d + 2*d)*2; writes dx, dgamma, dbeta: (T*d + 2*d)*2 -> 201,359,360
     assert lb.bytes == (2 * 8192 * 4096 + 2 * 4096) * 2 + (8192 * 4096 + 2 * 4096) * 2
 
 
 def test_models_feed_the_rest_of_the_library():
     """A model step goes through roofline, predict and mfu like any workload."""
-    step = models.training_step(models.preset("llama3-8b", batch=1, seq=4096))
+    step = models.training_step(models.preset("llama3-8b").forward(batch=1, seq=4096))
     r = sk.roofline(step, "h100")
     assert r.bound == "compute"
     assert sk.predict(step, "h200").seconds > sk.roofline(step, "h200").t_sol
@@ -105,10 +105,10 @@ def test_bad_model_arguments():
 
 @pytest.mark.parametrize("call, keyword", [
     (lambda: models.transformer(2, 1000, 1, 128, 512, 8, foo=1), "foo"),
-    (lambda: models.preset("llama3-8b", attn="flash"), "attn"),
+    (lambda: models.preset("llama3-8b").forward(attn="flash"), "attn"),
     (lambda: models.decoder_layer(1, 128, 512, 8, ffm=2048), "ffm"),
     (lambda: models.resnet50(1, layouts="nhwc"), "layouts"),
-    (lambda: models.training_step(ops.matmul(8, 8, 8), optimizer="adamw"), "optimizer"),
+    (lambda: models.training_step(ops.matmul(8, 8, 8), optimiser="adamw"), "optimiser"),
     (lambda: models.backward(ops.matmul(8, 8, 8), dp=2), "dp"),
     (lambda: ops.matmul(8, 8, 8, epiloge="gelu"), "epiloge"),
 ])
@@ -163,8 +163,8 @@ def test_model_arguments_must_broadcast():
 
 def test_model_overflow_names_the_model_arguments():
     """A model whose figures leave float64 is refused naming its own arguments, not only an inner op's."""
-    with pytest.raises(ShapeError, match=r"decoder_layer\(batch=1, seq=1e\+300, .*\) is too large for float64"):
-        models.preset("llama3-8b", seq=10**300)
+    with pytest.raises(ShapeError, match=r"llama3-8b.forward\(batch=1, seq=1e\+300, context=0\) is too large for float64"):
+        models.preset("llama3-8b").forward(seq=10**300)
     # 2 * 1 * 1e306 * 1000 = 2e309 > 1.8e308: refused before any op counts it
     with pytest.raises(ShapeError, match=r"2 \* batch \* seq \* vocab must stay below 1.8e308"):
         models.transformer(2, 1000, np.array([1.0, 1e306]), 1, 512, 8)

@@ -31,7 +31,7 @@ def test_matmul_with_bias_and_gelu():
     assert (back["matmul dgrad"].gemm.m, back["matmul dgrad"].gemm.n, back["matmul dgrad"].gemm.k) == (m, k, n)
     assert (back["matmul wgrad"].gemm.m, back["matmul wgrad"].gemm.n, back["matmul wgrad"].gemm.k) == (k, n, m)
     forward = 2 * m * n * k + m * n * (1 + 8)  # 17,255,366,656 model FLOPs: product, bias, GELU
-    assert models.training_step(ops.matmul(m, n, k, bias=True, epilogue="gelu")).flops == 3 * forward
+    assert models.training_step(ops.matmul(m, n, k, bias=True, epilogue="gelu"), optimizer=None).flops == 3 * forward
 
 
 def test_matmul_backward_in_the_output_precision():
@@ -103,7 +103,7 @@ def test_naive_causal_attention_step_is_three_forwards():
     assert fwd.flops == 4 * 8 * 64 * pairs  # 1,074,790,400
     back = models.backward(fwd)
     assert back.flops == 2 * fwd.flops  # 2,149,580,800
-    assert models.training_step(fwd).flops == 3 * fwd.flops  # 3,224,371,200 (the old per-kernel rule gave 5x)
+    assert models.training_step(fwd, optimizer=None).flops == 3 * fwd.flops  # 3,224,371,200 (the old per-kernel rule gave 5x)
     assert back.matrix_flops == 4 * 2 * 8 * 1024 * 1024 * 64  # 4,294,967,296: dP, dV, dQ, dK over every pair
     assert back.vector_flops == 10 * 8 * 1024 * 1024  # the softmax's gradient, 2 x 5 per element: 83,886,080
     assert [k.name.split(" ", 3)[-1] for k in back.kernels] == ["dP = dO V^T", "dV = P^T dO", "softmax backward",
@@ -195,7 +195,7 @@ def test_hand_built_kernels_have_no_backward():
     """A workload of hand-built kernels cannot be differentiated: an OptionError names the kernel."""
     w = Workload("mine", (Kernel("custom", "elementwise", "bf16", vector_flops=1.0, bytes_read=8.0),))
     with pytest.raises(OptionError, match="kernel 'custom' was not built by a registered operator"):
-        models.training_step(w)
+        models.training_step(w, optimizer=None)
 
 
 LLAMA_LAYER = dict(vocab=128256, batch=1, seq=2048, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336)
@@ -210,7 +210,7 @@ def test_repeated_layers_are_held_once():
     gpu = sk.load_gpu("h200")
     assert sk.roofline(w, gpu).t_sol == pytest.approx(sk.roofline(expanded, gpu).t_sol, rel=1e-12)
     assert sk.predict(w, gpu).seconds == pytest.approx(sk.predict(expanded, gpu).seconds, rel=1e-12)
-    step = models.training_step(w)
+    step = models.training_step(w, optimizer=None)
     assert step.flops == pytest.approx(3 * w.flops, rel=1e-12)
     assert len(step.counted) < 40  # the backward is held once per layer too
 

@@ -317,11 +317,13 @@ def build_add(c: Case) -> Prepared:
 
 
 def build_copy(c: Case) -> Prepared:
-    """dst.copy_(src), device to device."""
+    """dst.copy_(src), device to device; with ``out_dtype``, dst in that precision (a cast)."""
     p = c.params
     src = randn(p["elements"], dtype=p["dtype"])
-    dst = torch.empty_like(src)
-    return Prepared(lambda: dst.copy_(src), lambda: src.double(), 0.0, poison=(dst,))
+    out = p.get("out_dtype")
+    dst = torch.empty_like(src) if out is None else torch.empty(p["elements"], dtype=randn(1, dtype=out).dtype,
+                                                                 device=src.device)
+    return Prepared(lambda: dst.copy_(src), lambda: src.double(), 0.0 if out is None else 1e-2, poison=(dst,))
 
 
 def build_gelu(c: Case) -> Prepared:

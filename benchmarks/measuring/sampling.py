@@ -81,6 +81,11 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
     "sdpa": {"weight": 1.0, "batch": (1, 32), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 32768),
              "decode": 0.35, "cross": 0.3, "head_dim": (64, 80, 96, 128, 256, 72), "gqa": 0.5, "causal": 0.5,
              "dtypes": {"bf16": 0.6, "fp16": 0.2, "fp32": 0.2}},
+    # dst.copy_(src) between precisions: what eager AMP runs around every linear layer (weights and activations
+    # cast down, gradients and logits cast up)
+    "cast": {"weight": 1.0, "elements": (1024, 2 ** 29), "unaligned": 0.25,
+             "pairs": (("fp32", "bf16"), ("bf16", "fp32"), ("fp32", "fp16"), ("fp16", "fp32")),
+             "dtypes": {"fp32": 0.5, "bf16": 0.35, "fp16": 0.15}},
 }
 #: the size keys of each family, checked against SPACE by check_case
 _SIZE_KEYS: dict[str, dict[str, str]] = {
@@ -92,6 +97,7 @@ _SIZE_KEYS: dict[str, dict[str, str]] = {
     "attention": {"batch": "batch", "heads": "heads", "seq_q": "seq", "seq_kv": "seq"},
     "decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "sdpa": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
+    "cast": {"elements": "elements"},
 }
 _ELEM_NOTES = {"add": "torch.add(a, b, out=c)", "copy": "dst.copy_(src)", "gelu": "F.gelu(x) (erf form, torch default)",
                "silu": "F.silu(x)"}
@@ -291,9 +297,20 @@ def _draw_sdpa(d: _Draw) -> Case:
     return case
 
 
+def _draw_cast(d: _Draw) -> Case:
+    """A cast of a random element count between a random pair of precisions (one of them fp32)."""
+    s = EXTRA_SPACE["cast"]
+    src, dst = s["pairs"][d.rng.randrange(len(s["pairs"]))]
+    e = d.logint(s["elements"])
+    return Case("cast", "copy", {"elements": e, "dtype": src, "out_dtype": dst}, "copy",
+                "dst.copy_(src) with dst in out_dtype (a cast)")
+
+
 def _draw_family(d: _Draw, family: str) -> Case:
     if family == "sdpa":
         return _draw_sdpa(d)
+    if family == "cast":
+        return _draw_cast(d)
     if family in ("matmul", "bmm"):
         return _draw_mm(d, family)
     if family in ("layernorm", "rmsnorm", "softmax"):

@@ -12,7 +12,7 @@ from .report import sweep
 from .sol import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
 from .workload import Kernel, Workload, chain
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 #: imported on first use: the pydantic schema, and the profile readers (json, csv, gzip, decimal)
@@ -25,6 +25,10 @@ def __getattr__(name: str):
         import importlib
 
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    if name == "planning":  # serving figures (TTFT, TPOT, tokens/s), on first use
+        import importlib
+
+        return importlib.import_module(".planning", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
@@ -48,6 +52,7 @@ __all__ = [
     "mfu",
     "models",
     "ops",
+    "planning",
     "plot",
     "predict",
     "Prediction",

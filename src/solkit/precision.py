@@ -1,7 +1,7 @@
 """Precision names, their aliases and storage bytes.
 
-Canonical names: fp64, fp32, tf32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int32, fp4.
-Storage bytes: fp64 8, fp32 and tf32 4, bf16 and fp16 2, fp8 and int8 1, int32 4, fp4 0.5.
+Canonical names: fp64, fp32, tf32, bf16, fp16, fp8_e4m3, fp8_e5m2, int8, int32, fp4, int4.
+Storage bytes: fp64 8, fp32 and tf32 4, bf16 and fp16 2, fp8 and int8 1, int32 4, fp4 and int4 0.5.
 The rate class of a precision is the key its peak is listed under in a spec: both fp8
 formats share the ``fp8`` rate.
 """
@@ -36,6 +36,7 @@ PRECISIONS: dict[str, float] = {
     "int8": 1.0,
     "int32": 4.0,
     "fp4": 0.5,
+    "int4": 0.5,  # storage only (weight-only quantization, W4A16): no matrix-unit rate of its own
 }
 
 #: the peak-rate keys a spec file may list
@@ -65,6 +66,8 @@ _ALIASES: dict[str, str] = {
     "i8": "int8",
     "int32": "int32",
     "i32": "int32",
+    "i4": "int4",
+    "uint4": "int4",
     "nvfp4": "fp4",
     "mxfp4": "fp4",
     "fp4_e2m1": "fp4",
@@ -82,6 +85,7 @@ _RATE_CLASS: dict[str, str | None] = {
     "int8": "int8",
     "int32": None,
     "fp4": "fp4",
+    "int4": None,
 }
 
 #: matmul output precision where it differs from the input's

@@ -10,8 +10,8 @@ fitted (``measured:`` in the spec):
                    waves_k * k_steps_k * kstep_latency[key])         (GEMMs and convs)
 
   where [key] is the kernel's calibration key: its operator (``Kernel.op``) or, where one applies,
-  the operator's implementation variant ("skinny", "legacy", "misaligned", "splitkv", "depthwise",
-  "unaligned", "wide", "causal", "fewindex": ``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p)
+  the operator's implementation variant ("skinny", "legacy", "misaligned", "odd", "splitkv", "depthwise",
+  "unaligned", "wide", "causal", "fewindex", "upcast", "downcast": ``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p)
   with the fitted ``overlap_exponent`` p (p = inf is max). A key without an entry falls back.
 
 - ``launch_floor``: the measured time of an empty kernel under the same timer; ``kernel_gap``:
@@ -138,6 +138,8 @@ UNALIGNED_OK = frozenset({"fp32", "fp64"})
 SKINNY = 16
 #: leading dimensions and conv channels should be multiples of this many bytes
 ALIGN_BYTES = 16
+#: ``Gemm.layout`` of a weight gradient X^T @ dY (its reduction runs over the rows of both stored operands)
+WGRAD = "wgrad"
 #: (launches, helper bytes per byte the conv reads) cuDNN adds to pad a forward conv's unaligned channels, per layout.
 #: Seen on an H200 in the sampled convs with unaligned channels of at least 16 bytes and filters larger than 1x1:
 #: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
@@ -397,14 +399,20 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             t_mat, wave, tiles = _gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
-            # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any
-            misaligned = ((g.k % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
+            # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any.
+            # The rows are the stored operands' leading dimensions: k and n, except a weight gradient's
+            # (dW [k,n] = X^T [k,m] @ dY [m,n] reads X [m,k] and dY [m,n]: k and n again, m only counts rows)
+            lead = g.m if g.layout == WGRAD else g.k
+            misaligned = ((lead % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
             # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
             variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
             # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
             # kernels with narrow loads (cutlass_75 ... align2)
             variants.append(("legacy", kernel.precision in LEGACY_PRECISIONS))
             variants.append(("misaligned", misaligned))
+            # an odd row of 2-byte elements leaves cuBLAS only its align1 kernels (2-byte loads), slower than align2/4
+            if PRECISIONS[kernel.precision] == 2:
+                variants.append(("odd", misaligned & ((lead % 2 != 0) | (g.n % 2 != 0))))
         elif g is not None and kernel.kind == "conv" and g.channels is not None:
             c = g.channels
             depthwise = (g.batch > 1) & (c < per) & (g.n < per)
@@ -462,6 +470,12 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             few = r.number <= FEW_INDICES
             variants.append(("fewindex", few))
             waves = where(few, r.number, waves)  # each id a serial step of every thread
+    if op == "copy" and kernel.gemm is None and kernel.rows is None:
+        # a cast between precisions: ATen's dedicated fp32 -> 16-bit kernel (vectorized) narrows, the generic
+        # direct_copy kernel (unrolled, not vectorized) widens; a cast reads n*e_in and writes n*e_out
+        read, written = kernel.bytes_read, kernel.bytes_written
+        variants.append(("downcast", written < read))
+        variants.append(("upcast", written > read))
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
     return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
                        wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes)
@@ -553,10 +567,14 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
 
 def combine(terms: Any, cal: Calibration) -> Num:
     """Workload seconds from (terms, count) pairs: launch floor + kernel bodies + a gap per further launch."""
+    return _combined(terms, [kernel_seconds(t, cal)[0] for t, _ in terms], cal)
+
+
+def _combined(terms: Any, bodies: Any, cal: Calibration) -> Num:
+    """``combine`` from the kernels' bodies already computed."""
     total: Any = cal.launch_floor
     launches: Any = 0.0
-    for t, count in terms:
-        body, _, _ = kernel_seconds(t, cal)
+    for (t, count), body in zip(terms, bodies):
         total = total + (body if count == 1 else body * count)
         n = where(t.present, t.launches, 0.0)
         launches = launches + (n if count == 1 else n * count)
@@ -603,8 +621,9 @@ def _limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) ->
 class Prediction:
     """Expected time of a workload on one GPU, per kernel (``kernels``, built on demand), with the calibration it used."""
 
-    __slots__ = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "_rows")
-    _FIELDS = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes")
+    __slots__ = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "kernel_seconds",
+                 "host_seconds", "_rows")
+    _FIELDS = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "kernel_seconds", "host_seconds")
 
     workload: str
     gpu: str
@@ -613,6 +632,8 @@ class Prediction:
     calibrated: bool
     launch_floor: float
     notes: tuple[str, ...]
+    kernel_seconds: Any  # the kernel bodies summed (GPU busy time)
+    host_seconds: Any  # the CPU's time to issue an eager program's launches (0: not an eager program)
     _rows: Any  # () -> the per-kernel rows
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -692,14 +713,82 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
                                         result(t.misaligned)))
         return tuple(out)
 
+    bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
+    seconds = _combined(terms, bodies, cal)
+    busy: Any = sum(body if count == 1 else body * count for body, (_, count) in zip(bodies, terms))
+    host: Any = 0.0
+    per_launch = program_host_overhead(w, cal)
+    if per_launch:
+        by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
+        a, b, c = _issue(w, by_kernel, per_launch, cal.kernel_gap)
+        seconds, host = maximum(b, c), a
+        share = np.max(host) / max(float(np.max(seconds)), 1e-300)
+        notes.append(f"eager program: the CPU issues {len(w):,} launches in {fmt_seconds(np.max(host))} "
+                     f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
+                     f"{'CPU-bound (the GPU waits for launches)' if share > 0.9 else 'GPU-bound'}")
     p = object.__new__(Prediction)
     s = object.__setattr__
     s(p, "workload", w.name)
     s(p, "gpu", g.name)
-    s(p, "seconds", broadcast_to(maximum(combine(terms, cal), bound.t_sol), w.shape))  # never below T_SOL
+    s(p, "seconds", broadcast_to(maximum(seconds, bound.t_sol), w.shape))  # never below T_SOL
     s(p, "t_sol", bound.t_sol)
     s(p, "calibrated", cal.calibrated)
     s(p, "launch_floor", cal.launch_floor)
     s(p, "notes", tuple(notes))
+    s(p, "kernel_seconds", result(busy))
+    s(p, "host_seconds", result(host))
     s(p, "_rows", rows)
     return p
+
+
+def program_host_overhead(w: Workload, cal: Calibration) -> Any:
+    """Host seconds per launch when ``w`` is an eager program built by ``solkit.models`` (0 otherwise).
+
+    The CPU's time to issue an eager program: ``host_program`` (a Hugging Face model's preamble:
+    masks, position ids, the cache) + ``host_layer`` per layer (its modules' Python) +
+    ``host_launch`` (training: ``host_launch_training``) per launch (ATen dispatch, the autograd
+    engine), spread evenly over the launches.
+    """
+    origin = w.origin
+    if origin is None or getattr(origin, "kernels", "eager") != "eager":
+        return 0.0
+    per_launch = cal.host_launch_training if getattr(origin, "training", False) else cal.host_launch
+    if not (per_launch or cal.host_layer or cal.host_program):
+        return 0.0
+    layers = getattr(origin, "layers", 0)
+    preamble = cal.host_program if getattr(origin, "preamble", False) else 0.0
+    return per_launch + (preamble + cal.host_layer * layers) / max(len(w), 1)
+
+
+def _issue(w: Workload, body: dict[int, Any], host: float, gap: float) -> tuple[Any, Any, Any]:
+    """(a, b, c) of ``w`` run eagerly: the CPU's clock H and the GPU's G after it are H + a and max(G + b, H + c).
+
+    Each launch advances H by ``host`` and starts at max(H, G), running its body plus ``gap``.
+    These maps compose in max-plus algebra (``_then``), and n repeats have a closed form
+    (``_repeated``), so a model of 10**6 layers costs what one layer does.
+    """
+    a: Any = 0.0
+    b: Any = 0.0
+    c: Any = -math.inf
+    for node, count in w.parts:
+        if isinstance(node, Workload):
+            part = _issue(node, body, host, gap)
+        else:
+            launches = node.launches
+            issue = host * launches
+            part = (issue, body[id(node)] + gap * launches, issue + body[id(node)] + gap * launches)
+        a, b, c = _then((a, b, c), _repeated(part, count) if count != 1 else part)
+    return a, b, c
+
+
+def _then(first: tuple[Any, Any, Any], second: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """The map of ``first`` then ``second``: G'' = max(G + b1 + b2, H + max(c1 + b2, a1 + c2))."""
+    a1, b1, c1 = first
+    a2, b2, c2 = second
+    return a1 + a2, b1 + b2, maximum(c1 + b2, a1 + c2)
+
+
+def _repeated(part: tuple[Any, Any, Any], n: int) -> tuple[Any, Any, Any]:
+    """``part`` n times: the maximum over which repeat the GPU last waited for is at the first or the last."""
+    a, b, c = part
+    return n * a, n * b, maximum(c + (n - 1) * b, (n - 1) * a + c)

@@ -326,11 +326,12 @@ def _launch_count(w: "Workload") -> int:
 class Workload:
     """Kernels run one after another (an operator, a layer, a model step); repeated parts held once with a count."""
 
-    __slots__ = ("name", "parts", "call", "_counted", "_shape")
+    __slots__ = ("name", "parts", "call", "origin", "_counted", "_shape")
 
     name: str
     parts: tuple[tuple[Node, int], ...]  # (a kernel or a sub-workload, how many times it runs in a row)
     call: Optional[OpCall]  # the registered operator that built it, if one did
+    origin: Any  # the model call that built it (solkit.models), if one did: training_step rebuilds from it
     _counted: Optional[tuple[tuple[Kernel, int], ...]]  # derived on first use
     _shape: Optional[tuple[int, ...]]
 
@@ -344,10 +345,11 @@ class Workload:
         _check_parts(self, "kernels")
 
     @classmethod
-    def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None) -> "Workload":
+    def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None,
+           origin: Any = None) -> "Workload":
         """A workload from validated (kernel or workload, count) parts (for ops and models)."""
         w = object.__new__(cls)
-        _init(w, name, parts, call)
+        _init(w, name, parts, call, origin)
         return w
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -400,8 +402,8 @@ class Workload:
         if type(name) is not str:
             name = name_text("name", name)
         if kernels and len(self.parts) == 1 and isinstance(self.parts[0][0], Kernel) and self.parts[0][1] == 1:
-            return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call)
-        return Workload.of(name, self.parts, self.call)
+            return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call, self.origin)
+        return Workload.of(name, self.parts, self.call, self.origin)
 
     def __add__(self, other: Any) -> "Workload":
         """``a + b``: a then b (a Kernel is taken as a one-kernel workload)."""
@@ -494,11 +496,12 @@ class Workload:
                 f"executed_flops={show(self.executed_flops)}, bytes={show(self.bytes)})")
 
 
-def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall]) -> None:
+def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall], origin: Any = None) -> None:
     setattr_ = object.__setattr__
     setattr_(w, "name", name)
     setattr_(w, "parts", parts)
     setattr_(w, "call", call)
+    setattr_(w, "origin", origin)
     setattr_(w, "_counted", parts if all(type(n) is Kernel for n, _ in parts) else None)
     setattr_(w, "_shape", None)
 
@@ -526,7 +529,9 @@ def as_workload(w: Any, argument: str = "workload") -> Workload:
         return w
     if isinstance(w, Kernel):
         return Workload.of(w.name, ((w, 1),))
-    raise ArgumentTypeError(f"{argument} must be a solkit Workload or Kernel, got {type(w).__name__}")
+    hint = (f" (a model's architecture: pass its program, e.g. {argument}=m.forward(batch=, seq=))"
+            if callable(getattr(w, "forward", None)) else "")
+    raise ArgumentTypeError(f"{argument} must be a solkit Workload or Kernel, got {type(w).__name__}{hint}")
 
 
 def chain(name: str, *workloads: Any) -> Workload:

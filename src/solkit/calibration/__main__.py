@@ -1,9 +1,10 @@
-"""``python -m solkit.calibration fit|report``: the calibration and its report from committed measurements.
+"""``python -m solkit.calibration fit|cv|sampled|programs|report``: the calibration and its report from committed measurements.
 
     python -m solkit.calibration fit [--data data/h200_sample_fit_run2.json data/h200_sample_fit_seed2027.json
                                           data/h200_measurements.json] [--spec ...] [--write]
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
     python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
+    python -m solkit.calibration programs [--out data/h200_programs.md]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
 Paths are relative to the current folder (run it from a source checkout's root).
@@ -26,9 +27,10 @@ from .writer import _dump, measured_section, write_measured
 
 DATA = "data/h200_measurements.json"
 #: the fit reads the sampled fit sets (the first's ceilings; all their cases: seed 2026, then seed 2027, measured
-#: after the frozen test draw, and SDPA as users call it) and two thirds of the hand-picked catalogue
+#: after the frozen test draw, SDPA as users call it, and casts between precisions) and two thirds of the
+#: hand-picked catalogue
 FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", "data/h200_sdpa_fit_seed2027.json",
-            DATA)
+            "data/h200_cast_fit_seed2028.json", DATA)
 SPEC = "hardware_specs/h200-sxm.yaml"
 REPEAT = "data/h200_measurements_run2.json"
 VALIDATION = "data/h200_sample_validation.json"
@@ -45,12 +47,15 @@ SAMPLED_SETS = (
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
     ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),
     ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
-    ("SDPA as users call it, seed 2027, test (frozen: measured after 5185ace, this model)",
+    ("SDPA as users call it, seed 2027, test (frozen: measured after 5185ace, an earlier model)",
      "data/h200_sdpa_test_seed2027.json"),
+    ("Casts between precisions (dst.copy_(src)), seed 2028, fit", "data/h200_cast_fit_seed2028.json"),
+    ("Casts between precisions, seed 2028, validation", "data/h200_cast_validation_seed2028.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
 REPORT = "data/h200_validation.md"
+PROGRAMS_REPORT = "data/h200_programs.md"
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -72,6 +77,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--cv", default="", help="a file holding the cross-validation table (the output of the cv command)")
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--out", default=SAMPLED_REPORT)
+    p = sub.add_parser("programs", help="write the whole-program report (data/h200_programs.md)")
+    p.add_argument("--spec", default=SPEC)
+    p.add_argument("--out", default=PROGRAMS_REPORT)
     p = sub.add_parser("report", help="write the validation report")
     p.add_argument("--data", default=DATA)
     p.add_argument("--spec", default=SPEC)
@@ -100,6 +108,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         earlier = (load_measurements(args.repeat), sets[0][2]) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
         text = sampled_report(sets, gpu, args.spec, cv_table, earlier)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(text)
+        return 0
+    if args.command == "programs":
+        from .programs import programs_report
+
+        text = programs_report(gpu)
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0

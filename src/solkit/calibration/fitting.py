@@ -35,6 +35,7 @@ from .data import MeasurementSet, fit_cases, sample_set_of, workload_of
 from .metrics import log_error
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .programs import StepSet
     from ..hardware.schema import GPU
 
 __all__ = ["ceilings", "fit", "FitResult", "GRIDS", "MIN_CASES_PER_KEY", "PASSES", "TAIL_START", "TAIL_WEIGHT", "round_calibration"]
@@ -72,7 +73,7 @@ TAIL_WEIGHT = 2.0
 #: passes of coordinate descent
 PASSES = 12
 #: kinds whose operators may get their own entries
-PER_OPERATOR_KINDS = ("reduction", "elementwise", "attention", "conv", "gemm")
+PER_OPERATOR_KINDS = ("reduction", "elementwise", "attention", "conv", "gemm", "copy")
 
 
 def _round(value: float, parameter: str) -> float:
@@ -229,10 +230,12 @@ def _used_keys(cal: Calibration, train_terms: Iterable[tuple[KernelTerms, ...]])
     return cal.replace(**{table: {k: v for k, v in getattr(cal, table).items() if k in used[table]} for table in tables})
 
 
-def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") -> FitResult:
+def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "Optional[Sequence[StepSet]]" = None
+        ) -> FitResult:
     """Fit the predictor's parameters to the training cases of ``msets`` for ``gpu`` (its SM count and peaks).
 
-    The ceilings are the first file's; the training cases are every file's ``fit_cases``.
+    The ceilings are the first file's; the training cases are every file's ``fit_cases``; the host
+    times of eager programs are fitted on whole steps (``steps``, default the committed step files).
     """
     sets = [msets] if isinstance(msets, MeasurementSet) else list(msets)
     base = Calibration(gpu=gpu.name, calibrated=True, source="fit", **ceilings(sets[0]), kernel_gap=0.0,
@@ -276,4 +279,13 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") -> FitRe
                 value_loss = loss(trial)
                 if value_loss < best - 1e-12:
                     cal, best = trial, value_loss
-    return FitResult(_used_keys(cal, train_terms), len(train), len(held), best)
+    return FitResult(_used_keys(cal, train_terms).replace(**host_parameters(steps)), len(train), len(held), best)
+
+
+def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, float]:
+    """The host-time parameters fitted on whole steps (``programs.fit_host``; default: the committed step files)."""
+    from .programs import STEP_FIT_DATA, fit_host, load_steps
+
+    sets = list(steps) if steps is not None else [load_steps(name) for name in STEP_FIT_DATA]
+    host = fit_host(sets)
+    return {name: getattr(host, name) for name in ("host_program", "host_layer", "host_launch", "host_launch_training")}

@@ -83,6 +83,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("misaligned_gemm_penalty", "", False, True, 3, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
     Parameter("small_channel_penalty", "", False, True, 3, "slowdown of convs with fewer than 16 bytes of channels"),
     Parameter("overlap_exponent", "", False, True, 3, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
+    Parameter("host_launch", "us", False, False, 2, "host (CPU) time per launch of an eager PyTorch inference program"),
+    Parameter("host_launch_training", "us", False, False, 2, "host time per launch of an eager PyTorch training step"),
+    Parameter("host_layer", "us", False, False, 1, "host time per layer of an eager model's forward (its modules' Python)"),
+    Parameter("host_program", "us", False, False, 1, "host time per eager program before its first launch (the model's preamble)"),
 )
 
 
@@ -107,6 +111,10 @@ class Calibration:
     misaligned_gemm_penalty: float
     small_channel_penalty: float
     overlap_exponent: float
+    host_launch: float = 0.0  # s of host time per launch, eager inference programs (0: not measured)
+    host_launch_training: float = 0.0  # s per launch, eager training steps
+    host_layer: float = 0.0  # s per layer of the forward
+    host_program: float = 0.0  # s per program
 
     def replace(self, **changes: Any) -> "Calibration":
         """A copy with some parameters replaced (the fit tries values this way)."""

@@ -55,6 +55,10 @@ RANGES: Mapping[str, Range] = MappingProxyType({
     "interconnect.pcie_bandwidth_gb_s": Range(1, 1024, "GB/s", "MB/s typed into a GB/s field?"),
     # the measured section (the H200 fit: latencies 0-20 us, efficiencies 0.157-1, penalties 4.8 and 5.8, p = 2)
     "measured.launch_floor_us": Range(0.1, 100, "us", "ns typed into a us field?"),
+    "measured.host_launch_us": Range(0, 1000, "us", "ms typed into a us field?"),
+    "measured.host_launch_training_us": Range(0, 1000, "us", "ms typed into a us field?"),
+    "measured.host_layer_us": Range(0, 100_000, "us", "ms typed into a us field?"),
+    "measured.host_program_us": Range(0, 1_000_000, "us", "s typed into a us field?"),
     "measured.kernel_gap_us": Range(0, 100, "us", "ns typed into a us field?"),
     "measured.kernel_latency_us.*": Range(0, 1000, "us", "ns typed into a us field?"),
     "measured.compute_efficiency.*": Range(0.01, 1, "", "an efficiency is a fraction of at most 1"),

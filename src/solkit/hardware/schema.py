@@ -235,6 +235,10 @@ class Measured(_SpecModel):
     misaligned_gemm_penalty: Figure = 1.0
     small_channel_penalty: Figure = 1.0
     overlap_exponent: Union[Figure, Literal["inf"]] = "inf"
+    host_launch_us: NonNegativeFigure = 0.0
+    host_launch_training_us: NonNegativeFigure = 0.0
+    host_layer_us: NonNegativeFigure = 0.0
+    host_program_us: NonNegativeFigure = 0.0
     fit: Union[str, None] = None
 
     def calibration(self, gpu: str) -> "Calibration":

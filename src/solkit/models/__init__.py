@@ -1,13 +1,35 @@
-"""Whole networks composed from ops: transformer layers and models, ResNet-50, training steps.
+"""Whole networks: ``Transformer`` architectures (presets, Hugging Face configs), ResNet-50, training steps, memory.
 
-Each function returns a ``Workload`` (an ordered list of kernels), so ``roofline``, ``predict``,
-``mfu`` and ``compare`` apply unchanged. Presets give the published shapes of common models.
+``preset(name)`` and ``from_hf_config(path_or_dict)`` return a ``Transformer``, a typed description
+of the architecture; its ``forward``, ``prefill`` and ``decode`` return Workloads (the kernels eager
+PyTorch or a fused engine runs), so ``roofline``, ``predict``, ``mfu`` and ``compare`` apply; its
+``params``, ``kv_cache_bytes``, ``flops_per_token`` and ``memory`` are closed forms.
+``training_step(forward)`` is the whole step. ``decoder_layer`` and ``transformer`` compose the
+fused ops directly (shapes, no architecture record). The pydantic-based names load on first use
+(``import solkit`` stays light).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from .resnet import resnet50
 from .training import backward, training_step
-from .transformer import PRESETS, decoder_layer, preset, transformer
+from .transformer import decoder_layer, transformer
 
-__all__ = ["PRESETS", "backward", "decoder_layer", "preset", "resnet50", "training_step", "transformer"]
+#: loaded on first use: name -> its module (these import pydantic)
+_LAZY = {"Transformer": "architecture", "from_hf_config": "hf", "MemoryFootprint": "memory", "memory": "memory",
+         "PRESETS": "presets", "preset": "presets", "preset_names": "presets"}
+
+
+def __getattr__(name: str) -> Any:
+    """The architecture record, presets, configs and memory, imported on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["PRESETS", "MemoryFootprint", "Transformer", "backward", "decoder_layer", "from_hf_config", "memory", "preset",
+           "preset_names", "resnet50", "training_step", "transformer"]

@@ -1,18 +1,69 @@
-"""ResNet-50 (v1.5: the stride on the 3x3 of each bottleneck), from conv2d and small ops."""
+"""ResNet-50 (v1.5: the stride on the 3x3 of each bottleneck), from conv2d and small ops.
+
+``kernels="fused"`` (the default) folds each BatchNorm and ReLU into one elementwise kernel after its
+conv; ``kernels="eager"`` runs what torchvision's model runs in eager PyTorch: BatchNorm as its own
+kernels (training: statistics, then normalize; eval: normalize), ReLU in place, the residual add
+then ReLU, and under ``amp`` (autocast over fp32 weights) a cast of every conv's and the fc's weight
+and of the fp32 input image. The workload records its ``origin`` (``ResNetCall``), so
+``training_step`` builds the step torchvision training runs: cross-entropy, the backward, the
+optimizer (SGD with momentum by default for ResNet).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from .._validate import broadcast, checked_call, dim, flag
-from ..ops import add, conv2d, elementwise, matmul, pool2d
+from .._validate import broadcast, checked_call, choice, dim, flag
+from ..ops import add, batchnorm, conv2d, copy, elementwise, matmul, nll_loss, pointwise, pool2d, softmax
 from ..errors import ShapeError
+from ..precision import normalize
 from ..workload import Workload, chain, overflow
 from ._common import naming_overflow
 
-__all__ = ["resnet50", "STAGES"]
+__all__ = ["resnet50", "STAGES", "ResNetCall", "RESNET50_PARAMS", "RESNET50_TENSORS"]
+
+#: torchvision's resnet50: 23,454,912 conv weights + 53,120 BatchNorm weights and biases + 2048*1000 + 1000 (fc)
+RESNET50_PARAMS = 25_557_032
+#: its parameter tensors: 53 conv weights, 53 x 2 BatchNorm, the fc's weight and bias
+RESNET50_TENSORS = 161
+#: bottleneck blocks (the per-layer unit of an eager program's host time)
+BLOCKS = 16
+
+
+class ResNetCall(NamedTuple):
+    """How a ResNet-50 workload was built (``Workload.origin``)."""
+
+    batch: Any
+    image: Any
+    classes: Any
+    layout: str
+    dtype: str
+    kernels: str
+    amp: bool
+    training: bool
+
+    @property
+    def layers(self) -> int:
+        """Bottleneck blocks: what the host's per-layer time counts."""
+        return BLOCKS
+
+    @property
+    def preamble(self) -> bool:
+        """torchvision's forward launches from its first line (no Hugging Face preamble)."""
+        return False
+
+    @property
+    def params(self) -> int:
+        """Parameters: RESNET50_PARAMS with the fc sized to ``classes`` (2048 weights and a bias per class)."""
+        return int(RESNET50_PARAMS + (int(np.max(self.classes)) - 1000) * (2048 + 1))
+
+    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:
+        """The step torchvision training runs (``training_step`` of a resnet50 forward)."""
+        from .steps import resnet_step
+
+        return resnet_step(self, optimizer, amp, microbatches, checkpointing)
 
 #: (blocks, bottleneck width, output channels, stride of the first block): He et al. 2016, Table 1
 STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2))
@@ -24,24 +75,34 @@ BN_RELU_FLOPS = 2
 
 @checked_call
 def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "nhwc", batchnorm: bool = True,
-             dtype: Any = "bf16") -> Workload:
+             dtype: Any = "bf16", kernels: Any = "fused", training: Any = False, amp: Any = False) -> Workload:
     """ResNet-50's forward pass on ``batch`` square images.
 
     Stem 7x7/2 conv to 64 channels, 3x3/2 max pool, 16 bottlenecks (1x1, 3x3 with the stage's
     stride, 1x1 expand; a 1x1 projection on each stage's first block), global average pool and
     a fully connected [N,2048] @ [2048,classes] layer. With ``batchnorm`` each conv is followed
     by a separate BN+ReLU kernel (training; inference usually folds BN into the conv).
+    ``kernels="eager"``: torchvision's kernels (module docstring); ``training`` puts BatchNorm in
+    training mode, ``amp`` holds fp32 weights cast by autocast.
     """
     n, size = dim("batch", batch), dim("image", image)
     broadcast(batch=n, image=size, classes=dim("classes", classes))
     with_bn = flag("batchnorm", batchnorm)
+    if choice("kernels", kernels, ("eager", "fused")) == "eager":
+        call = ResNetCall(n, size, dim("classes", classes), choice("layout", layout, ("nhwc", "nchw", "im2col")),
+                          normalize(dtype, "dtype"), "eager", flag("amp", amp), flag("training", training))
+        with naming_overflow("resnet50", batch=n, image=size):
+            return eager_resnet50(call)
     with np.errstate(over="ignore"):
         largest = n * size * size * 2048  # above every activation's elements (the stem's: n * 64 * (image / 2)**2)
     if not np.all(np.isfinite(largest)):
         raise overflow(ShapeError(f"batch * image**2 * 2048 must stay below 1.8e308 (float64), got batch={np.max(n):g} "
                                   f"and image={np.max(size):g}"))
+    call = ResNetCall(n, size, dim("classes", classes), choice("layout", layout, ("nhwc", "nchw", "im2col")),
+                      normalize(dtype, "dtype"), "fused", False, flag("training", training))
     with naming_overflow("resnet50", batch=n, image=size):
-        return _resnet50(n, size, classes, layout, with_bn, dtype)
+        w = _resnet50(n, size, classes, layout, with_bn, dtype)
+    return Workload.of(w.name, w.parts, origin=call)
 
 
 def _resnet50(n: Any, size: Any, classes: Any, layout: Any, with_bn: bool, dtype: Any) -> Workload:
@@ -73,3 +134,64 @@ def _resnet50(n: Any, size: Any, classes: Any, layout: Any, with_bn: bool, dtype
     parts.append(pool2d(n, c_in, h, h, kernel=h, stride=1, mode="avg", dtype=dtype))  # global: 7x7 -> 1x1
     parts.append(matmul(n, classes, c_in, dtype=dtype, bias=True).renamed("fc", kernels=True))  # [N,2048] @ [2048,classes]
     return chain("resnet50 forward", *parts)
+
+
+def eager_resnet50(call: ResNetCall, loss: bool = False) -> Workload:
+    """torchvision's resnet50 in eager PyTorch (module docstring), as its kernels; ``loss``: cross-entropy after it."""
+    n, size, dtype = call.batch, call.image, call.dtype
+    amp = call.amp
+    act = dtype  # activations: bf16 under autocast (the convs' outputs), or the weights' precision
+    parts: list[Workload] = []
+
+    def conv(c_in: Any, h: Any, c_out: Any, k: int, stride: int, relu: bool = True) -> Any:
+        pad = k // 2
+        weights = c_out * c_in * k * k
+        if amp:  # autocast: the conv's fp32 weight cast to bf16
+            parts.append(copy(weights, dtype="fp32", out_dtype=dtype).renamed("cast fp32->bf16", kernels=True))
+        # each call copies the weight to a contiguous channels_last tensor (H200 profiles: one strided copy per conv)
+        parts.append(copy(weights, dtype=act).renamed("conv weight copy", kernels=True))
+        parts.append(conv2d(n, c_in, h, h, c_out, k, stride, pad, layout=call.layout, dtype=act))
+        h_out = (h + 2 * pad - k) // stride + 1
+        parts.append(batchnorm(n, c_out, h_out, h_out, training=call.training, dtype=act,
+                               param_dtype="fp32" if amp else dtype))
+        if relu:
+            parts.append(pointwise(n * c_out * h_out * h_out, n * c_out * h_out * h_out, act, name="relu"))
+        return h_out
+
+    if amp:  # the fp32 image cast for the first conv
+        parts.append(copy(n * 3 * size * size, dtype="fp32", out_dtype=dtype).renamed("cast fp32->bf16", kernels=True))
+    h = conv(3, size, 64, 7, 2)  # stem: 224 -> 112
+    parts.append(pool2d(n, 64, h, h, kernel=3, stride=2, padding=1, mode="max", dtype=act,
+                        indices=call.training))
+    h, c_in = (h + 2 - 3) // 2 + 1, 64
+    for blocks, width, c_out, stride in STAGES:
+        for i in range(blocks):
+            s = stride if i == 0 else 1
+            conv(c_in, h, width, 1, 1)
+            h_mid = conv(width, h, width, 3, s)
+            conv(width, h_mid, c_out, 1, 1, relu=False)
+            if i == 0:
+                conv(c_in, h, c_out, 1, s, relu=False)  # projection shortcut: conv + BatchNorm
+            elements = n * c_out * h_mid * h_mid
+            parts.append(add(elements, act).renamed("residual add", kernels=True))
+            parts.append(pointwise(elements, elements, act, name="relu"))
+            h, c_in = h_mid, c_out
+    parts.append(pool2d(n, c_in, h, h, kernel=h, stride=1, mode="avg", dtype=act))  # global: 7x7 -> 1x1
+    if amp:
+        parts.append(copy(call.classes * c_in + call.classes, dtype="fp32", out_dtype=dtype)
+                     .renamed("cast fp32->bf16", kernels=True))
+    parts.append(matmul(n, call.classes, c_in, dtype=dtype, bias=True).renamed("fc", kernels=True))  # [N,2048] @ [2048,classes]
+    if loss:  # F.cross_entropy under autocast: log_softmax in fp32 (a cast of the logits first), NLL
+        parts.append(copy(n * call.classes, dtype=dtype, out_dtype="fp32").renamed("cast bf16->fp32", kernels=True))
+        parts.append(softmax(n, call.classes, "fp32").renamed("log_softmax", kernels=True))
+        parts.append(nll_loss(n, call.classes, dtype="fp32"))
+    name = f"resnet50 {'training ' if call.training else ''}forward"
+    return Workload.of(name, tuple((w, 1) for w in parts), origin=call)
+
+
+def fused_resnet50(call: ResNetCall) -> Workload:
+    """The fused-style forward (BN+ReLU as one kernel after each conv) with the cross-entropy after it."""
+    w = _resnet50(call.batch, call.image, call.classes, call.layout, True, call.dtype)
+    loss = (softmax(call.batch, call.classes, call.dtype).renamed("log_softmax", kernels=True),
+            nll_loss(call.batch, call.classes, dtype=call.dtype))
+    return Workload.of("resnet50 training forward", ((w, 1), *((x, 1) for x in loss)), origin=call)

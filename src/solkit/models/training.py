@@ -1,21 +1,45 @@
-"""A training step: the forward kernels, then each operator's backward, in reverse order.
+"""A training step: the forward kernels, the loss, each operator's backward in reverse order, the optimizer.
 
 Each operator's backward is its own registered formula (``solkit.ops.registry``), computed
-from the arguments it was called with: GEMMs and convolutions a data and a weight gradient,
-flash attention one recomputing kernel, naive attention autograd's four products and the
-softmax's gradient, memory-bound kernels ``memory_bound_backward``. Every backward counts twice
-its forward's model FLOPs, so a step's model FLOPs are 3x the forward's (the usual MFU
-convention), whatever the operators: naive causal attention included.
+from the arguments it was called with: GEMMs and convolutions a data and a weight gradient
+(and a bias-gradient reduction), flash attention one recomputing kernel, naive attention
+autograd's four products and the softmax's gradient, memory-bound kernels
+``memory_bound_backward``. Every backward counts twice its forward's model FLOPs, so a step's
+model FLOPs are 3x the forward's (the usual MFU convention), whatever the operators.
+
+For a forward built by ``solkit.models`` (``Transformer.forward``, ``resnet50``) the step is the
+one eager PyTorch runs: the forward rebuilt as training runs it (dropout; under ``amp`` the casts of
+the fp32 master weights), the loss (log-softmax + NLL over the vocabulary or classes) and the zeroed
+gradient of the logits, the backward (each cast's gradient cast back to fp32), a tied embedding's
+two gradients added, gradient accumulation over ``microbatches``, and the optimizer step. Casts,
+dropout, zeroing and the optimizer carry no model FLOPs (DESIGN).
 """
 
 from __future__ import annotations
 
-from .._validate import checked_call
+import math
+from typing import Any, Optional
+
+from .._validate import checked_call, choice, dim, flag
 from ..errors import OptionError
+from ..ops import adamw, fill, foreach
 from ..ops.registry import REGISTRY
+from ..precision import normalize
 from ..workload import Kernel, Node, Workload, as_workload
 
-__all__ = ["training_step", "backward"]
+__all__ = ["training_step", "backward", "OPTIMIZERS", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
+           "CHUNKS_PER_LAUNCH", "SGD_PASSES"]
+
+OPTIMIZERS = ("adamw", "sgd", "none")
+#: PyTorch's multi_tensor_apply (MultiTensorApply.cuh): at most 36 tensors per launch with 4 lists
+#: (p, g, m, v: depth 4), chunks of 65,536 elements, at most 320 blocks (chunks) per launch
+ADAMW_TENSORS_PER_LAUNCH = 36
+SGD_TENSORS_PER_LAUNCH = 64  # depth 2 (p or buf, and d)
+CHUNK_ELEMENTS = 65536
+CHUNKS_PER_LAUNCH = 320
+#: foreach SGD with momentum and weight decay (torch.optim.SGD(foreach=True)): d = g + wd*p (2 lists in, 1 out),
+#: buf *= momentum (1, 1), buf += d (2, 1), p += -lr*buf (2, 1): (inputs, outputs, FLOPs per element)
+SGD_PASSES = ((2, 1, 2), (1, 1, 1), (2, 1, 1), (2, 1, 2))
 
 
 @checked_call
@@ -35,8 +59,74 @@ def backward(forward: Workload) -> Workload:
     return Workload.of(f"{w.name} backward", tuple(parts))
 
 
+def _launches(tensors: int, elements: float, per_launch: int) -> float:
+    """multi_tensor_apply's launches: a new one when the tensor list or the block list is full."""
+    chunks = elements / CHUNK_ELEMENTS + tensors  # each tensor's last chunk is partial
+    return float(max(math.ceil(tensors / per_launch), math.ceil(chunks / CHUNKS_PER_LAUNCH)))
+
+
+def optimizer_step(optimizer: str, params: Any, tensors: int, dtype: str, grad_dtype: Optional[str] = None) -> Workload:
+    """The optimizer's kernels over ``params`` elements in ``tensors`` tensors: fused AdamW or foreach SGD with momentum."""
+    if optimizer == "adamw":  # torch.optim.AdamW(fused=True): one pass over p, g, m, v
+        step = adamw(params, dtype, grad_dtype)
+        kernel = step.kernels[0]
+        launches = _launches(tensors, params, ADAMW_TENSORS_PER_LAUNCH)
+        counter = foreach(tensors, 1, 1, 1, "fp32", name="step counters")  # state_steps += 1 (two foreach launches)
+        return Workload.of("optimizer (adamw, fused)", ((kernel._replace(launches=launches), 1), (counter, 2)))
+    passes = []
+    for inputs, outputs, flops in SGD_PASSES:
+        w = foreach(params, inputs, outputs, flops, dtype, name="sgd (foreach)")
+        passes.append((w.kernels[0]._replace(launches=_launches(tensors, params, SGD_TENSORS_PER_LAUNCH)), 1))
+    return Workload.of("optimizer (sgd, foreach)", tuple(passes))
+
+
 @checked_call
-def training_step(forward: Workload) -> Workload:
-    """Forward then backward (operators in reverse order); model FLOPs are 3x the forward's."""
+def training_step(
+    forward: Workload,
+    optimizer: str = "adamw",
+    amp: Any = None,
+    microbatches: Any = 1,
+    checkpointing: Any = False,
+    params: Any = None,
+) -> Workload:
+    """One training step: ``microbatches`` x (forward, loss, backward), then the optimizer; model FLOPs 3x the forward's
+    (for a model's forward: 3x the forward as training runs it, the loss included).
+
+    ``forward`` built by ``solkit.models`` is rebuilt as training runs it; ``amp`` (default: yes for a
+    16-bit forward) holds fp32 master weights cast to the forward's precision. ``checkpointing``
+    recomputes each layer's forward in the backward (executed, not model, FLOPs). A bare workload (from
+    ``solkit.ops``) gets its backward, and the optimizer only with ``params=`` (its parameter count).
+    """
     w = as_workload(forward, "forward")
-    return Workload.of(f"{w.name} + backward", ((w, 1), (backward(w), 1)))
+    opt = choice("optimizer", "none" if optimizer is None else optimizer, OPTIMIZERS)
+    n_micro = dim("microbatches", microbatches)
+    if not (type(n_micro) is float and n_micro.is_integer()):
+        raise OptionError(f"microbatches must be one positive integer, got {microbatches!r}")
+    recompute = flag("checkpointing", checkpointing)
+    origin = w.origin
+    if origin is None:
+        return _bare_step(w, opt, amp, int(n_micro), recompute, params)
+    from .steps import model_step
+
+    return model_step(origin, opt, amp, int(n_micro), recompute, params)
+
+
+def _bare_step(w: Workload, opt: str, amp: Any, microbatches: int, recompute: bool, params: Any) -> Workload:
+    """forward + backward of a workload built from ops; the optimizer needs ``params``."""
+    if amp:
+        raise OptionError(f"amp=True needs a forward built by solkit.models (its weights are known); {w.name!r} was "
+                          "built from solkit.ops: leave amp unset")
+    if recompute:
+        raise OptionError(f"checkpointing=True needs a forward built by solkit.models (its layers are known); "
+                          f"{w.name!r} was built from solkit.ops")
+    if opt != "none" and params is None:
+        raise OptionError(f"optimizer={opt!r} needs the parameter count of {w.name!r} (built from solkit.ops, so its "
+                          "weights are unknown): pass params=N, or optimizer=None for the forward and backward only")
+    step = Workload.of(f"{w.name} + backward", ((w, 1), (backward(w), 1)))
+    if microbatches > 1:
+        step = step.repeat(microbatches, f"{w.name} + backward x {microbatches}")
+    if opt == "none":
+        return step
+    n = dim("params", params)
+    dtype = normalize(w.precision, "forward precision")
+    return Workload.of(f"{w.name} training step", ((step, 1), (optimizer_step(opt, n, 1, dtype), 1)))

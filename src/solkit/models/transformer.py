@@ -15,28 +15,13 @@ from ..ops.projection import qkv_widths
 from ..workload import Workload, chain, overflow
 from ._common import count_text, naming_overflow
 
-__all__ = ["decoder_layer", "transformer", "preset", "PRESETS"]
+__all__ = ["decoder_layer", "transformer"]
 
 NORMS = ("rmsnorm", "layernorm")
 MLPS = ("swiglu", "gelu")
 
 #: SwiGLU's combine step silu(gate) * up: silu 4 FLOPs + 1 multiply per element
 SWIGLU_FLOPS = 5
-
-#: published shapes. Llama-3-8B: Meta's model card / config.json (32 layers, d 4096, 32 heads, 8 KV
-#: heads, MLP 14336, vocab 128256, RMSNorm, SwiGLU). BERT-base: Devlin et al. 2018 (12 layers,
-#: d 768, 12 heads, MLP 3072, vocab 30522, LayerNorm, GELU, post-norm, not causal).
-PRESETS: dict[str, dict[str, Any]] = {
-    "llama3-8b": dict(layers=32, d_model=4096, heads=32, kv_heads=8, head_dim=128, ffn=14336, vocab=128256,
-                      mlp="swiglu", norm="rmsnorm", causal=True),
-    "llama3-70b": dict(layers=80, d_model=8192, heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=128256,
-                       mlp="swiglu", norm="rmsnorm", causal=True),
-    "bert-base": dict(layers=12, d_model=768, heads=12, kv_heads=12, head_dim=64, ffn=3072, vocab=30522,
-                      mlp="gelu", norm="layernorm", causal=False),
-    "bert-large": dict(layers=24, d_model=1024, heads=16, kv_heads=16, head_dim=64, ffn=4096, vocab=30522,
-                       mlp="gelu", norm="layernorm", causal=False),
-}
-
 
 @checked_call
 def decoder_layer(
@@ -175,16 +160,3 @@ def transformer(
         if head:
             parts.append(matmul(t, v, d, dtype=dtype).renamed("lm_head", kernels=True))  # h [T,d] @ w [d,vocab] -> logits [T,vocab]
         return chain(f"transformer ({count_text(n)} layers)", *parts)
-
-
-@checked_call
-def preset(name: str, batch: Any = 1, seq: Any = 2048, **overrides: Any) -> Workload:
-    """The forward pass of a published model ("llama3-8b", "llama3-70b", "bert-base", "bert-large")."""
-    if not isinstance(name, str):
-        raise ArgumentTypeError(f"preset name must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
-    key = name.strip().lower()
-    if key not in PRESETS:
-        raise OptionError(f"preset name must be one of {', '.join(map(repr, PRESETS))}, got {name!r}")
-    _known("preset", overrides, ("name", "batch", "seq", "layers", "vocab", "d_model", "heads", "lm_head", *LAYER_OPTIONS))
-    config = {**PRESETS[key], **overrides}
-    return transformer(batch=batch, seq=seq, **config).renamed(f"{key} forward")

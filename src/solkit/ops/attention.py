@@ -79,16 +79,18 @@ def _sdpa_choice(impl: str, z: _Sizes, h: Any, dtype: Any) -> str:
 
 
 def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float,
-                  impl: str = "flash") -> Kernel:
+                  impl: str = "flash", e_kv: Any = None) -> Kernel:
     # per head, its queries as rows: [sq, d] x [d, skv]; a one-query decode packs the h/kv query heads that share a KV
     # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
     group = where(sq == 1, h / z.kv, 1.0)
-    return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=(z.q + 2 * z.k) * e, bytes_written=z.q * e,
+    kv_bytes = e if e_kv is None else e_kv  # K and V as the cache stores them (an fp8 KV cache: 1 byte)
+    return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=z.q * e + 2 * z.k * kv_bytes,
+                  bytes_written=z.q * e,
                   gemm=Gemm(sq * group, z.skv, d, b * h / group), op=FUSED_OPS[impl])
 
 
 def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
-                        causal: bool, impl: str, dtype: str) -> Workload:
+                        causal: bool, impl: str, dtype: str, kv_dtype: Any = None) -> Workload:
     """flash: one kernel recomputing S and P: 2.5x the forward's executed FLOPs (five products for two),
     2x its model FLOPs; reads Q, K, V, O and dO, writes dQ, dK and dV.
 
@@ -138,6 +140,8 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
                     "runs (fp16/bf16: cuDNN's on Hopper and Blackwell, else flash, chosen by predict; fp32: efficient, "
                     "or naive with GQA)", *IMPLS),
         dtype=precision(),
+        kv_dtype=precision("precision K and V are read in (an fp8 KV cache; default: dtype; fused impls only)",
+                           optional=True),
     ),
     kinds=("attention", "gemm", "reduction"),
     keys=tuple(op + variant for op in FUSED_OPS.values() for variant in ("", "_splitkv", "_causal")),
@@ -162,6 +166,7 @@ def attention(
     causal: Any = False,
     impl: Any = "flash",
     dtype: Any = "bf16",
+    kv_dtype: Any = None,
 ) -> Workload:
     """softmax(Q K^T / sqrt(d)) V over ``heads`` heads; ``seq_kv`` defaults to ``seq_q``.
 
@@ -176,17 +181,22 @@ def attention(
       GPU: cuDNN's on Hopper and Blackwell (cuDNN >= 9.15; measured on an H200: 326 of 326 random
       half-precision cases, prefill and decode, GQA or not), flash elsewhere. fp32: the efficient
       kernel, or with GQA (which it does not take) the unfused math path, counted as naive.
-    Decode is seq_q = 1 against a KV cache of seq_kv.
+    Decode is seq_q = 1 against a KV cache of seq_kv. ``kv_dtype``: K and V read in another
+    precision (an fp8 KV cache, dequantized in the kernel): 2*b*kv*skv*d*e_kv bytes; fused impls only.
     """
     b, h, sq, d = batch, heads, seq_q, head_dim
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
     e = element_bytes(dtype)
     tag = ", causal)" if causal else ")"
     resolved = _sdpa_choice(impl, z, h, dtype)
+    e_kv = None if kv_dtype is None or kv_dtype == dtype else element_bytes(kv_dtype)
     if resolved in FUSED_OPS:
         label = impl if resolved == impl else f"sdpa: {resolved}"
         return single(f"attention ({label}" + tag, _flash_kernel(f"{resolved} attention", z, b, h, sq, d, dtype, e,
-                                                                 resolved))
+                                                                 resolved, e_kv))
+    if e_kv is not None:
+        raise OptionError(f"kv_dtype={kv_dtype!r} needs a fused attention kernel (impl 'sdpa', 'flash', 'cudnn' or "
+                          f"'efficient'); impl={impl!r} runs {resolved}, which reads K and V in dtype={dtype!r}")
     skv, half = z.skv, 2.0 * b * h * d * z.pairs
     # s [b,h,sq,skv] = q [b,h,sq,d] @ k^T [b,kv,d,skv]
     qk = Kernel("S = Q K^T", "gemm", dtype, matrix_flops=2.0 * b * h * sq * skv * d, bytes_read=(z.q + z.k) * e,

@@ -34,7 +34,8 @@ def _batchnorm_backward(label: str, batch: Any, channels: Any, height: Any, widt
     """
     x, x_bytes, vec = _sizes(batch, channels, height, width, dtype, param_dtype)
     kernel = Kernel(f"{label} backward", "reduction", dtype, vector_flops=2.0 * BATCHNORM_FLOPS[training] * x,
-                    bytes_read=2.0 * x_bytes + 3.0 * vec, bytes_written=x_bytes + 2.0 * vec, op="batchnorm")
+                    bytes_read=2.0 * x_bytes + 3.0 * vec, bytes_written=x_bytes + 2.0 * vec, op="batchnorm",
+                    launches=2.0)  # ATen: backward_reduce, then backward_elemt
     return single(f"{label} backward", kernel)
 
 
@@ -80,5 +81,5 @@ def batchnorm(
     # x [N,C,H,W], gamma, beta, running mean, running var [C] -> y [N,C,H,W] (+ training: 4 x [C])
     kernel = Kernel("batchnorm", "reduction", dtype, vector_flops=BATCHNORM_FLOPS[training] * x,
                     bytes_read=x_bytes + 4.0 * vec, bytes_written=x_bytes + (4.0 * vec if training else 0.0),
-                    op="batchnorm")
+                    op="batchnorm", launches=2.0)  # ATen: statistics (eval: scale and shift from the running ones), transform
     return single("batchnorm (training)" if training else "batchnorm (eval)", kernel)

@@ -82,12 +82,26 @@ def silu(elements: Any, dtype: Any = "bf16") -> Workload:
     return single("silu", pointwise("silu", elements, 1.0, 1.0, FLOPS_PER_ELEMENT["silu"], dtype, op="silu"))
 
 
+def _copy_backward(label: str, elements: Any, dtype: str, out_dtype: Any) -> Workload:
+    """dx = dy cast back to the source's precision (autograd's ToCopyBackward): reads elements*e_out, writes elements*e.
+
+    No FLOPs (twice the forward's 0). A plain copy (no cast) reads and writes elements*e.
+    """
+    kernel = Kernel(f"{label} backward", "copy", out_dtype or dtype,
+                    bytes_read=elements * element_bytes(out_dtype or dtype), bytes_written=elements * element_bytes(dtype),
+                    op="copy")
+    return single(f"{label} backward", kernel)
+
+
 @operator("copy", params=dict(elements=_ELEMENTS, dtype=precision("precision of the source"),
                              out_dtype=precision("precision of the destination (a cast; default: dtype)", optional=True)),
-          kinds=("copy",), aten=("aten::copy_", "aten::clone", "aten::_to_copy"), backward=MEMORY_BOUND,
-          example=dict(elements=1 << 20))
+          kinds=("copy",), keys=("copy", "copy_upcast", "copy_downcast"),
+          aten=("aten::copy_", "aten::clone", "aten::_to_copy"), backward=_copy_backward, example=dict(elements=1 << 20))
 def copy(elements: Any, dtype: Any = "bf16", out_dtype: Any = None) -> Workload:
-    """y = x (a device-to-device copy, or a cast to ``out_dtype``): bytes elements*(e + e_out); no FLOPs."""
+    """y = x (a device-to-device copy, or a cast to ``out_dtype``): bytes elements*(e + e_out); no FLOPs.
+
+    Backward: dy cast back, elements*(e_out + e) (autograd's ToCopyBackward reads only dy).
+    """
     if out_dtype is None or out_dtype == dtype:
         return single("copy", pointwise("copy", elements, 1.0, 1.0, 0, dtype, kind="copy", op="copy"))
     # x [elements] in dtype -> y [elements] in out_dtype

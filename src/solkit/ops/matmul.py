@@ -26,17 +26,19 @@ def gemm(
     out_dtype: Any = None,
     bias: bool = False,
     epilogue: str = "none",
+    weight_dtype: Any = None,
 ) -> Kernel:
     """One GEMM kernel: [batch, m, k] @ [batch, k, n] -> [batch, m, n], from validated dimensions.
 
-    Bytes: A (b*m*k) and B (b*k*n) read in ``dtype``,
+    Bytes: A (b*m*k) read in ``dtype``, B (b*k*n) in ``weight_dtype`` (default ``dtype``),
     C (b*m*n) written in the output precision, a bias of n elements read in it.
     FLOPs: 2*b*m*n*k on matrix units; the bias add (1 per output) and the epilogue on vector units.
     """
     e_in, e_out = element_bytes(dtype), element_bytes(out_precision(dtype, out_dtype))
+    e_w = element_bytes(weight_dtype) if weight_dtype is not None else e_in
     c = product(batch, m, n)  # output elements
     # A [b,m,k] and B [b,k,n] read, C [b,m,n] written
-    read = product(batch, m, k, e_in) + product(batch, k, n, e_in)
+    read = product(batch, m, k, e_in) + product(batch, k, n, e_w)
     if bias:
         read = read + product(n, e_out)
     per_output = EPILOGUE_FLOPS[epilogue] + (1 if bias else 0)
@@ -53,11 +55,12 @@ def gemm_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any = 1
     """
     dgrad = gemm(f"{label} dgrad", m, k, n, dtype, batch)  # dC [b,m,n] @ B^T [b,n,k] -> dA [b,m,k]
     wgrad = gemm(f"{label} wgrad", k, n, m, dtype, batch)  # A^T [b,k,m] @ dC [b,m,n] -> dB [b,k,n]
-    return dgrad, wgrad
+    # the wgrad reads A [m,k] and dC [m,n] as stored: its rows are k and n long, whatever m is
+    return dgrad, wgrad._replace(gemm=wgrad.gemm._replace(layout="wgrad"))
 
 
 def _matmul_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any, out_dtype: Any, bias: bool,
-                     epilogue: str) -> Workload:
+                     epilogue: str, weight_dtype: Any = None) -> Workload:
     """The epilogue's gradient, the bias gradient, dgrad and wgrad.
 
     Epilogue: reads dY and the pre-activation Z, writes dZ (b*m*n each, output precision).
@@ -90,8 +93,10 @@ def _matmul_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any,
         out_dtype=precision("precision of C (default: the input's; fp8 -> bf16, int8 -> int32)", optional=True),
         bias=boolean("add a bias of n elements to C"),
         epilogue=option("activation applied to C in the same kernel", *EPILOGUES),
+        weight_dtype=precision("precision B is stored in, dequantized in the kernel (int4: W4A16; default: dtype)",
+                               optional=True),
     ),
-    keys=("matmul", "matmul_skinny", "matmul_legacy", "matmul_misaligned"),
+    keys=("matmul", "matmul_skinny", "matmul_legacy", "matmul_misaligned", "matmul_odd"),
     kinds=("gemm",),
     aten=("aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::matmul", "aten::linear", "aten::_scaled_mm",
           "aten::_int_mm", "aten::_addmm_activation"),
@@ -107,6 +112,7 @@ def matmul(
     out_dtype: Any = None,
     bias: Any = False,
     epilogue: Any = "none",
+    weight_dtype: Any = None,
 ) -> Workload:
     """C = A @ B (+ bias, then ``epilogue``), ``batch`` independent products, one kernel.
 
@@ -115,6 +121,9 @@ def matmul(
     FLOPs: 2*b*m*n*k on matrix units (a multiply-add is 2); a bias adds b*m*n vector FLOPs and
     an epilogue its per-element cost (relu 1, silu 4, gelu 8) on vector units.
     Output precision defaults to the input's, except fp8 -> bf16 and int8 -> int32.
+    ``weight_dtype``: B stored in another precision and dequantized to ``dtype`` inside the kernel
+    (weight-only quantization, e.g. int4 weights with bf16 activations: B read at 0.5 bytes an element);
+    the arithmetic stays ``dtype``'s. NB: the dequantization's own work is not counted.
     """
     # a [b,m,k] @ b [b,k,n] -> c [b,m,n]
-    return single("matmul", gemm("matmul", m, n, k, dtype, batch, out_dtype, bias, epilogue))
+    return single("matmul", gemm("matmul", m, n, k, dtype, batch, out_dtype, bias, epilogue, weight_dtype))

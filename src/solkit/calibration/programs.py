@@ -1,0 +1,275 @@
+"""Whole programs measured on the GPU: the step files, their workloads, the host-time fit and the accuracy report.
+
+A step file (``benchmarks/programs/steps.py`` writes it on the GPU) lists cases: a model (a Hugging
+Face config, or torchvision's resnet50), a mode (``train``, ``infer``, ``prefill``, ``decode``), the
+shapes, the median wall time of one step (CUDA events), the median host time to issue it, the peak
+memory and a profile summary (kernel count and time). ``workload_of_step`` builds the same program
+with ``solkit.models``; ``fit_host`` fits the predictor's host-time parameters
+(``host_program``, ``host_layer``, ``host_launch``, ``host_launch_training``) on the cases whose
+step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time): least squares of the
+host time on (1, layers, launches) for inference, then the training launch cost as the median of
+what is left per launch. Only the fit files shape the parameters; the test files are reported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import SpecError
+from ..workload import Workload
+
+__all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
+           "STEP_FIT_DATA", "STEP_TEST_DATA", "CPU_BOUND", "programs_report"]
+
+#: the step files the host parameters are fitted on (the same cases on two H200 machines: run 1's decode steps ran
+#: with strided caches, an artifact of cropping them, fixed for run 2), and the frozen test draws (measured after
+#: the model was frozen)
+STEP_FIT_DATA = ("h200_steps_fit.json", "h200_steps_run1.json")
+STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2029.json",)
+#: a step is CPU-bound (its host time is the issue time alone) when its wall time is within 10% of it
+CPU_BOUND = 1.1
+
+_ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
+                  "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
+
+
+class StepProfile(BaseModel):
+    """The profiled step's summary."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    kernels: int
+    kernel_us: float
+
+
+class StepCase(BaseModel):
+    """One measured whole step."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    id: str
+    family: str
+    mode: str
+    batch: int
+    seq: Optional[int] = None
+    context: Optional[int] = None
+    image: Optional[int] = None
+    status: str
+    model_class: Optional[str] = None
+    hf_config: Optional[dict[str, Any]] = None
+    optimizer: Optional[dict[str, Any]] = None
+    wall_ms: Optional[float] = None
+    host_ms: Optional[float] = None
+    peak_memory_bytes: Optional[int] = None
+    memory_before_bytes: Optional[int] = None
+    profile: Optional[StepProfile] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and self.wall_ms is not None
+
+    @property
+    def cpu_bound(self) -> bool:
+        """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time."""
+        return self.ok and self.host_ms is not None and self.wall_ms < CPU_BOUND * self.host_ms
+
+
+class StepSet(BaseModel):
+    """A step file: its environment and cases."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    created_utc: str
+    env: dict[str, Any]
+    cases: tuple[StepCase, ...]
+    path: str = ""
+
+
+def data_dir() -> Path:
+    """The repository's data folder (a source checkout)."""
+    return Path(__file__).resolve().parents[3] / "data"
+
+
+def load_steps(path: Any) -> StepSet:
+    """A step file by path, or by name in the data folder."""
+    p = Path(path)
+    if not p.exists():
+        p = data_dir() / str(path)
+    try:
+        raw = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"step file {str(path)!r} not found (looked in {data_dir()})") from None
+    return StepSet(**raw, path=str(p))
+
+
+def _transformer(case: StepCase) -> Any:
+    """The case's model as a ``Transformer`` (its Hugging Face config, its class's head)."""
+    from .. import models
+
+    config = dict(case.hf_config or {})
+    config["architectures"] = [_ARCHITECTURES[case.model_class or ""]]
+    return models.from_hf_config(config, name=case.family)
+
+
+def predicted_memory(case: StepCase) -> Optional[float]:
+    """``Transformer.memory`` of the case (training: AMP + AdamW; serving: the prefill, or one decode step against
+    its cache), or None for a model without a memory model (ResNet-50)."""
+    if case.family == "resnet50":
+        return None
+    m = _transformer(case)
+    if case.mode == "train":
+        return float(m.memory(case.batch, case.seq, training=True).total)
+    if case.mode == "decode":
+        return float(m.memory(case.batch, 1, context=(case.context or 0) + 1).total)
+    return float(m.memory(case.batch, case.seq).total)
+
+
+def workload_of_step(case: StepCase) -> Workload:
+    """The program ``case`` ran, built by ``solkit.models`` (eager kernels, the case's optimizer)."""
+    from .. import models
+
+    if case.family == "resnet50":
+        forward = models.resnet50(case.batch, image=case.image or 224, kernels="eager", training=case.mode == "train",
+                                  dtype="bf16")
+        return models.training_step(forward, optimizer="sgd") if case.mode == "train" else forward
+    m = _transformer(case)
+    if case.mode == "train":
+        return models.training_step(m.forward(batch=case.batch, seq=case.seq))
+    if case.mode == "infer":
+        return m.forward(batch=case.batch, seq=case.seq)
+    if case.mode == "prefill":
+        return m.prefill(batch=case.batch, seq=case.seq)
+    return m.decode(batch=case.batch, context=case.context)
+
+
+class HostFit(BaseModel):
+    """The fitted host-time parameters (seconds) and what they were fitted on."""
+
+    model_config = ConfigDict(frozen=True)
+    host_program: float
+    host_layer: float
+    host_launch: float
+    host_launch_training: float
+    inference_cases: int
+    training_cases: int
+
+
+def _layers(w: Workload) -> int:
+    return int(getattr(w.origin, "layers", 0))
+
+
+def fit_host(sets: Sequence[StepSet]) -> HostFit:
+    """Least squares of the host time of CPU-bound inference steps on (preamble, layers, launches); training's launches."""
+    infer: list[tuple[float, float, float, float]] = []
+    train: list[tuple[float, float, float, float]] = []
+    for s in sets:
+        for case in s.cases:
+            if not case.cpu_bound:
+                continue
+            w = workload_of_step(case)
+            preamble = float(getattr(w.origin, "preamble", False))
+            row = (preamble, float(_layers(w)), float(len(w)), case.host_ms * 1e-3)  # type: ignore[operator]
+            (train if case.mode == "train" else infer).append(row)
+    if len(infer) < 3 or not train:
+        raise SpecError(f"fit_host needs at least 3 CPU-bound inference steps and 1 training step, got {len(infer)} "
+                        f"and {len(train)}")
+    x = np.array([[preamble, layers, launches] for preamble, layers, launches, _ in infer])
+    y = np.array([host for *_, host in infer])
+    program, layer, launch = _nonnegative_least_squares(x, y)
+    training = float(np.median([(host - program * preamble - layer * layers) / launches
+                                for preamble, layers, launches, host in train]))
+    return HostFit(host_program=_round(program, 1), host_layer=_round(layer, 1), host_launch=_round(launch, 2),
+                   host_launch_training=_round(max(training, 0.0), 2), inference_cases=len(infer),
+                   training_cases=len(train))
+
+
+def _nonnegative_least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
+    """argmin |x b - y| over b >= 0, by least squares on every subset of the columns (three columns: 7 subsets)."""
+    best: tuple[float, np.ndarray] = (math.inf, np.zeros(x.shape[1]))
+    for mask in range(1, 2 ** x.shape[1]):
+        cols = [j for j in range(x.shape[1]) if mask >> j & 1]
+        coef, *_ = np.linalg.lstsq(x[:, cols], y, rcond=None)
+        if np.all(coef >= 0):
+            b = np.zeros(x.shape[1])
+            b[cols] = coef
+            residual = float(np.sum((x @ b - y) ** 2))
+            if residual < best[0]:
+                best = (residual, b)
+    return tuple(float(v) for v in best[1])
+
+
+def _round(seconds: float, digits: int) -> float:
+    """Seconds rounded as the spec keeps them (microseconds to ``digits`` decimals)."""
+    return round(seconds * 1e6, digits) * 1e-6
+
+
+def step_errors(s: StepSet, gpu: Any) -> list[tuple[StepCase, float, float]]:
+    """(case, predicted seconds, measured seconds) of every measured case."""
+    from ..prediction import predict
+
+    out = []
+    for case in s.cases:
+        if case.ok:
+            out.append((case, float(predict(workload_of_step(case), gpu, warn=False).seconds), case.wall_ms * 1e-3))  # type: ignore[operator]
+    return out
+
+
+def _summary(rows: Sequence[tuple[StepCase, float, float]]) -> tuple[int, float, float, float]:
+    err = np.abs(np.log([p / m for _, p, m in rows]))
+    return len(rows), float(np.median(err)), float(np.percentile(err, 90)), float(np.max(err))
+
+
+def programs_report(gpu: Any = "h200") -> str:
+    """The whole-program accuracy report (markdown): time per set, family and mode; memory against the measured peak."""
+    lines = ["# Whole programs on the H200: predicted against measured steps", "",
+             "Written by `python -m solkit.calibration programs` from the step files (`benchmarks/programs/steps.py`). "
+             "Error = |log(predicted / measured)| of the median step time (CUDA events); memory: `Transformer.memory` "
+             "against `torch.cuda.max_memory_allocated()` of one step.", ""]
+    for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
+                         ("frozen test (measured after the model was frozen)", STEP_TEST_DATA)):
+        present = [f for f in files if (data_dir() / f).exists()]
+        if not present:
+            continue
+        sets = [load_steps(f) for f in present]
+        lines += [f"## {title}: {', '.join(present)}", ""]
+        for name, st in zip(present, sets):
+            lines += [f"Step time, {name} ({st.env.get('gpu', 'GPU')}, {st.created_utc[:16].replace('T', ' ')} UTC):", "",
+                      "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
+            lines += _table(step_errors(st, gpu))
+            lines.append("")
+        memory = [(c, m, float(c.peak_memory_bytes)) for st in sets for c in st.cases
+                  if c.ok and c.peak_memory_bytes and c.mode != "infer" and (m := predicted_memory(c)) is not None]
+        lines += ["Peak memory (training, and serving: prefill and decode; ResNet-50 has no memory model, and a forward "
+                  "keeping every token's logits is not what `memory` models):", "",
+                  "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
+        lines += _table(memory)
+        lines.append("")
+        if len(sets) > 1:
+            lines += _spread(sets[0], sets[1])
+    return "\n".join(lines) + "\n"
+
+
+def _spread(a: StepSet, b: StepSet) -> list[str]:
+    """The run-to-run spread of the same cases on two machines: wall time and host time."""
+    other = {c.id: c for c in b.cases if c.ok}
+    pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
+    wall = np.abs([math.log(x.wall_ms / y.wall_ms) for x, y in pairs])  # type: ignore[operator]
+    host = np.array([math.log(x.host_ms / y.host_ms) for x, y in pairs])  # type: ignore[operator]
+    return [f"Run to run ({a.path.rsplit('/', 1)[-1]} against {b.path.rsplit('/', 1)[-1]}, {len(pairs)} cases, two "
+            f"H200 machines): wall time differs by a median of {np.median(wall):.1%} (p90 {np.percentile(wall, 90):.1%}); "
+            f"host time by a median of {np.median(np.abs(host)):.1%}, signed median {np.median(host):+.1%} (the CPUs differ): "
+            "no prediction of a host-bound step can beat that spread.", ""]
+
+
+def _table(rows: Sequence[tuple[StepCase, float, float]]) -> list[str]:
+    """Rows of all cases, then per (family, mode)."""
+    out = []
+    groups = sorted({(c.family, c.mode) for c, _, _ in rows})
+    for name, sel in [("all", list(rows))] + [(f"{f} {m}", [r for r in rows if (r[0].family, r[0].mode) == (f, m)])
+                                              for f, m in groups]:
+        n, med, p90, worst = _summary(sel)
+        out.append(f"| {name} | {n} | {med:.1%} | {p90:.1%} | {worst:.0%} |")
+    return out

@@ -1,0 +1,123 @@
+"""``MemoryFootprint``: what a transformer's training step or inference holds in GPU memory, and whether it fits.
+
+- weights: every parameter in its stored precision (fp32 master weights under AMP); under AMP the
+  16-bit copies autocast makes of the linear layers' weights for the forward are counted too;
+- gradients: one per parameter (training), in the master weights' precision;
+- optimizer_states: AdamW two moments, SGD with momentum one buffer, in the master precision;
+- activations: training: the tensors autograd keeps for the backward, summed kernel by kernel as
+  the program is built (``solkit.models.program``), with checkpointing each layer's input plus one
+  layer's recomputed set; inference (serving: ``seq`` new tokens per sequence, the prefill's or
+  one decode step's): the larger of one layer's working set (the residual, its input and the MLP's
+  intermediates, seq tokens) and the last token's logits;
+- kv_cache: inference, ``context`` tokens per sequence (default ``seq``; a decode step: seq=1,
+  context = the tokens cached).
+
+NB: ``total`` is the sum: it leaves out the CUDA context, cuBLAS/cuDNN workspaces and the caching
+allocator's fragmentation, and takes the peak as every term alive at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from .._validate import choice, dim, flag
+from ..errors import OptionError
+from ..precision import normalize, storage_bytes
+from .architecture import Transformer
+from .program import QUANTIZATIONS, ModelCall, activations
+from .steps import resolve_amp
+from .training import OPTIMIZERS
+
+__all__ = ["MemoryFootprint", "memory", "OPTIMIZER_STATES"]
+
+#: optimizer states per parameter: AdamW's two moments, SGD's momentum buffer
+OPTIMIZER_STATES = {"adamw": 2, "sgd": 1, "none": 0}
+
+
+@dataclass(frozen=True)
+class MemoryFootprint:
+    """Bytes held on the GPU by a model's step, by kind, their total, and (given a GPU) whether it fits."""
+
+    weights: Any
+    gradients: Any
+    optimizer_states: Any
+    activations: Any
+    kv_cache: Any
+    total: Any
+    fits: Optional[bool] = None
+    max_batch: Optional[int] = None
+    capacity: Optional[float] = None
+
+    def __repr__(self) -> str:
+        gb = 1e9
+        parts = ", ".join(f"{k} {getattr(self, k) / gb:.3g} GB" for k in
+                          ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "total"))
+        fit = "" if self.fits is None else (f"; fits in {self.capacity / gb:.3g} GB, up to batch {self.max_batch}" if self.fits
+                                            else f"; does NOT fit in {self.capacity / gb:.3g} GB (largest batch {self.max_batch})")
+        return f"MemoryFootprint({parts}{fit})"
+
+
+def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = False, optimizer: Any = "adamw",
+           checkpointing: Any = False, gpu: Any = None, dtype: Any = "bf16", amp: Any = None, context: Any = None,
+           kernels: Any = "eager", kv_dtype: Any = None, quant: Any = None) -> MemoryFootprint:
+    """The memory footprint of ``model`` training on (or serving) batch x seq tokens; see the module docstring."""
+    b, s = dim("batch", batch), dim("seq", seq)
+    train = flag("training", training)
+    cd = normalize(dtype, "dtype")
+    opt = choice("optimizer", "none" if optimizer is None else optimizer, OPTIMIZERS)
+    ckpt = flag("checkpointing", checkpointing)
+    if ckpt and not train:
+        raise OptionError("checkpointing=True applies to training: pass training=True")
+    q = None if quant is None else choice("quant", quant, tuple(QUANTIZATIONS))
+    if q is not None and train:
+        raise OptionError(f"quant={q!r} is an inference option; training holds the weights in dtype or fp32")
+    footprint = _footprint(model, b, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q)
+    if gpu is None:
+        return footprint
+    from ..hardware import as_gpu
+
+    capacity = float(as_gpu(gpu).memory_capacity)
+    one = _footprint(model, 1.0, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q).total
+    two = _footprint(model, 2.0, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q).total
+    per_batch, fixed = two - one, 2 * one - two  # every term is affine in the batch
+    largest = max(0, math.floor((capacity - fixed) / per_batch)) if per_batch > 0 else None
+    fits = bool(footprint.total <= capacity) if np.ndim(footprint.total) == 0 else footprint.total <= capacity
+    return MemoryFootprint(footprint.weights, footprint.gradients, footprint.optimizer_states, footprint.activations,
+                           footprint.kv_cache, footprint.total, fits, largest, capacity)
+
+
+def _footprint(m: Transformer, b: Any, s: Any, train: bool, opt: str, ckpt: bool, cd: str, amp: Any, context: Any,
+               kernels: Any, kv_dtype: Any, quant: Any = None) -> MemoryFootprint:
+    if train:
+        use_amp = resolve_amp(amp, cd)
+        master = "fp32" if use_amp else cd
+        e = storage_bytes(master)
+        weights = m.params * e + (m.linear_weights * storage_bytes(cd) if use_amp else 0.0)
+        call = ModelCall(m, "forward", b, s, 0.0, cd, "sdpa", str(kernels), use_amp, True, cd)
+        acts = activations(call).total(m.layers, ckpt)
+        return _summed(weights, m.params * e, OPTIMIZER_STATES[opt] * m.params * e, acts, 0.0)
+    e = storage_bytes(cd)
+    c = s if context is None else dim("context", context)
+    kv = m.kv_cache_bytes(b, c, kv_dtype or cd)
+    t = b * s
+    layer = t * (m.d_model * 2 + (3 if m.gated else 2) * m.ffn_width) * e  # residual, MLP intermediates
+    logits = b * m.vocab * e if m.head != "none" else 0.0  # serving: the last token's logits per sequence
+    weights = m.params * e
+    if quant is not None:  # the layers' linear weights in 4 or 8 bits, the rest in dtype
+        quantized = m.layers * m.layer_linear_weights
+        weights = (m.params - quantized) * e + quantized * storage_bytes(QUANTIZATIONS[quant][0])
+    return _summed(weights, 0.0, 0.0, _maximum(layer, logits), kv)
+
+
+def _maximum(a: Any, b: Any) -> Any:
+    out = np.maximum(a, b)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _summed(weights: Any, gradients: Any, states: Any, acts: Any, kv: Any) -> MemoryFootprint:
+    total = weights + gradients + states + acts + kv
+    return MemoryFootprint(weights, gradients, states, acts, kv, total)

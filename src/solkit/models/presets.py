@@ -1,0 +1,69 @@
+"""``preset(name)``: published architectures as ``Transformer`` records, read from the shipped ``presets.yaml``."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
+
+from ..errors import ArgumentTypeError, OptionError
+from .architecture import Transformer
+
+__all__ = ["preset", "PRESETS", "preset_names"]
+
+_FILE = Path(__file__).with_name("presets.yaml")
+
+
+@functools.lru_cache(maxsize=1)
+def _presets() -> Mapping[str, Transformer]:
+    """Every preset, loaded once (the YAML is read on first use, not at import)."""
+    import yaml
+
+    raw = yaml.safe_load(_FILE.read_text())
+    return MappingProxyType({name: Transformer(name=name, **fields) for name, fields in raw.items()})
+
+
+class _Presets(Mapping[str, Transformer]):
+    """The presets by name (read-only; loaded on first use)."""
+
+    def __getitem__(self, name: str) -> Transformer:
+        return _presets()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_presets())
+
+    def __len__(self) -> int:
+        return len(_presets())
+
+    def __repr__(self) -> str:
+        return f"PRESETS({', '.join(self)})"
+
+
+#: name -> Transformer, for every shipped preset
+PRESETS: Mapping[str, Transformer] = _Presets()
+
+
+def preset_names() -> tuple[str, ...]:
+    """The preset names, in file order."""
+    return tuple(_presets())
+
+
+def preset(name: Any, *args: Any, **kwargs: Any) -> Transformer:
+    """The published architecture ``name`` (``preset_names()``) as a ``Transformer``; its methods build workloads.
+
+    Changed in 0.2: ``preset`` returns a ``Transformer`` instead of a forward Workload; the old call
+    ``preset(name, batch=, seq=)`` is ``preset(name).forward(batch=, seq=)``.
+    """
+    if args or kwargs:
+        given = ", ".join([*(repr(a) for a in args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k in ("batch", "seq")) or "batch=..., seq=..."
+        raise OptionError(f"preset(name) takes only the name and returns a Transformer (changed in solkit 0.2), got "
+                          f"preset({name!r}, {given}); write models.preset({name!r}).forward({shown}) for the forward "
+                          f"pass, or models.preset({name!r}).with_(...) to change the architecture")
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {name!r}")
+    key = name.strip().lower()
+    if key not in _presets():
+        raise OptionError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {name!r}")
+    return _presets()[key]

@@ -1,0 +1,421 @@
+"""The kernels a ``Transformer`` runs: ``forward``, ``prefill`` and ``decode`` as Workloads.
+
+Two styles (``kernels=``):
+
+- ``"fused"``: one kernel per operator as ``solkit.ops`` defines them (fused QKV and gate/up GEMMs,
+  one-kernel norms, rotary folded into attention, the KV cache written in place): what a fused
+  inference engine runs, and the tight speed of light of the architecture.
+- ``"eager"``: what Hugging Face transformers 5 runs in eager PyTorch with SDPA, module by module,
+  read off H200 profiles (``data/profiles``): separate q, k, v (GPT-2: one ``c_attn``) and gate, up
+  GEMMs; RMSNorm as eight kernels (to fp32, pow, mean, + eps, rsqrt, scale, back, times the weight);
+  rotary embedding as mul, neg, cat, mul, add on q and on k, after a cos/sin table built per forward;
+  a ``DynamicCache`` that concatenates (prefill: copies the new keys and values; decode: copies the
+  whole cache to append one token); dropout kernels in training.
+  With ``amp=True`` (eager autocast over fp32 master weights) every linear layer casts its weight
+  (and bias) from fp32 and its input when that is not already ``dtype``; the embedding, the
+  residual stream and the norms stay fp32 (embedding and LayerNorm are not autocast to 16 bits; a
+  16-bit branch added to the fp32 stream gives fp32), and a causal LM's loss upcasts the logits.
+
+Every workload records its ``origin`` (``ModelCall``), so ``training_step`` can rebuild the forward
+as training runs it (dropout, the loss) and knows the parameters to cast and update.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Optional
+
+import numpy as np
+
+from .._validate import broadcast, choice, dim, flag
+from ..errors import OptionError, ShapeError
+from ..ops import (add, attention, concat, copy, dropout, elementwise, embedding, fill, gelu, layernorm, matmul,
+                   nll_loss, pointwise, reduce, rmsnorm, silu, softmax)
+from ..precision import normalize, storage_bytes
+from ..workload import Workload, chain
+from ._common import count_text, naming_overflow
+from .architecture import Transformer
+
+__all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "ROPE_TABLE_KERNELS", "SWIGLU_FLOPS"]
+
+KERNEL_STYLES = ("eager", "fused")
+#: quantization of the layers' linear layers: name -> (weight precision, GEMM input precision). Weight-only
+#: (w4a16, w8a16): weights stored in 4 or 8 bits, dequantized inside a 16-bit GEMM; w8a8 (int8) and fp8: weights
+#: and activations in 8 bits (each linear's input quantized by its own kernel), 16-bit output. The embedding, the
+#: norms and the head stay in dtype.
+QUANTIZATIONS: dict[str, tuple[str, Optional[str]]] = {"w4a16": ("int4", None), "w8a16": ("int8", None),
+                                                       "w8a8": ("int8", "int8"), "fp8": ("fp8_e4m3", "fp8_e4m3")}
+PHASES = ("forward", "prefill", "decode")
+#: the small kernels of LlamaRotaryEmbedding's cos/sin table, once per forward (profiles: arange, add, two
+#: casts, the inv_freq x positions bmm, cat, cos, scale, sin, scale, two casts)
+ROPE_TABLE_KERNELS = 12
+#: GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers' NewGELUActivation runs it:
+#: one kernel per operation (name, tensors of T x ffn read), seen in the H200 profiles (pow, tanh, 3 muls by a scalar...)
+GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
+#: SwiGLU's fused combine step silu(gate) * up: silu 4 FLOPs + 1 multiply per element
+SWIGLU_FLOPS = 5
+#: RMSNorm's eager kernels' vector FLOPs per element: pow (1), scale (1), times the weight (1)
+_FP32 = "fp32"
+
+
+class ModelCall(NamedTuple):
+    """How a workload was built from a Transformer (``Workload.origin``)."""
+
+    model: Transformer
+    phase: str  # forward, prefill or decode
+    batch: Any
+    seq: Any  # tokens each sequence processes (decode: 1)
+    context: Any  # tokens already cached (forward, prefill: 0)
+    dtype: str
+    impl: str
+    kernels: str
+    amp: bool
+    training: bool
+    kv_dtype: str
+    quant: Optional[str] = None  # the layers' linear weights (and activations) quantized: QUANTIZATIONS
+
+    @property
+    def tokens(self) -> Any:
+        """Tokens processed: batch x seq."""
+        return self.batch * self.seq
+
+    @property
+    def layers(self) -> int:
+        """The model's layers (what the host's per-layer time counts)."""
+        return self.model.layers
+
+    @property
+    def preamble(self) -> bool:
+        """A Hugging Face model's forward runs Python before its first launch (masks, positions, the cache)."""
+        return True
+
+    @property
+    def params(self) -> int:
+        """The model's parameters."""
+        return self.model.params
+
+
+class _Program:
+    """Accumulates a program's kernels, in order, with the dtypes eager PyTorch gives each tensor."""
+
+    def __init__(self, call: ModelCall) -> None:
+        self.call = call
+        self.m = call.model
+        self.parts: list[Workload] = []
+        self.eager = call.kernels == "eager"
+        self.cd = call.dtype  # compute precision of the GEMMs and attention
+        self.amp = call.amp and self.eager
+        self.wd = _FP32 if call.amp else call.dtype  # stored weights
+        self.stream = _FP32 if self.amp else self.cd  # the residual stream and the norms' precision
+        self.drop = call.training and self.m.dropout > 0
+        self.layer_saved: Any = 0.0  # the same, of one layer (``layer``)
+        self.saved = 0.0  # bytes autograd keeps for the backward (training), summed as the kernels are added
+
+    def add(self, *parts: Workload) -> None:
+        self.parts.extend(parts)
+
+    def save(self, elements: Any, dtype: str) -> None:
+        """A tensor autograd keeps for the backward pass (``memory``'s activations)."""
+        self.saved = self.saved + elements * storage_bytes(dtype)
+
+    # ---- building blocks ------------------------------------------------------------------------
+
+    def cast(self, elements: Any, src: str, dst: str) -> None:
+        """An eager cast (``.to()`` or autocast): a copy kernel, where the precisions differ."""
+        if src != dst:
+            self.add(copy(elements, dtype=src, out_dtype=dst).renamed(f"cast {src}->{dst}", kernels=True))
+
+    def linear(self, rows: Any, n: Any, k: Any, x_dtype: str, bias: bool, name: str, layer: bool = True) -> str:
+        """y [rows, n] = x [rows, k] @ w [k, n] (+ b); under autocast the weight, bias and input are cast first.
+
+        A quantized layer linear (``quant``) reads its weight in 4 or 8 bits; w8a8 and fp8 quantize the
+        input first (one kernel: dtype in, 8 bits out) and run an 8-bit GEMM with a 16-bit output.
+        """
+        if layer and self.call.quant:
+            weight, act = QUANTIZATIONS[self.call.quant]
+            if act is None:
+                self.add(matmul(rows, n, k, dtype=self.cd, bias=bias, weight_dtype=weight).renamed(name, kernels=True))
+            else:
+                self.add(copy(rows * k, dtype=x_dtype, out_dtype=act).renamed("quantize activations", kernels=True),
+                         matmul(rows, n, k, dtype=act, out_dtype=self.cd, bias=bias).renamed(name, kernels=True))
+            return self.cd
+        if self.amp:
+            self.cast(k * n, self.wd, self.cd)  # w fp32 [k, n] -> cd
+            if bias:
+                self.cast(n, self.wd, self.cd)
+        if self.eager:
+            self.cast(rows * k, x_dtype, self.cd)
+        self.add(matmul(rows, n, k, dtype=self.cd, bias=bias).renamed(name, kernels=True))  # x [rows,k] @ w [k,n] -> [rows,n]
+        self.save(rows * k, self.cd)  # the input, for the weight gradient
+        return self.cd
+
+    def norm(self, rows: Any, x_dtype: str) -> str:
+        """The model's norm over d_model; returns the output precision."""
+        d = self.m.d_model
+        self.save(rows, _FP32)  # the inverse std (LayerNorm: and the mean, below)
+        if not self.eager:
+            op = rmsnorm if self.m.norm == "rmsnorm" else layernorm
+            self.add(op(rows, d, self.cd))
+            self.save(rows * d, self.cd)
+            return self.cd
+        if self.m.norm == "layernorm":  # native_layer_norm, autocast to fp32 under AMP
+            self.cast(rows * d, x_dtype, self.stream)
+            self.add(layernorm(rows, d, self.stream))
+            self.save(rows * d, self.stream)
+            self.save(rows, _FP32)
+            return self.stream
+        # HF LlamaRMSNorm: x.to(fp32); pow(2); mean(-1); + eps; rsqrt; x * r; .to(x dtype); weight * (...)
+        n = rows * d
+        self.cast(n, x_dtype, _FP32)
+        self.add(pointwise(n, n, _FP32, flops_per_element=1, name="rmsnorm pow"),
+                 reduce(n, rows, _FP32).renamed("rmsnorm mean", kernels=True),
+                 pointwise(rows, rows, _FP32, name="rmsnorm + eps"),
+                 pointwise(rows, rows, _FP32, name="rmsnorm rsqrt"),
+                 pointwise(n, n + rows, _FP32, name="rmsnorm scale"))
+        self.cast(n, _FP32, x_dtype)
+        out = _promote(self.wd, x_dtype)
+        self.add(pointwise(n, n, x_dtype, out_dtype=out, other_elements=d, other_dtype=self.wd, name="rmsnorm weight"))
+        self.save(n, _FP32)  # x in fp32 (pow's and the scale's input)
+        self.save(n, x_dtype)  # the normalized x (the weight's product)
+        return out
+
+    def residual(self, rows: Any, x_dtype: str, branch_dtype: str) -> str:
+        """x + branch: the promoted precision (fp32 stream + 16-bit branch = fp32)."""
+        out = _promote(x_dtype, branch_dtype)
+        n = rows * self.m.d_model
+        if x_dtype == branch_dtype:
+            self.add(add(n, x_dtype).renamed("residual add", kernels=True))
+        else:
+            self.add(pointwise(n, n, branch_dtype, out_dtype=out, other_elements=n, other_dtype=x_dtype, name="residual add"))
+        return out
+
+    def dropout_of(self, elements: Any, dtype: str) -> None:
+        if self.drop:
+            self.add(dropout(elements, dtype))
+            self.save(elements, "int8")  # the bool mask
+
+    # ---- the model ------------------------------------------------------------------------------
+
+    def embeddings(self, rows: Any, seq: Any) -> str:
+        """Token (and position, token-type) gathers; BERT's LayerNorm; dropout. Returns the stream's precision."""
+        m, d = self.m, self.m.d_model
+        table = self.wd if self.eager else self.cd  # eager gathers from the stored table (fp32 under AMP)
+        self.add(embedding(rows, m.vocab, d, table))
+        out = table
+        if m.token_types:
+            self.add(embedding(rows, m.token_types, d, table).renamed("token type embedding", kernels=True), add(rows * d, table))
+        if m.positions == "learned":
+            # positions [seq] gathered once per sequence position, broadcast over the batch
+            self.add(embedding(seq, m.max_positions, d, table).renamed("position embedding", kernels=True),
+                     pointwise(rows * d, rows * d + seq * d, table, name="position add"))
+        elif self.eager:  # the cos/sin table, once per forward
+            for _ in range(ROPE_TABLE_KERNELS):
+                self.add(pointwise(seq * m.n_head_dim, seq * m.n_head_dim, _FP32, name="rotary table"))
+        if m.embedding_norm:
+            out = self.norm(rows, out)
+        self.dropout_of(rows * d, out)
+        return out
+
+    def rotary(self, rows: Any, seq: Any, width: Any, x_dtype: str) -> str:
+        """q * cos + rotate_half(q) * sin: mul, neg (half), cat, mul, add (eager); returns the output precision."""
+        n, table = rows * width, seq * self.m.n_head_dim  # q [B,H,S,D] * cos [1,1,S,D]
+        cos = self.stream  # the table takes the hidden states' precision
+        out = _promote(x_dtype, cos)
+        self.add(pointwise(n, n, x_dtype, out_dtype=out, other_elements=table, other_dtype=cos, name="rotary mul"),
+                 pointwise(n / 2, n / 2, x_dtype, name="rotary neg"),
+                 concat(n, x_dtype).renamed("rotary cat", kernels=True),
+                 pointwise(n, n, x_dtype, out_dtype=out, other_elements=table, other_dtype=cos, name="rotary mul"),
+                 pointwise(n, 0, out, other_elements=2 * n, other_dtype=out, name="rotary add"))
+        return out
+
+    def attention_block(self, b: Any, s: Any, x_dtype: str) -> str:
+        """Norm (pre-norm), QKV, rotary, cache, attention, o_proj, dropout, residual add (post-norm: then the norm)."""
+        m, call = self.m, self.call
+        t, d, q, kv = b * s, m.d_model, m.q_width, m.kv_width
+        biased = m.bias != "none"
+        h = self.norm(t, x_dtype) if m.norm_position == "pre" else x_dtype
+        if not self.eager or m.family == "gpt2":  # one GEMM: fused QKV, GPT-2's c_attn
+            dq = dk = self.linear(t, q + 2 * kv, d, h, biased, "qkv")
+        else:
+            dq = self.linear(t, q, d, h, biased, "q_proj")
+            dk = self.linear(t, kv, d, h, biased, "k_proj")
+            self.linear(t, kv, d, h, biased, "v_proj")
+        if m.positions == "rotary" and self.eager:
+            dq, dk = self.rotary(t, s, q, dq), self.rotary(t, s, kv, dk)
+        context = call.context
+        if call.phase != "forward":  # the KV cache
+            e_new = t * kv
+            if not self.eager:  # written in place: the new keys and values
+                self.add(copy(2 * e_new, self.cd, call.kv_dtype).renamed("kv cache write", kernels=True))
+            else:  # DynamicCache.update: torch.cat(cache, new) for K and for V
+                kept = b * context * kv + e_new
+                self.cast(e_new, dk, self.cd)
+                self.add(concat(kept, call.kv_dtype).renamed("kv cache cat (k)", kernels=True),
+                         concat(kept, call.kv_dtype).renamed("kv cache cat (v)", kernels=True))
+                dk = self.cd
+        if self.amp:  # SDPA is autocast: q and k (fp32 after rotary) cast to cd
+            self.cast(t * q, dq, self.cd)
+            self.cast(t * kv, dk, self.cd)
+        kv_read = call.kv_dtype if call.phase != "forward" else None  # attention reads the cache as stored
+        self.add(attention(b, m.heads, s, s + context, head_dim=m.n_head_dim, kv_heads=m.n_kv_heads, causal=m.causal,
+                           impl=call.impl, dtype=self.cd, kv_dtype=kv_read))
+        self.save(t * (q + 2 * kv), self.cd)  # q, k and v (the output is o_proj's input, saved there)
+        self.save(b * m.heads * s, _FP32)  # the log-sum-exp per query row
+        o = self.linear(t, d, q, self.cd, m.bias == "all", "o_proj")
+        self.dropout_of(t * d, o)
+        x = self.residual(t, x_dtype, o)
+        return self.norm(t, x) if m.norm_position == "post" else x
+
+    def mlp_block(self, t: Any, x_dtype: str) -> str:
+        """Norm (pre-norm), up (gate and up), activation, down, dropout, residual add (post-norm: then the norm)."""
+        m = self.m
+        d, f = m.d_model, m.ffn_width
+        biased = m.bias == "all"
+        h = self.norm(t, x_dtype) if m.norm_position == "pre" else x_dtype
+        if m.gated:
+            if self.eager:  # HF: gate_proj, up_proj, act(gate), * up
+                self.linear(t, f, d, h, biased, "gate_proj")
+                self.linear(t, f, d, h, biased, "up_proj")
+                act = silu if m.mlp == "swiglu" else gelu
+                self.add(act(t * f, self.cd), pointwise(t * f, 2 * t * f, self.cd, name="act * up"))
+                self.save(3 * t * f, self.cd)  # gate, act(gate) and up
+            else:
+                self.linear(t, 2 * f, d, h, biased, "gate_up")  # x [T,d] @ w [d,2*ffn] -> [T,2*ffn]
+                self.add(elementwise(t * f, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS, dtype=self.cd,
+                                     name="act*up"))
+                self.save(2 * t * f, self.cd)  # gate and up
+        else:
+            self.linear(t, f, d, h, biased, "up")  # x [T,d] @ w [d,ffn] -> [T,ffn]
+            if self.eager and m.family == "gpt2":  # NewGELUActivation: the tanh form in Python, eight kernels
+                n = t * f
+                for name, inputs in GELU_NEW_KERNELS:
+                    self.add(pointwise(n, inputs * n, self.cd, name=f"gelu_new {name}"))
+                self.save(4 * n, self.cd)  # x, x**3, the tanh's argument and output
+            else:
+                self.add(gelu(t * f, self.cd))
+                self.save(t * f, self.cd)  # gelu's input
+        o = self.linear(t, d, f, self.cd, biased, "down")  # h [T,ffn] @ w [ffn,d] -> [T,d]
+        self.dropout_of(t * d, o)
+        x = self.residual(t, x_dtype, o)
+        return self.norm(t, x) if m.norm_position == "post" else x
+
+    def head(self, tokens: Any, rows: Any, x_dtype: str) -> Optional[str]:
+        """Final norm (pre-norm) over every token; the LM head, or BERT's MLM transform and decoder, over ``rows``."""
+        m, d = self.m, self.m.d_model
+        h = self.norm(tokens, x_dtype) if m.final_norm else x_dtype
+        if m.head == "none":
+            return None
+        if m.head == "mlm":
+            t = self.linear(rows, d, d, h, True, "mlm transform", layer=False)
+            self.add(gelu(rows * d, self.cd))
+            self.save(rows * d, self.cd)
+            h = self.norm(rows, t)
+        return self.linear(rows, m.vocab, d, h, m.head == "mlm", "lm_head" if m.head == "lm" else "mlm decoder",
+                           layer=False)
+
+    def loss(self, rows: Any, logits: str) -> Workload:
+        """Cross-entropy over the vocabulary: log-softmax and NLL, with the upcasts eager AMP runs."""
+        v = self.m.vocab
+        parts: list[Workload] = []
+        if self.m.family == "bert" or not self.eager:  # BertForMaskedLM: log_softmax in the logits' precision, then fp32
+            parts.append(softmax(rows, v, logits).renamed("log_softmax", kernels=True))
+            if self.eager:
+                parts.append(copy(rows * v, dtype=logits, out_dtype=_FP32).renamed(f"cast {logits}->fp32", kernels=True))
+        else:  # transformers' ForCausalLMLoss: logits.float(), then cross_entropy in fp32
+            parts += [copy(rows * v, dtype=logits, out_dtype=_FP32).renamed(f"cast {logits}->fp32", kernels=True),
+                      softmax(rows, v, _FP32).renamed("log_softmax", kernels=True)]
+        nll_dtype = _FP32 if self.eager else logits
+        parts.append(nll_loss(rows, v, dtype=nll_dtype))
+        # alive at the backward: the logits, their fp32 copy (eager) and the log-probabilities (log_softmax's output)
+        self.save(rows * v, logits)
+        if self.eager:
+            self.save(rows * v, _FP32)
+        self.save(rows * v, _FP32 if self.eager and self.m.family != "bert" else logits)
+        return chain("loss (cross-entropy)", *parts)
+
+    def layer(self, b: Any, s: Any) -> Workload:
+        """One layer's kernels, built on their own (the model holds it once with its count); ``layer_saved`` its saved bytes."""
+        sub = _Program(self.call)
+        x = sub.attention_block(b, s, self.stream)
+        sub.mlp_block(b * s, x)
+        self.layer_saved = sub.saved
+        return chain("layer", *sub.parts)
+
+
+class Activations(NamedTuple):
+    """Bytes autograd keeps for the backward of a training forward: per layer, outside the layers, a layer's input."""
+
+    per_layer: Any
+    other: Any  # embeddings, head, loss
+    layer_input: Any  # what activation checkpointing keeps of each layer
+
+    def total(self, layers: int, checkpointing: bool = False) -> Any:
+        """Every layer's saved tensors; with checkpointing, each layer's input and one layer's recomputed set."""
+        if checkpointing:
+            return layers * self.layer_input + self.per_layer + self.other
+        return layers * self.per_layer + self.other
+
+
+def build(model: Transformer, phase: str, batch: Any, seq: Any, context: Any = 0, dtype: Any = "bf16", impl: Any = "sdpa",
+          kernels: Any = "eager", amp: Any = False, training: Any = False, kv_dtype: Any = None,
+          quant: Any = None) -> Workload:
+    """A Transformer's program (``phase`` forward, prefill or decode) as a Workload, with its ``origin``."""
+    call = _call(model, phase, batch, seq, context, dtype, impl, kernels, amp, training, kv_dtype, quant)
+    with naming_overflow(f"{model.name}.{phase}", batch=call.batch, seq=call.seq, context=call.context):
+        return _build(call)[0]
+
+
+def activations(call: ModelCall) -> Activations:
+    """The saved-for-backward bytes of ``call``'s program (built as training runs it)."""
+    _, p = _build(call._replace(training=True))
+    return Activations(p.layer_saved, p.saved, call.tokens * call.model.d_model * storage_bytes(p.stream))
+
+
+def _call(model: Transformer, phase: str, batch: Any, seq: Any, context: Any, dtype: Any, impl: Any, kernels: Any,
+          amp: Any, training: Any, kv_dtype: Any, quant: Any = None) -> ModelCall:
+    """Validated arguments of a model call."""
+    b, s = dim("batch", batch), dim("seq", seq)
+    c = dim("context", context, minimum=0)
+    broadcast(batch=b, seq=s, context=c)
+    cd = normalize(dtype, "dtype")
+    style = choice("kernels", kernels, KERNEL_STYLES)
+    window = model.sliding_window
+    if window is not None:
+        longest = np.max(s + c)
+        if longest > window:
+            raise OptionError(f"{model.name} has sliding_window={window} (config key 'sliding_window'); windowed attention "
+                              f"is not modelled and the sequence reaches {longest:g} tokens: keep seq + context <= {window}")
+    if phase != "forward" and not model.causal:
+        raise OptionError(f"{model.name} is not causal (an encoder): it has no {phase}; use forward(batch=, seq=)")
+    if model.positions == "learned" and model.max_positions is not None:
+        if np.max(s + c) > model.max_positions:
+            raise ShapeError(f"{model.name} has {model.max_positions} learned positions; seq + context must stay within "
+                             f"them, got {np.max(s + c):g}")
+    q = None if quant is None else choice("quant", quant, tuple(QUANTIZATIONS))
+    if q is not None and flag("training", training):
+        raise OptionError(f"quant={q!r} is an inference option; training runs the model in dtype={cd!r}")
+    return ModelCall(model, phase, b, s, c, cd, str(impl), style, flag("amp", amp), flag("training", training),
+                     normalize(kv_dtype or cd, "kv_dtype"), q)
+
+
+def _build(call: ModelCall) -> tuple[Workload, _Program]:
+    m = call.model
+    p = _Program(call)
+    b, s = call.batch, call.seq
+    t = b * s
+    p.embeddings(t, s)
+    layer = p.layer(b, s)
+    try:
+        p.add(layer.repeat(m.layers, "layers"))
+    except ShapeError as exc:
+        raise ShapeError(f"{m.name}: layers={count_text(m.layers)} is too many: {exc}") from None
+    rows = b if call.phase == "prefill" else t  # prefill: logits of each sequence's last token only
+    logits = p.head(t, rows, p.stream)  # the layers' output: the stream's precision
+    name = f"{m.name} {call.phase}"
+    if call.training and logits is not None:
+        p.add(p.loss(t, logits))
+    return Workload.of(name, tuple((w, 1) for w in p.parts), origin=call), p
+
+
+def _promote(a: str, b: str) -> str:
+    """PyTorch's type promotion of two float precisions: the wider (fp32 over 16-bit)."""
+    return a if a == b else _FP32

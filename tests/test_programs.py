@@ -1,0 +1,91 @@
+"""Whole programs: the eager issue timeline (host vs GPU), the host-time fit, the step files and their report."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import solkit as sk
+from solkit import models
+from solkit.calibration.programs import (STEP_FIT_DATA, _nonnegative_least_squares, fit_host, load_steps,
+                                         workload_of_step)
+from solkit.prediction import _issue, _repeated, _then, calibration
+from solkit.workload import Kernel, Workload
+
+
+def _simulate(bodies, host):
+    """Launch i issued at (i+1)*host, starts at max(issue, previous end): the end of the last kernel."""
+    end = 0.0
+    for i, body in enumerate(bodies):
+        end = max((i + 1) * host, end) + body
+    return end
+
+
+def _kernels(*bodies):
+    parts = tuple((Kernel(f"k{i}", "elementwise", "bf16", bytes_read=1.0), 1) for i, _ in enumerate(bodies))
+    w = Workload.of("w", parts)
+    return w, {id(k): b for (k, _), b in zip(w.parts, bodies)}
+
+
+def test_issue_timeline_by_hand():
+    """Bodies 10, 1, 1 us, 5 us of host per launch: 5 -> 15, 15 -> 16, 16 -> 17: the GPU finishes at 17 us."""
+    w, body = _kernels(10e-6, 1e-6, 1e-6)
+    a, b, c = _issue(w, body, 5e-6, 0.0)
+    assert a == pytest.approx(15e-6)  # the host issued 3 launches
+    assert max(b, c) == pytest.approx(17e-6)
+    # CPU-bound: bodies 1 us each, 5 us per launch: the last launch at 15 us ends at 16 us
+    w, body = _kernels(1e-6, 1e-6, 1e-6)
+    a, b, c = _issue(w, body, 5e-6, 0.0)
+    assert max(b, c) == pytest.approx(16e-6)
+
+
+@pytest.mark.parametrize("bodies, n, host", [((10.0, 1.0, 1.0), 7, 5.0), ((1.0, 1.0), 50, 3.0), ((2.0, 30.0, 2.0), 4, 9.0)])
+def test_repeated_blocks_match_the_launch_by_launch_simulation(bodies, n, host):
+    """n repeats of a block in closed form (max-plus algebra) equal simulating every launch."""
+    w, body = _kernels(*bodies)
+    block = _issue(w, body, host, 0.0)
+    a, b, c = _repeated(block, n)
+    assert max(b, c) == pytest.approx(_simulate(list(bodies) * n, host))
+    a2, b2, c2 = _then(block, _repeated(block, n - 1))
+    assert max(b2, c2) == pytest.approx(max(b, c)) and a2 == pytest.approx(a)
+
+
+def test_nonnegative_least_squares_by_hand():
+    """y = 2 + 3 x exactly: (2, 3); with the intercept forced negative by the data, it is pinned at 0."""
+    x = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    assert _nonnegative_least_squares(x, np.array([2.0, 5.0, 8.0])) == pytest.approx((2.0, 3.0))
+    # y = -1 + 2 x: the best fit with b0 >= 0 is b0 = 0 and b1 = (0*(-1) + 1*1 + 2*3) / (0 + 1 + 4) = 7/5
+    assert _nonnegative_least_squares(x, np.array([-1.0, 1.0, 3.0])) == pytest.approx((0.0, 1.4))
+
+
+def test_committed_host_times_equal_their_fit():
+    """The spec's host_* parameters are fit_host of the committed step files, rounded as the file keeps them."""
+    host = fit_host([load_steps(name) for name in STEP_FIT_DATA])
+    cal = calibration(sk.load_gpu("h200"))
+    for name in ("host_program", "host_layer", "host_launch", "host_launch_training"):
+        assert getattr(cal, name) == pytest.approx(getattr(host, name), abs=1e-12), name
+    assert host.inference_cases >= 20 and host.training_cases >= 10
+
+
+def test_eager_programs_pay_host_time_fused_ones_do_not():
+    """The same decode step: eager adds the CPU's issue time (CPU-bound at batch 1), fused (a graph replay) does not."""
+    m = models.preset("llama3-8b")
+    eager = sk.predict(m.decode(batch=1, context=1024), "h200", warn=False)
+    fused = sk.predict(m.decode(batch=1, context=1024, kernels="fused"), "h200", warn=False)
+    cal = calibration(sk.load_gpu("h200"))
+    launches = len(m.decode(batch=1, context=1024))
+    assert eager.host_seconds == pytest.approx(cal.host_program + 32 * cal.host_layer + launches * cal.host_launch)
+    assert fused.host_seconds == 0
+    assert eager.seconds >= eager.host_seconds and "CPU-bound" in eager.notes[-1]
+
+
+def test_step_files_build_their_programs():
+    """Every measured case of the fit file maps to a solkit program of the same family and mode."""
+    steps = load_steps(STEP_FIT_DATA[0])
+    assert len(steps.cases) >= 80 and all(c.ok for c in steps.cases)
+    seen = set()
+    for case in steps.cases:
+        w = workload_of_step(case)
+        assert w.origin is not None and len(w) > 0
+        seen.add((case.family, case.mode))
+    assert {("bert", "train"), ("gpt2", "decode"), ("llama", "prefill"), ("resnet50", "train")} <= seen
