@@ -7,8 +7,8 @@ import pytest
 
 import solkit as sk
 from solkit import models
-from solkit.calibration.programs import (STEP_FIT_DATA, _nonnegative_least_squares, fit_host, load_steps,
-                                         workload_of_step)
+from solkit.calibration.programs import (STEP_FIT_DATA, STEP_TEST_DATA, _nonnegative_least_squares, fit_host,
+                                         load_steps, workload_of_step)
 from solkit.prediction import _issue, _repeated, _then, calibration
 from solkit.workload import Kernel, Workload
 
@@ -89,3 +89,11 @@ def test_step_files_build_their_programs():
         assert w.origin is not None and len(w) > 0
         seen.add((case.family, case.mode))
     assert {("bert", "train"), ("gpt2", "decode"), ("llama", "prefill"), ("resnet50", "train")} <= seen
+
+
+@pytest.mark.parametrize("name", STEP_FIT_DATA + STEP_TEST_DATA)
+def test_t_sol_of_every_measured_step_is_below_it(name):
+    """T_SOL of each whole program solkit builds stays below the step's measured time (fit runs and the frozen test)."""
+    steps = load_steps(name)
+    fractions = [sk.roofline(workload_of_step(c), "h200").t_sol / (c.wall_ms * 1e-3) for c in steps.cases if c.ok]
+    assert len(fractions) >= 60 and max(fractions) <= 1.0

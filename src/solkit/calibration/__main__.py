@@ -51,6 +51,8 @@ SAMPLED_SETS = (
      "data/h200_sdpa_test_seed2027.json"),
     ("Casts between precisions (dst.copy_(src)), seed 2028, fit", "data/h200_cast_fit_seed2028.json"),
     ("Casts between precisions, seed 2028, validation", "data/h200_cast_validation_seed2028.json"),
+    ("Casts between precisions, seed 2028, test (frozen: measured after 98403b1, this model)",
+     "data/h200_cast_test_seed2028.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"

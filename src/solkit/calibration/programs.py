@@ -75,7 +75,7 @@ class StepCase(BaseModel):
     @property
     def cpu_bound(self) -> bool:
         """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time."""
-        return self.ok and self.host_ms is not None and self.wall_ms < CPU_BOUND * self.host_ms
+        return self.wall_ms is not None and self.host_ms is not None and self.ok and self.wall_ms < CPU_BOUND * self.host_ms
 
 
 class StepSet(BaseModel):

@@ -48,16 +48,22 @@ class MemoryFootprint:
     activations: Any
     kv_cache: Any
     total: Any
-    fits: Optional[bool] = None
+    fits: Any = None  # a bool (an array of them for a sweep), or None without a GPU
     max_batch: Optional[int] = None
     capacity: Optional[float] = None
 
     def __repr__(self) -> str:
         gb = 1e9
+        if np.ndim(self.total):
+            return (f"MemoryFootprint(a sweep of shape {np.shape(self.total)}: total {np.min(self.total) / gb:.3g} to "
+                    f"{np.max(self.total) / gb:.3g} GB)")
         parts = ", ".join(f"{k} {getattr(self, k) / gb:.3g} GB" for k in
                           ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "total"))
-        fit = "" if self.fits is None else (f"; fits in {self.capacity / gb:.3g} GB, up to batch {self.max_batch}" if self.fits
-                                            else f"; does NOT fit in {self.capacity / gb:.3g} GB (largest batch {self.max_batch})")
+        fit = ""
+        if self.capacity is not None:
+            cap = self.capacity / gb
+            fit = (f"; fits in {cap:.3g} GB, up to batch {self.max_batch}" if self.fits
+                   else f"; does NOT fit in {cap:.3g} GB (largest batch {self.max_batch})")
         return f"MemoryFootprint({parts}{fit})"
 
 

@@ -56,7 +56,7 @@ def gemm_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any = 1
     dgrad = gemm(f"{label} dgrad", m, k, n, dtype, batch)  # dC [b,m,n] @ B^T [b,n,k] -> dA [b,m,k]
     wgrad = gemm(f"{label} wgrad", k, n, m, dtype, batch)  # A^T [b,k,m] @ dC [b,m,n] -> dB [b,k,n]
     # the wgrad reads A [m,k] and dC [m,n] as stored: its rows are k and n long, whatever m is
-    return dgrad, wgrad._replace(gemm=wgrad.gemm._replace(layout="wgrad"))
+    return dgrad, wgrad._replace(gemm=Gemm(k, n, m, batch, layout="wgrad"))
 
 
 def _matmul_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any, out_dtype: Any, bias: bool,
