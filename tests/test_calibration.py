@@ -219,7 +219,8 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
                                   "h200_sample_validation_seed2027.json", "h200_sample_test_seed2027.json",
                                   "h200_sdpa_fit_seed2027.json", "h200_sdpa_validation_seed2027.json",
                                   "h200_sdpa_test_seed2027.json", "h200_cast_fit_seed2028.json",
-                                  "h200_cast_validation_seed2028.json", "h200_cast_test_seed2028.json"])
+                                  "h200_cast_validation_seed2028.json", "h200_cast_test_seed2028.json",
+                                  "h200_sample_test_seed2028.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")

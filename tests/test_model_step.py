@@ -119,3 +119,12 @@ def test_bad_steps_are_refused():
         models.training_step(ops.matmul(64, 64, 64), optimizer=None, amp=True)
     step = models.training_step(ops.matmul(64, 64, 64), params=64 * 64)
     assert len(_named(step, "adamw")) == 1
+
+
+def test_training_step_signature_follows_the_design():
+    """DESIGN: training_step(forward, optimizer="adamw", microbatches=1, checkpointing=False, ...)."""
+    import inspect
+
+    names = list(inspect.signature(models.training_step).parameters)
+    assert names[:4] == ["forward", "optimizer", "microbatches", "checkpointing"]
+    assert inspect.signature(models.training_step).parameters["optimizer"].default == "adamw"

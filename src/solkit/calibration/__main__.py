@@ -43,6 +43,7 @@ SAMPLED_SETS = (
     ("Fit, seed 2027", "data/h200_sample_fit_seed2027.json"),
     ("Validation, seed 2026", VALIDATION),
     ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
+    ("Test, seed 2028 (frozen: measured after commit 98403b1, this model)", "data/h200_sample_test_seed2028.json"),
     ("Test, seed 2027 (the frozen model's result: data/h200_test_seed2027_frozen.md; this model came after it)", TEST),
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
     ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),

@@ -289,7 +289,7 @@ class Transformer(BaseModel):
 
     @checked_call
     def with_(self, **changes: Any) -> "Transformer":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again); kv_heads, head_dim and ffn keep their spelled-out values."""
         unknown = [k for k in changes if k not in type(self).model_fields]
         if unknown:
             raise ArgumentTypeError(f"Transformer has no field {unknown[0]!r}; fields: {', '.join(type(self).model_fields)}")

@@ -84,9 +84,9 @@ def optimizer_step(optimizer: str, params: Any, tensors: int, dtype: str, grad_d
 def training_step(
     forward: Workload,
     optimizer: str = "adamw",
-    amp: Any = None,
     microbatches: Any = 1,
     checkpointing: Any = False,
+    amp: Any = None,
     params: Any = None,
 ) -> Workload:
     """One training step: ``microbatches`` x (forward, loss, backward), then the optimizer; model FLOPs 3x the forward's
