@@ -34,8 +34,10 @@ from ..precision import normalize, storage_bytes
 from ..workload import Workload, chain
 from ._common import count_text, naming_overflow
 from .architecture import Transformer
+from .transformer import SWIGLU_FLOPS
 
-__all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "ROPE_TABLE_KERNELS", "SWIGLU_FLOPS"]
+__all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "activations", "Activations", "ROPE_TABLE_KERNELS",
+           "GELU_NEW_KERNELS"]
 
 KERNEL_STYLES = ("eager", "fused")
 #: quantization of the layers' linear layers: name -> (weight precision, GEMM input precision). Weight-only
@@ -51,9 +53,6 @@ ROPE_TABLE_KERNELS = 12
 #: GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers' NewGELUActivation runs it:
 #: one kernel per operation (name, tensors of T x ffn read), seen in the H200 profiles (pow, tanh, 3 muls by a scalar...)
 GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
-#: SwiGLU's fused combine step silu(gate) * up: silu 4 FLOPs + 1 multiply per element
-SWIGLU_FLOPS = 5
-#: RMSNorm's eager kernels' vector FLOPs per element: pow (1), scale (1), times the weight (1)
 _FP32 = "fp32"
 
 
@@ -107,8 +106,8 @@ class _Program:
         self.wd = _FP32 if call.amp else call.dtype  # stored weights
         self.stream = _FP32 if self.amp else self.cd  # the residual stream and the norms' precision
         self.drop = call.training and self.m.dropout > 0
-        self.layer_saved: Any = 0.0  # the same, of one layer (``layer``)
         self.saved = 0.0  # bytes autograd keeps for the backward (training), summed as the kernels are added
+        self.layer_saved: Any = 0.0  # the same, of one layer (``layer``)
 
     def add(self, *parts: Workload) -> None:
         self.parts.extend(parts)
@@ -359,7 +358,8 @@ def build(model: Transformer, phase: str, batch: Any, seq: Any, context: Any = 0
           kernels: Any = "eager", amp: Any = False, training: Any = False, kv_dtype: Any = None,
           quant: Any = None) -> Workload:
     """A Transformer's program (``phase`` forward, prefill or decode) as a Workload, with its ``origin``."""
-    call = _call(model, phase, batch, seq, context, dtype, impl, kernels, amp, training, kv_dtype, quant)
+    call = _call(model, choice("phase", phase, PHASES), batch, seq, context, dtype, impl, kernels, amp, training, kv_dtype,
+                 quant)
     with naming_overflow(f"{model.name}.{phase}", batch=call.batch, seq=call.seq, context=call.context):
         return _build(call)[0]
 
