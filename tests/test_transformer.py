@@ -67,7 +67,7 @@ def test_flops_per_token_of_llama3_8b():
     linear = 32 * (4096 * 4096 + 2 * 4096 * 1024 + 4096 * 4096 + 3 * 4096 * 14336) + 128256 * 4096  # 7,504,658,432
     assert m.linear_weights == linear
     assert m.flops_per_token(seq=8192) == 2 * linear + 4 * 32 * 4096 * 8193 / 2  # 17,157,062,656
-    assert m.flops_per_token(seq=8192, attention="full") == 2 * linear + 4 * 32 * 4096 * 8192  # 17,303,601,152
+    assert m.flops_per_token(seq=8192, attention="full") == 2 * linear + 4 * 32 * 4096 * 8192  # 19,304,284,160
     assert m.flops_per_token(training=True, seq=8192) == 3 * 17_157_062_656
 
 
@@ -79,7 +79,8 @@ def test_palm_540b_mfu_from_appendix_b():
                               ffn=73728, vocab=256000, tie_embeddings=True)
     assert palm.linear_weights / 1e9 == pytest.approx(540.35, abs=0.1)  # "540.35B parameters" (Table 1)
     per_token = palm.flops_per_token(training=True, seq=2048, attention="full")
-    # 6 x 540,340,813,824 + 12 x 118 x 48 x 256 x 2048 = 3.2420e12 + 3.5635e10 = 3.2777e12
+    # N = 118 x 4,539,285,504 + 256000*18432 = 540,354,281,472
+    # 6 x 540,354,281,472 + 12 x 118 x 48 x 256 x 2048 = 3.2420e12 + 3.5635e10 = 3.2777e12
     assert per_token == 6 * palm.linear_weights + 12 * 118 * 48 * 256 * 2048
     mfu = 238.3e3 * per_token / (6144 * 275e12)  # TPU v4: 275 TFLOP/s bf16 (Jouppi et al. 2023)
     assert mfu == pytest.approx(0.462, abs=0.0015)
@@ -91,8 +92,9 @@ def test_forward_matrix_flops_equal_the_closed_form():
     b, s = 8, 512
     w = bert.forward(batch=b, seq=s, kernels="fused")
     matrix = w.matrix_flops  # the bias adds are vector FLOPs
-    # N = 12 x 7,077,888 + 768*768 + 30522*768 = 108,000,000; 2N + 4 x 12 x 768 x 512 = 234,874,880 per token
-    assert bert.linear_weights == 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 768 * 768 + 30522 * 768
+    # N = 12 x 7,077,888 + 768*768 + 30522*768 = 108,965,376; 2N + 4 x 12 x 768 x 512 = 236,805,120 per token
+    assert bert.linear_weights == 12 * (4 * 768 * 768 + 2 * 768 * 3072) + 768 * 768 + 30522 * 768 == 108_965_376
+    assert bert.flops_per_token(seq=s) == 236_805_120
     assert matrix == pytest.approx(bert.flops_per_token(seq=s) * b * s, rel=1e-12)
 
 
@@ -127,7 +129,7 @@ def test_decode_reads_the_cache_and_eager_appends_by_concatenation():
     m = models.preset("llama3-8b")
     fused = m.decode(batch=8, context=4096, kernels="fused")
     attn = [k for k in fused.kernels if k.kind == "attention"][0]
-    # Q, O [8, 32, 1, 128] and K, V [8, 8, 4097, 128], bf16: (2*8*32*128 + 2*8*8*4097*128)*2 = 134,348,800 bytes
+    # Q, O [8, 32, 1, 128] and K, V [8, 8, 4097, 128], bf16: (2*8*32*128 + 2*8*8*4097*128)*2 = 134,381,568 bytes
     assert attn.bytes == (2 * 8 * 32 * 128 + 2 * 8 * 8 * 4097 * 128) * 2
     write = [k for k in fused.kernels if k.name == "kv cache write"][0]
     assert write.bytes_written == 2 * 8 * 1024 * 2  # the new token's K and V: 32,768 bytes per layer
@@ -220,7 +222,7 @@ def test_training_memory_of_bert_base_by_hand():
     bert = models.preset("bert-base")
     mem = bert.memory(batch=8, seq=512, training=True)
     p = 109_514_298
-    assert mem.weights == 4 * p + 2 * bert.linear_weights  # 438,057,192 + 216,000,000
+    assert mem.weights == 4 * p + 2 * bert.linear_weights  # 438,057,192 + 217,930,752
     assert mem.gradients == 4 * p
     assert mem.optimizer_states == 8 * p
     assert mem.kv_cache == 0

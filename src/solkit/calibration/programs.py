@@ -23,6 +23,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import SpecError
 from ..workload import Workload
+from .fitting import _round
+from .metrics import log_error
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "STEP_FIT_DATA", "STEP_TEST_DATA", "CPU_BOUND", "programs_report"]
@@ -181,8 +183,9 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
     program, layer, launch = _nonnegative_least_squares(x, y)
     training = float(np.median([(host - program * preamble - layer * layers) / launches
                                 for preamble, layers, launches, host in train]))
-    return HostFit(host_program=_round(program, 1), host_layer=_round(layer, 1), host_launch=_round(launch, 2),
-                   host_launch_training=_round(max(training, 0.0), 2), inference_cases=len(infer),
+    return HostFit(host_program=_round(program, "host_program"), host_layer=_round(layer, "host_layer"),
+                   host_launch=_round(launch, "host_launch"),
+                   host_launch_training=_round(max(training, 0.0), "host_launch_training"), inference_cases=len(infer),
                    training_cases=len(train))
 
 
@@ -201,11 +204,6 @@ def _nonnegative_least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, ...
     return tuple(float(v) for v in best[1])
 
 
-def _round(seconds: float, digits: int) -> float:
-    """Seconds rounded as the spec keeps them (microseconds to ``digits`` decimals)."""
-    return round(seconds * 1e6, digits) * 1e-6
-
-
 def step_errors(s: StepSet, gpu: Any) -> list[tuple[StepCase, float, float]]:
     """(case, predicted seconds, measured seconds) of every measured case."""
     from ..prediction import predict
@@ -218,7 +216,8 @@ def step_errors(s: StepSet, gpu: Any) -> list[tuple[StepCase, float, float]]:
 
 
 def _summary(rows: Sequence[tuple[StepCase, float, float]]) -> tuple[int, float, float, float]:
-    err = np.abs(np.log([p / m for _, p, m in rows]))
+    """(cases, median, p90, max) of the error exp(|log(predicted / measured)|) - 1, as every report gives it."""
+    err = np.expm1(log_error([p for _, p, _ in rows], [m for _, _, m in rows]))
     return len(rows), float(np.median(err)), float(np.percentile(err, 90)), float(np.max(err))
 
 
@@ -226,7 +225,7 @@ def programs_report(gpu: Any = "h200") -> str:
     """The whole-program accuracy report (markdown): time per set, family and mode; memory against the measured peak."""
     lines = ["# Whole programs on the H200: predicted against measured steps", "",
              "Written by `python -m solkit.calibration programs` from the step files (`benchmarks/programs/steps.py`). "
-             "Error = |log(predicted / measured)| of the median step time (CUDA events); memory: `Transformer.memory` "
+             "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
                          ("frozen test (measured after the model was frozen)", STEP_TEST_DATA)):
@@ -256,11 +255,11 @@ def _spread(a: StepSet, b: StepSet) -> list[str]:
     """The run-to-run spread of the same cases on two machines: wall time and host time."""
     other = {c.id: c for c in b.cases if c.ok}
     pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
-    wall = np.abs([math.log(x.wall_ms / y.wall_ms) for x, y in pairs])  # type: ignore[operator]
+    wall = np.expm1(log_error([x.wall_ms for x, _ in pairs], [y.wall_ms for _, y in pairs]))
     host = np.array([math.log(x.host_ms / y.host_ms) for x, y in pairs])  # type: ignore[operator]
     return [f"Run to run ({a.path.rsplit('/', 1)[-1]} against {b.path.rsplit('/', 1)[-1]}, {len(pairs)} cases, two "
             f"H200 machines): wall time differs by a median of {np.median(wall):.1%} (p90 {np.percentile(wall, 90):.1%}); "
-            f"host time by a median of {np.median(np.abs(host)):.1%}, signed median {np.median(host):+.1%} (the CPUs differ): "
+            f"host time by a median of {np.expm1(np.median(np.abs(host))):.1%}, typically {np.expm1(np.median(host)):+.1%} (the CPUs differ): "
             "no prediction of a host-bound step can beat that spread.", ""]
 
 

@@ -15,11 +15,11 @@ The architecture only (DESIGN): precision, attention implementation and fusion a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional, get_args
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .._num import result
 from .._validate import checked_call, choice, dim, flag
 from ..errors import ArgumentTypeError, OptionError
 from ..precision import normalize, storage_bytes
@@ -29,14 +29,16 @@ if TYPE_CHECKING:
 
 __all__ = ["Transformer", "MLPS", "NORMS", "HEADS", "POSITIONS", "BIASES", "FAMILIES", "ATTENTION_CONVENTIONS"]
 
-MLPS = ("swiglu", "geglu", "gelu")
-NORMS = ("rmsnorm", "layernorm")
-HEADS = ("lm", "mlm", "none")
-POSITIONS = ("rotary", "learned")
+Mlp = Literal["swiglu", "geglu", "gelu"]
+Norm = Literal["rmsnorm", "layernorm"]
+Head = Literal["lm", "mlm", "none"]
+Positions = Literal["rotary", "learned"]
 #: which linear layers carry a bias: none (Llama), qkv (Qwen2: q, k and v only), all (GPT-2, BERT)
-BIASES = ("none", "qkv", "all")
+Bias = Literal["none", "qkv", "all"]
 #: the Hugging Face module layout the eager kernels follow (``solkit.models.program``)
-FAMILIES = ("llama", "gpt2", "bert")
+Family = Literal["llama", "gpt2", "bert"]
+# the choices as tuples, read from the field types (one list each)
+MLPS, NORMS, HEADS, POSITIONS, BIASES, FAMILIES = (get_args(t) for t in (Mlp, Norm, Head, Positions, Bias, Family))
 ATTENTION_CONVENTIONS = ("causal", "full")
 
 
@@ -46,7 +48,7 @@ class Transformer(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str = "transformer"
-    family: Literal["llama", "gpt2", "bert"] = "llama"
+    family: Family = "llama"
     layers: int = Field(ge=1)
     d_model: int = Field(ge=1)
     heads: int = Field(ge=1)
@@ -54,19 +56,19 @@ class Transformer(BaseModel):
     head_dim: Optional[int] = Field(default=None, ge=1)
     ffn: Optional[int] = Field(default=None, ge=1)
     vocab: int = Field(ge=1)
-    mlp: Literal["swiglu", "geglu", "gelu"] = "swiglu"
-    norm: Literal["rmsnorm", "layernorm"] = "rmsnorm"
+    mlp: Mlp = "swiglu"
+    norm: Norm = "rmsnorm"
     norm_position: Literal["pre", "post"] = "pre"
-    positions: Literal["rotary", "learned"] = "rotary"
+    positions: Positions = "rotary"
     max_positions: Optional[int] = Field(default=None, ge=1)
     token_types: int = Field(default=0, ge=0)
     embedding_norm: bool = False
     tie_embeddings: bool = False
-    bias: Literal["none", "qkv", "all"] = "none"
+    bias: Bias = "none"
     causal: bool = True
     dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
     attention_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    head: Literal["lm", "mlm", "none"] = "lm"
+    head: Head = "lm"
     pooler: bool = False
     sliding_window: Optional[int] = Field(default=None, ge=1)
     source: Optional[str] = None
@@ -234,7 +236,7 @@ class Transformer(BaseModel):
         """Bytes of the KV cache: 2 x layers x batch x context x kv_heads x head_dim x e (e of ``dtype``)."""
         b, c = dim("batch", batch), dim("context", context)
         e = storage_bytes(normalize(dtype, "dtype"))
-        return _plain(2.0 * self.layers * b * c * self.kv_width * e)
+        return result(2.0 * self.layers * b * c * self.kv_width * e)
 
     @checked_call
     def flops_per_token(self, training: bool = False, seq: Any = 2048, attention: str = "causal") -> Any:
@@ -248,7 +250,7 @@ class Transformer(BaseModel):
         convention = choice("attention", attention, ATTENTION_CONVENTIONS)
         pairs = (s + 1.0) / 2.0 if (convention == "causal" and self.causal) else s
         forward = 2.0 * self.linear_weights + 4.0 * self.layers * self.q_width * pairs
-        return _plain(forward * (3.0 if flag("training", training) else 1.0))
+        return result(forward * (3.0 if flag("training", training) else 1.0))
 
     # ---- programs ---------------------------------------------------------------------------------
 
@@ -302,11 +304,6 @@ class Transformer(BaseModel):
                 f"{self.params:,} params)")
 
     __str__ = __repr__
-
-
-def _plain(x: Any) -> Any:
-    """A float for a scalar, the array otherwise."""
-    return float(x) if np.ndim(x) == 0 else x
 
 
 def _error(exc: ValidationError) -> Exception:

@@ -24,18 +24,17 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._num import result
 from .._validate import choice, dim, flag
 from ..errors import OptionError
 from ..precision import normalize, storage_bytes
 from .architecture import Transformer
 from .program import QUANTIZATIONS, ModelCall, activations
 from .steps import resolve_amp
-from .training import OPTIMIZERS
+from .training import OPTIMIZER_STATES, OPTIMIZERS
 
-__all__ = ["MemoryFootprint", "memory", "OPTIMIZER_STATES"]
+__all__ = ["MemoryFootprint", "memory"]
 
-#: optimizer states per parameter: AdamW's two moments, SGD's momentum buffer
-OPTIMIZER_STATES = {"adamw": 2, "sgd": 1, "none": 0}
 
 
 @dataclass(frozen=True)
@@ -81,37 +80,37 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     q = None if quant is None else choice("quant", quant, tuple(QUANTIZATIONS))
     if q is not None and train:
         raise OptionError(f"quant={q!r} is an inference option; training holds the weights in dtype or fp32")
-    footprint = _footprint(model, b, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q)
+    # weights, gradients and states are fixed; activations and the KV cache grow with the batch: one build, one sequence
+    one = _footprint(model, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q)
+    footprint = _summed(one.weights, one.gradients, one.optimizer_states, one.activations * b, one.kv_cache * b)
     if gpu is None:
         return footprint
     from ..hardware import as_gpu
 
     capacity = float(as_gpu(gpu).memory_capacity)
-    one = _footprint(model, 1.0, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q).total
-    two = _footprint(model, 2.0, s, train, opt, ckpt, cd, amp, context, kernels, kv_dtype, q).total
-    per_batch, fixed = two - one, 2 * one - two  # every term is affine in the batch
+    fixed, per_batch = one.weights + one.gradients + one.optimizer_states, one.activations + one.kv_cache
     largest = max(0, math.floor((capacity - fixed) / per_batch)) if per_batch > 0 else None
     fits = bool(footprint.total <= capacity) if np.ndim(footprint.total) == 0 else footprint.total <= capacity
     return MemoryFootprint(footprint.weights, footprint.gradients, footprint.optimizer_states, footprint.activations,
                            footprint.kv_cache, footprint.total, fits, largest, capacity)
 
 
-def _footprint(m: Transformer, b: Any, s: Any, train: bool, opt: str, ckpt: bool, cd: str, amp: Any, context: Any,
+def _footprint(m: Transformer, s: Any, train: bool, opt: str, ckpt: bool, cd: str, amp: Any, context: Any,
                kernels: Any, kv_dtype: Any, quant: Any = None) -> MemoryFootprint:
+    """The footprint with one sequence (batch 1): every batch-dependent term is proportional to the batch."""
     if train:
         use_amp = resolve_amp(amp, cd)
         master = "fp32" if use_amp else cd
         e = storage_bytes(master)
         weights = m.params * e + (m.linear_weights * storage_bytes(cd) if use_amp else 0.0)
-        call = ModelCall(m, "forward", b, s, 0.0, cd, "sdpa", str(kernels), use_amp, True, cd)
+        call = ModelCall(m, "forward", 1.0, s, 0.0, cd, "sdpa", str(kernels), use_amp, True, cd)
         acts = activations(call).total(m.layers, ckpt)
         return _summed(weights, m.params * e, OPTIMIZER_STATES[opt] * m.params * e, acts, 0.0)
     e = storage_bytes(cd)
     c = s if context is None else dim("context", context)
-    kv = m.kv_cache_bytes(b, c, kv_dtype or cd)
-    t = b * s
-    layer = t * (m.d_model * 2 + (3 if m.gated else 2) * m.ffn_width) * e  # residual, MLP intermediates
-    logits = b * m.vocab * e if m.head != "none" else 0.0  # serving: the last token's logits per sequence
+    kv = m.kv_cache_bytes(1, c, kv_dtype or cd)
+    layer = s * (m.d_model * 2 + (3 if m.gated else 2) * m.ffn_width) * e  # residual, MLP intermediates
+    logits = m.vocab * e if m.head != "none" else 0.0  # serving: the last token's logits per sequence
     weights = m.params * e
     if quant is not None:  # the layers' linear weights in 4 or 8 bits, the rest in dtype
         quantized = m.layers * m.layer_linear_weights
@@ -120,8 +119,7 @@ def _footprint(m: Transformer, b: Any, s: Any, train: bool, opt: str, ckpt: bool
 
 
 def _maximum(a: Any, b: Any) -> Any:
-    out = np.maximum(a, b)
-    return float(out) if np.ndim(out) == 0 else out
+    return result(np.maximum(a, b))
 
 
 def _summed(weights: Any, gradients: Any, states: Any, acts: Any, kv: Any) -> MemoryFootprint:

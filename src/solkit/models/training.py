@@ -27,10 +27,12 @@ from ..ops.registry import REGISTRY
 from ..precision import normalize
 from ..workload import Kernel, Node, Workload, as_workload
 
-__all__ = ["training_step", "backward", "OPTIMIZERS", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
+__all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
            "CHUNKS_PER_LAUNCH", "SGD_PASSES"]
 
-OPTIMIZERS = ("adamw", "sgd", "none")
+#: the optimizers and their states per parameter: AdamW's two moments, SGD's momentum buffer
+OPTIMIZER_STATES = {"adamw": 2, "sgd": 1, "none": 0}
+OPTIMIZERS = tuple(OPTIMIZER_STATES)
 #: PyTorch's multi_tensor_apply (MultiTensorApply.cuh): at most 36 tensors per launch with 4 lists
 #: (p, g, m, v: depth 4), chunks of 65,536 elements, at most 320 blocks (chunks) per launch
 ADAMW_TENSORS_PER_LAUNCH = 36
