@@ -9,7 +9,8 @@ import solkit as sk
 from solkit import models
 from solkit.calibration.programs import (STEP_FIT_DATA, STEP_TEST_DATA, _nonnegative_least_squares, fit_host,
                                          load_steps, workload_of_step)
-from solkit.prediction import _issue, _repeated, _then, calibration
+from solkit._timeline import clocks, compose, power
+from solkit.prediction import calibration, program_map
 from solkit.workload import Kernel, Workload
 
 
@@ -30,24 +31,24 @@ def _kernels(*bodies):
 def test_issue_timeline_by_hand():
     """Bodies 10, 1, 1 us, 5 us of host per launch: 5 -> 15, 15 -> 16, 16 -> 17: the GPU finishes at 17 us."""
     w, body = _kernels(10e-6, 1e-6, 1e-6)
-    a, b, c = _issue(w, body, 5e-6, 0.0)
-    assert a == pytest.approx(15e-6)  # the host issued 3 launches
-    assert max(b, c) == pytest.approx(17e-6)
+    host, stream, gradients, prefetch = clocks(program_map(w, body, 5e-6, 0.0))
+    assert host == pytest.approx(15e-6)  # the host issued 3 launches
+    assert stream == pytest.approx(17e-6) and gradients == prefetch == 0.0
     # CPU-bound: bodies 1 us each, 5 us per launch: the last launch at 15 us ends at 16 us
     w, body = _kernels(1e-6, 1e-6, 1e-6)
-    a, b, c = _issue(w, body, 5e-6, 0.0)
-    assert max(b, c) == pytest.approx(16e-6)
+    _, stream, _, _ = clocks(program_map(w, body, 5e-6, 0.0))
+    assert stream == pytest.approx(16e-6)
 
 
 @pytest.mark.parametrize("bodies, n, host", [((10.0, 1.0, 1.0), 7, 5.0), ((1.0, 1.0), 50, 3.0), ((2.0, 30.0, 2.0), 4, 9.0)])
 def test_repeated_blocks_match_the_launch_by_launch_simulation(bodies, n, host):
     """n repeats of a block in closed form (max-plus algebra) equal simulating every launch."""
     w, body = _kernels(*bodies)
-    block = _issue(w, body, host, 0.0)
-    a, b, c = _repeated(block, n)
-    assert max(b, c) == pytest.approx(_simulate(list(bodies) * n, host))
-    a2, b2, c2 = _then(block, _repeated(block, n - 1))
-    assert max(b2, c2) == pytest.approx(max(b, c)) and a2 == pytest.approx(a)
+    block = program_map(w, body, host, 0.0)
+    h, stream, _, _ = clocks(power(block, n))
+    assert stream == pytest.approx(_simulate(list(bodies) * n, host)) and h == pytest.approx(n * len(bodies) * host)
+    h2, stream2, _, _ = clocks(compose(block, power(block, n - 1)))
+    assert stream2 == pytest.approx(stream) and h2 == pytest.approx(h)
 
 
 def test_nonnegative_least_squares_by_hand():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import errors, models, ops, plot
+from . import comm, errors, models, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import clear_cache, list_gpus, load_gpu
@@ -12,15 +12,16 @@ from .report import sweep
 from .sol import Roofline, achieved_bandwidth, achieved_flops, hfu, mfu, roofline, sol_fraction
 from .workload import Kernel, Workload, chain
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
-#: imported on first use: the pydantic schema, and the profile readers (json, csv, gzip, decimal)
-_LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "Profile": "profile"}
+#: imported on first use: the pydantic schema (GPUs and systems), and the profile readers (json, csv, gzip, decimal)
+_LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "Profile": "profile",
+         "load_system": "hardware.system", "list_systems": "hardware.system", "System": "hardware.system"}
 
 
 def __getattr__(name: str):
-    """``GPU``, ``load_profile``, ``measure`` and ``Profile`` are imported on first use."""
+    """``GPU``, the systems, ``load_profile``, ``measure`` and ``Profile`` are imported on first use."""
     if name in _LAZY:
         import importlib
 
@@ -36,18 +37,22 @@ __all__ = [
     "Kernel",
     "Roofline",
     "SolkitError",
+    "System",
     "Workload",
     "achieved_bandwidth",
     "achieved_flops",
     "chain",
     "clear_cache",
+    "comm",
     "compare",
     "Comparison",
     "errors",
     "hfu",
     "list_gpus",
+    "list_systems",
     "load_gpu",
     "load_profile",
+    "load_system",
     "measure",
     "mfu",
     "models",

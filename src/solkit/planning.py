@@ -1,6 +1,7 @@
 """Serving figures of a Transformer on a GPU: time to first token, time per output token, tokens/s, memory.
 
-``inference(model, gpu, batch, prompt, output)`` composes ``predict`` over the model's programs:
+``inference(model, gpu, batch, prompt, output)`` composes ``predict`` over the model's programs (and
+``search_splits(model, system, global_batch, seq)`` searches parallel training splits: ``solkit.splits``):
 
 - time to first token (TTFT): the prefill of ``prompt`` tokens per sequence (logits of the last);
 - time per output token (TPOT): the mean decode step while the context grows from ``prompt`` to
@@ -30,8 +31,10 @@ from .hardware import as_gpu
 from .models.architecture import Transformer
 from .models.memory import MemoryFootprint, memory
 from .prediction import predict
+from .splits import SplitResult
+from .splits import search as search_splits
 
-__all__ = ["InferenceEstimate", "inference", "DECODE_POINTS"]
+__all__ = ["InferenceEstimate", "inference", "DECODE_POINTS", "search_splits", "SplitResult"]
 
 #: contexts at which a decode step is predicted to average the time per output token
 DECODE_POINTS = 5

@@ -69,7 +69,8 @@ from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import roofline
-from .workload import Kernel, Workload, as_workload
+from ._timeline import IDENTITY, Join, Map, clocks, compose, join, launch, power
+from .workload import Kernel, Pipeline, Workload, as_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hardware.schema import GPU, Measured
@@ -148,6 +149,9 @@ CUDNN_PAD = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
 #: architectures on which PyTorch's SDPA prefers cuDNN's fused attention in fp16/bf16 (sdp_utils.cpp,
 #: check_prefer_cudnn_attention: cuDNN > 9.15 on compute capability 9.0, 10.0 or 10.3); flash elsewhere
 CUDNN_SDPA_ARCHITECTURES = frozenset({"hopper", "blackwell"})
+#: a collective on a GPU whose spec measured none: the link's full per-direction bandwidth, no latency
+DEFAULT_LINK_EFFICIENCY = 1.0
+DEFAULT_LINK_LATENCY = 0.0
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
 
@@ -171,9 +175,16 @@ def calibration(gpu: Any) -> Calibration:
 
 
 def _measured(g: "GPU", measured: "Measured") -> Calibration:
+    from .comm import COLLECTIVES
+
     keys = set(calibration_keys())
     for p in PARAMETERS:
-        if p.keyed and p.name != "matmul_rate":
+        if p.name.startswith("link_") and p.keyed:
+            unknown = [k for k in getattr(measured, p.file_key) if k not in COLLECTIVES]
+            if unknown:
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a collective; "
+                                f"known: {', '.join(COLLECTIVES)}")
+        elif p.keyed and p.name != "matmul_rate":
             unknown = [k for k in getattr(measured, p.file_key) if k not in keys]
             if unknown:
                 raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is neither a kernel "
@@ -677,16 +688,18 @@ class Prediction:
 
 
 def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
-    """Calibrated expected time of ``workload`` on ``gpu`` (seconds, per-kernel breakdown, limiters).
+    """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
 
     Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
     and measured ceilings at most the datasheet, and the result is floored at the bound regardless.
+    Collectives take ``collective_seconds``; an eager program's CPU issue time and collectives
+    overlapped on NCCL's stream run through the three-clock timeline of ``solkit._timeline``.
     """
     w = as_workload(workload)
-    g = as_gpu(gpu)
     flag("warn", warn)
+    bound = roofline(w, gpu)
+    g = bound._g
     cal = calibration(g)
-    bound = roofline(w, g)
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
@@ -702,26 +715,36 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
         notes.append(message)
         if warn:
             warnings.warn(message, PerformanceWarning, stacklevel=2)
+    bodies = [kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound._sys, cal)
+              for (k, _), (t, _) in zip(counted, terms)]
+    if bound._sys is not None and any(k.link is not None for k, _ in counted):
+        notes.append(_link_note(bound._sys, cal))
 
     def rows() -> tuple[KernelPrediction, ...]:
         out = []
-        for (k, count), (t, _), kr in zip(counted, terms, bound.kernels):
-            body, compute, memory = kernel_seconds(t, cal)
+        for (k, count), (t, _), kr, body in zip(counted, terms, bound.kernels, bodies):
+            _, compute, memory = kernel_seconds(t, cal)
+            limiter = "link" if k.link is not None else _limiter(t, cal, compute, memory)
             # never below the kernel's bound, whatever the calibration says
             out.append(KernelPrediction(k.name, k.kind, count, result(maximum(body, kr.t_sol)), result(compute),
-                                        result(memory), kr.t_sol, result(t.wave_efficiency), _limiter(t, cal, compute, memory),
+                                        result(memory), kr.t_sol, result(t.wave_efficiency), limiter,
                                         result(t.misaligned)))
         return tuple(out)
 
-    bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
-    seconds = _combined(terms, bodies, cal)
-    busy: Any = sum(body if count == 1 else body * count for body, (_, count) in zip(bodies, terms))
+    busy: Any = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
+                    if not _overlapped(k))  # the compute stream's busy time
+    seconds = None if _scheduled(w) else _combined(terms, bodies, cal)
     host: Any = 0.0
     per_launch = program_host_overhead(w, cal)
-    if per_launch:
+    if per_launch or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
-        a, b, c = _issue(w, by_kernel, per_launch, cal.kernel_gap)
-        seconds, host = maximum(b, c), a
+        host, *streams = clocks(program_map(w, by_kernel, per_launch, cal.kernel_gap))
+        end = maximum(maximum(streams[0], streams[1]), streams[2])
+        # without host time, as _combined: the launch floor, then a gap per launch after the first
+        seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
+        if not per_launch:
+            host = 0.0
+    if per_launch:
         share = np.max(host) / max(float(np.max(seconds)), 1e-300)
         notes.append(f"eager program: the CPU issues {len(w):,} launches in {fmt_seconds(np.max(host))} "
                      f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
@@ -741,6 +764,82 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     return p
 
 
+def _overlapped(k: Kernel) -> bool:
+    return k.link is not None and bool(k.link.overlap)
+
+
+def _scheduled(w: Workload) -> bool:
+    """Whether ``w`` holds overlapped collectives or a pipeline (then the timeline, not a plain sum, gives its time)."""
+    if isinstance(w.origin, (Join, Pipeline)):
+        return True
+    return any(_overlapped(node) if isinstance(node, Kernel) else _scheduled(node) for node, _ in w.parts)
+
+
+def _link_note(system: Any, cal: Calibration) -> str:
+    """Where the collectives' figures come from."""
+    where = (f"collectives on {system.name} x {system.nodes}: {system.link_bandwidth / 1e9:g} GB/s per GPU per direction "
+             f"inside a node")
+    if system.network is not None and system.nodes > 1:
+        where += f", {system.network_bandwidth / 1e9:g} GB/s per GPU across nodes (network level not calibrated)"
+    if not cal.link_efficiency:
+        where += "; no collectives measured on this GPU: latency and efficiency defaults"
+    return where
+
+
+def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
+    """latency + hops beyond a 2-GPU ring's x hop latency + max(level bytes / (efficiency x level bandwidth)).
+
+    The latency and efficiency are measured per collective on 2 GPUs of one node (``link_latency``,
+    ``link_efficiency``); each further ring step costs ``link_hop`` inside a node, ``network_hop``
+    when the group spans nodes (NB: neither can be fitted on 2 GPUs). The network level uses the
+    collective's link efficiency (NB: no multi-node measurement here).
+    """
+    from .comm import steps_at_two
+
+    link = k.link
+    assert link is not None  # callers pass collectives only
+    eff = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
+    latency = cal.link_latency.get(link.collective, DEFAULT_LINK_LATENCY)
+    intra, inter = link.level_bytes(system.gpus_per_node)
+    t = intra / (eff * system.link_bandwidth)
+    spans = np.any(inter)
+    if spans:
+        t = maximum(t, inter / (eff * system.network_bandwidth))
+    extra = np.maximum(link.hops(system.gpus_per_node) - steps_at_two(link.collective), 0.0)
+    hop = np.where(np.asarray(inter) > 0, cal.network_hop, cal.link_hop) if spans else cal.link_hop
+    body = latency + extra * hop + t
+    body = np.where(np.asarray(link.n_gpus) > 1, body, 0.0)  # one GPU: nothing to move
+    return result(body)
+
+
+def program_map(w: Workload, body: dict[int, Any], host: float, gap: float) -> Map:
+    """The timeline map of ``w`` (``solkit._timeline``): each launch issued after ``host`` seconds, running its body + ``gap``.
+
+    Collectives with ``Link.overlap`` run on that NCCL stream; a sub-workload whose origin is a ``Join``
+    makes the compute stream wait for the streams it names at its start or end; one whose origin is a
+    ``Pipeline`` runs its part ``count + bubble`` times in time (the 1F1B schedule's fill and drain),
+    its kernels still counted ``count`` times.
+    """
+    origin = w.origin
+    m: Map = IDENTITY
+    if type(origin) is Join and origin.at == "start":
+        m = join(origin.streams)
+    extra = origin.bubble if type(origin) is Pipeline else 0
+    for node, count in w.parts:
+        if isinstance(node, Workload):
+            part = program_map(node, body, host, gap)
+        else:
+            launches = node.launches
+            issue = host * launches
+            run = body[id(node)] + gap * launches
+            part = launch(issue, run, node.link.overlap if _overlapped(node) else "compute")  # type: ignore[union-attr]
+        count += extra
+        m = compose(m, power(part, count) if count != 1 else part)
+    if type(origin) is Join and origin.at == "end":
+        m = compose(m, join(origin.streams))
+    return m
+
+
 def program_host_overhead(w: Workload, cal: Calibration) -> Any:
     """Host seconds per launch when ``w`` is an eager program built by ``solkit.models`` (0 otherwise).
 
@@ -750,7 +849,7 @@ def program_host_overhead(w: Workload, cal: Calibration) -> Any:
     engine), spread evenly over the launches.
     """
     origin = w.origin
-    if origin is None or getattr(origin, "kernels", "eager") != "eager":
+    if origin is None or getattr(origin, "kernels", None) != "eager":
         return 0.0
     per_launch = cal.host_launch_training if getattr(origin, "training", False) else cal.host_launch
     if not (per_launch or cal.host_layer or cal.host_program):
@@ -758,37 +857,3 @@ def program_host_overhead(w: Workload, cal: Calibration) -> Any:
     layers = getattr(origin, "layers", 0)
     preamble = cal.host_program if getattr(origin, "preamble", False) else 0.0
     return per_launch + (preamble + cal.host_layer * layers) / max(len(w), 1)
-
-
-def _issue(w: Workload, body: dict[int, Any], host: float, gap: float) -> tuple[Any, Any, Any]:
-    """(a, b, c) of ``w`` run eagerly: the CPU's clock H and the GPU's G after it are H + a and max(G + b, H + c).
-
-    Each launch advances H by ``host`` and starts at max(H, G), running its body plus ``gap``.
-    These maps compose in max-plus algebra (``_then``), and n repeats have a closed form
-    (``_repeated``), so a model of 10**6 layers costs what one layer does.
-    """
-    a: Any = 0.0
-    b: Any = 0.0
-    c: Any = -math.inf
-    for node, count in w.parts:
-        if isinstance(node, Workload):
-            part = _issue(node, body, host, gap)
-        else:
-            launches = node.launches
-            issue = host * launches
-            part = (issue, body[id(node)] + gap * launches, issue + body[id(node)] + gap * launches)
-        a, b, c = _then((a, b, c), _repeated(part, count) if count != 1 else part)
-    return a, b, c
-
-
-def _then(first: tuple[Any, Any, Any], second: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
-    """The map of ``first`` then ``second``: G'' = max(G + b1 + b2, H + max(c1 + b2, a1 + c2))."""
-    a1, b1, c1 = first
-    a2, b2, c2 = second
-    return a1 + a2, b1 + b2, maximum(c1 + b2, a1 + c2)
-
-
-def _repeated(part: tuple[Any, Any, Any], n: int) -> tuple[Any, Any, Any]:
-    """``part`` n times: the maximum over which repeat the GPU last waited for is at the first or the last."""
-    a, b, c = part
-    return n * a, n * b, maximum(c + (n - 1) * b, (n - 1) * a + c)

@@ -1,15 +1,22 @@
 """Roofline bound, SOL fraction, MFU and HFU: pure functions of a workload and a GPU spec.
 
 A kernel's time bound is max(matrix FLOPs / matrix peak of its precision, vector FLOPs /
-vector peak, bytes / DRAM bandwidth). A workload's T_SOL is the sum over its kernels, each
-times the number of times it runs (they run one after another). Peaks are dense datasheet
-figures unless ``sparse=True``. Cost: one pass over the workload's distinct kernels.
+vector peak, bytes / DRAM bandwidth, link time). A collective's link time is the slower of its
+two levels, max(intra-node bytes / link bandwidth, inter-node bytes / network bandwidth), per GPU
+and per direction (``solkit.comm``; the levels run at once). A workload's T_SOL is the sum over its
+kernels, each times the number of times it runs (they run one after another); collectives overlapped
+on their own stream (``Link.overlap``) can at best hide behind all the rest, so T_SOL is
+max(sum of the others, sum of each stream's overlapped ones). Peaks are dense
+datasheet figures unless ``sparse=True``. ``gpu`` is a GPU (one node of its usual system when a
+collective needs links) or a ``System``. Cost: one pass over the workload's distinct kernels.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import sys
 
 import numpy as np
 
@@ -21,6 +28,8 @@ from .errors import MeasurementError, OptionalDependencyError, OptionError, Shap
 from .hardware import as_gpu
 from .precision import normalize, rate_class
 from .workload import Kernel, Workload, as_workload
+
+_SYSTEM = "solkit.hardware.system"
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hardware.schema import GPU
@@ -53,11 +62,14 @@ def _ratio(flops: Num, nbytes: Num) -> Num:
     return np.divide(flops, nbytes, out=np.zeros(flops.shape), where=nbytes > 0)
 
 
-def _bound(t_compute: Num, t_memory: Num) -> Any:
-    """'compute' where the compute time is at least the memory time, else 'memory'."""
-    if type(t_compute) is float and type(t_memory) is float:
+def _bound(t_compute: Num, t_memory: Num, t_link: Num = 0.0) -> Any:
+    """'compute' where the compute time is at least the memory time, else 'memory'; 'link' where the links outlast both."""
+    if type(t_compute) is float and type(t_memory) is float and type(t_link) is float:
+        if t_link > t_compute and t_link > t_memory:
+            return "link"
         return "compute" if t_compute >= t_memory else "memory"
-    return result(np.where(t_compute >= t_memory, "compute", "memory"))
+    named = np.where(np.asarray(t_compute) >= t_memory, "compute", "memory")
+    return result(np.where((np.asarray(t_link) > t_compute) & (np.asarray(t_link) > t_memory), "link", named))
 
 
 @dataclass(frozen=True)
@@ -78,28 +90,33 @@ class KernelRoofline:
     executed_flops: Any
     bytes: Any
     intensity: Any
+    t_link: Any = 0.0
 
 
 class Roofline:
     """A workload's speed-of-light bound on one GPU, with a per-kernel breakdown (``kernels``).
 
-    ``t_compute`` and ``t_memory`` are per-kernel sums; ``t_sol`` is the sum of each kernel's
-    max and so is at least max(t_compute, t_memory). ``bound`` names the roof behind the
-    larger share of ``t_sol``. Breakdown rows are per launch, with the launch ``count``. The
+    ``t_compute``, ``t_memory`` and ``t_link`` (collectives' link time) are per-kernel sums; ``t_sol``
+    is the sum of each kernel's max and so is at least max(t_compute, t_memory, t_link). ``bound``
+    names the roof behind the largest share of ``t_sol``. Breakdown rows are per launch, with the launch ``count``. The
     times are computed at once; the other figures when first read.
     """
 
-    __slots__ = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "_w", "_g", "_sparse", "_times", "_lazy")
-    _FIELDS = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "bound", "intensity", "ridge_point", "flops",
-               "executed_flops", "bytes")
+    __slots__ = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "t_link", "system", "_w", "_g", "_sys", "_sparse",
+                 "_times", "_lazy")
+    _FIELDS = ("workload", "gpu", "system", "t_sol", "t_compute", "t_memory", "t_link", "bound", "intensity", "ridge_point",
+               "flops", "executed_flops", "bytes")
 
     workload: str
     gpu: str
     t_sol: Any
     t_compute: Any
     t_memory: Any
+    t_link: Any  # collectives' time on the links (0 without collectives)
+    system: Any  # the system's name where collectives needed one, else None
     _w: Workload
     _g: "GPU"
+    _sys: Any  # the System the collectives ran on (None without collectives and without a System given)
     _sparse: bool
     _times: list[Any]
     _lazy: dict[str, Any]
@@ -135,13 +152,17 @@ class Roofline:
 
     @property
     def bound(self) -> Any:
-        """'compute' or 'memory' (an array of them for a sweep): the roof behind the larger share of ``t_sol``."""
+        """'compute', 'memory' or 'link' (an array of them for a sweep): the roof behind the largest share of ``t_sol``."""
         def compute() -> Any:
             share: Any = 0.0
-            for (_, count), (_, _, t_c, t_mem, t_sol) in zip(self._w.counted, self._times):
-                share = share + np.where(np.asarray(t_c) >= t_mem, t_sol, 0.0) * count
-            memory_share = np.asarray(self.t_sol) - share
-            return result(np.where(share >= memory_share, "compute", "memory"))
+            link: Any = 0.0
+            for (_, count), (_, _, t_c, t_mem, t_l, t_sol) in zip(self._w.counted, self._times):
+                linked = (np.asarray(t_l) > t_c) & (np.asarray(t_l) > t_mem)
+                share = share + np.where(~linked & (np.asarray(t_c) >= t_mem), t_sol, 0.0) * count
+                link = link + np.where(linked, t_sol, 0.0) * count
+            memory_share = np.asarray(self.t_sol) - share - link
+            named = np.where(share >= memory_share, "compute", "memory")
+            return result(np.where((link > share) & (link > memory_share), "link", named))
 
         return self._cached("bound", compute)
 
@@ -158,9 +179,9 @@ class Roofline:
         """Per-kernel breakdown, one row per distinct kernel (times per launch)."""
         return tuple(
             KernelRoofline(k.name, k.kind, k.precision, count, result(t_mat), result(t_vec), result(t_c), result(t_mem),
-                           result(t_sol), _bound(t_c, t_mem), result(k.model_flops), result(k.executed_flops),
-                           result(k.bytes), result(_ratio(k.executed_flops, k.bytes)))
-            for (k, count), (t_mat, t_vec, t_c, t_mem, t_sol) in zip(self._w.counted, self._times)
+                           result(t_sol), _bound(t_c, t_mem, t_l), result(k.model_flops), result(k.executed_flops),
+                           result(k.bytes), result(_ratio(k.executed_flops, k.bytes)), result(t_l))
+            for (k, count), (t_mat, t_vec, t_c, t_mem, t_l, t_sol) in zip(self._w.counted, self._times)
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -177,6 +198,7 @@ class Roofline:
             "t_sol_s": self.t_sol,
             "t_compute_s": self.t_compute,
             "t_memory_s": self.t_memory,
+            "t_link_s": self.t_link,
             "bound": self.bound,
             "intensity_flop_per_byte": self.intensity,
             "model_flops": self.flops,
@@ -192,9 +214,10 @@ class Roofline:
     def __repr__(self) -> str:
         if np.ndim(self.t_sol):
             return f"Roofline({self.workload!r} on {self.gpu}: sweep of shape {np.shape(self.t_sol)})"
+        link = f", t_link {fmt_seconds(self.t_link)} on {self.system}" if self.system else ""
         return (
             f"Roofline({self.workload!r} on {self.gpu}: T_SOL {fmt_seconds(self.t_sol)}, {self.bound}-bound, "
-            f"t_compute {fmt_seconds(self.t_compute)}, t_memory {fmt_seconds(self.t_memory)}, "
+            f"t_compute {fmt_seconds(self.t_compute)}, t_memory {fmt_seconds(self.t_memory)}{link}, "
             f"intensity {self.intensity:.4g} FLOP/B (ridge {self.ridge_point:.4g}), {len(self.kernels)} kernel(s))"
         )
 
@@ -225,44 +248,97 @@ def _rate_time(work: Any, gpu: "GPU", precision: str, unit: str, sparse: bool) -
         return 0.0
 
 
+def target(gpu: Any) -> tuple["GPU", Any]:
+    """(GPU, System or None) of a GPU, name, alias, path or ``System``."""
+    if type(gpu) is not str:
+        systems = sys.modules.get(_SYSTEM)
+        if systems is not None and isinstance(gpu, systems.System):
+            return gpu.gpu_spec, gpu
+    return as_gpu(gpu), None
+
+
+def link_seconds(k: Kernel, system: Any) -> Any:
+    """A collective's time on the links, per GPU and direction: max(intra bytes / link bw, inter bytes / network bw)."""
+    link = k.link
+    if link is None:
+        return 0.0
+    n_max = float(np.max(link.n_gpus))
+    if n_max > system.n_gpus:
+        raise ShapeError(f"{k.name}: n_gpus={n_max:g} is more GPUs than the system {system.name!r} has "
+                         f"({system.nodes} node(s) x {system.gpus_per_node}); load it with more nodes: "
+                         f"solkit.load_system({system.name!r}, nodes=...)")
+    intra, inter = link.level_bytes(system.gpus_per_node)
+    t_intra = intra / system.link_bandwidth
+    if not np.any(inter):
+        return t_intra
+    if not system.network_bandwidth:
+        raise ShapeError(f"{k.name}: its group spans nodes but the system {system.name!r} has no network")
+    return maximum(t_intra, inter / system.network_bandwidth)
+
+
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
-    """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path)."""
+    """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path, or a ``System``)."""
     w = workload if type(workload) is Workload else as_workload(workload)  # pragma: no mutate (a fast path)
-    g = as_gpu(gpu)
+    g, system = target(gpu)
     if sparse is not False:  # pragma: no mutate (False needs no check)
         flag("sparse", sparse)
     bandwidth = g.memory_bandwidth
     total_c: Any = None
     total_m: Any = None
+    total_l: Any = 0.0
     total_sol: Any = None
+    total_side: dict[str, Any] = {}  # overlapped collectives by stream: hidden at best behind everything else
     times = []
     for k, count in w.counted:
         t_mat = _rate_time(k.matrix_flops, g, k.precision, "matrix", sparse)
         t_vec = _rate_time(k.vector_flops, g, k.vector_precision, "vector", False)
         t_mem = k.bytes / bandwidth
         t_c = _max(t_mat, t_vec)
-        t_sol = maximum(t_c, t_mem)
-        times.append((t_mat, t_vec, t_c, t_mem, t_sol))
+        t_l: Any = 0.0
+        linked = k.link is not None
+        if linked:
+            if system is None:
+                from .hardware.system import default_system
+
+                system = default_system(g)
+            t_l = link_seconds(k, system)
+        t_sol = maximum(maximum(t_c, t_mem), t_l) if linked else maximum(t_c, t_mem)
+        times.append((t_mat, t_vec, t_c, t_mem, t_l, t_sol))
         if count != 1:
-            t_c, t_mem, t_sol = t_c * count, t_mem * count, t_sol * count
-        if total_sol is None:
-            total_c, total_m, total_sol = t_c, t_mem, t_sol
+            t_c, t_mem, t_l, t_sol = t_c * count, t_mem * count, t_l * count, t_sol * count
+        side = k.link.overlap if linked else ""  # type: ignore[union-attr]  # linked: k.link is set
+        if total_c is None:
+            total_c, total_m = t_c, t_mem
         else:
-            total_c, total_m, total_sol = total_c + t_c, total_m + t_mem, total_sol + t_sol
+            total_c, total_m = total_c + t_c, total_m + t_mem
+        if side:
+            total_side[side] = total_side.get(side, 0.0) + t_sol
+        else:
+            total_sol = t_sol if total_sol is None else total_sol + t_sol
+        if linked:
+            total_l = total_l + t_l
+    for side_sol in total_side.values():
+        total_sol = side_sol if total_sol is None else maximum(total_sol, side_sol)
     r = object.__new__(Roofline)
     s = object.__setattr__
     shape = w.shape
     s(r, "workload", w.name)
     s(r, "gpu", g.name)
+    s(r, "system", None if system is None else f"{system.name} x {system.nodes}")
     s(r, "t_sol", broadcast_to(total_sol, shape))
     s(r, "t_compute", broadcast_to(total_c, shape))
     s(r, "t_memory", broadcast_to(total_m, shape))
+    s(r, "t_link", broadcast_to(total_l, shape))
     s(r, "_w", w)
     s(r, "_g", g)
+    s(r, "_sys", system)
     s(r, "_sparse", sparse)
     s(r, "_times", times)
-    scalar_bound = "compute" if not shape and _compute_share(w, times) >= total_sol / 2 else "memory"
-    s(r, "_lazy", {} if shape else {"bound": scalar_bound})  # pragma: no mutate (the sweep path gives the same)
+    if shape or np.any(total_l):
+        s(r, "_lazy", {})
+    else:
+        scalar_bound = "compute" if _compute_share(w, times) >= total_sol / 2 else "memory"
+        s(r, "_lazy", {"bound": scalar_bound})  # pragma: no mutate (the sweep path gives the same)
     return r
 
 
@@ -277,7 +353,7 @@ def _max(a: Any, b: Any) -> Any:
 
 def _compute_share(w: Workload, times: list[Any]) -> float:
     """Seconds of T_SOL spent in compute-bound kernels (one shape)."""
-    return sum(t_sol * count for (_, count), (_, _, t_c, t_mem, t_sol) in zip(w.counted, times) if t_c >= t_mem)
+    return sum(t_sol * count for (_, count), (_, _, t_c, t_mem, _, t_sol) in zip(w.counted, times) if t_c >= t_mem)
 
 
 def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False, strict: bool = False) -> Any:

@@ -27,13 +27,15 @@ from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
 #: fused attention, elementwise maps, row reductions (norms, softmax), plain copies, gathers
-#: (embedding), layout transforms (NCHW <-> NHWC) and im2col unfolds
-KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col")
+#: (embedding), layout transforms (NCHW <-> NHWC), im2col unfolds, and collectives (NCCL kernels moving data
+#: between GPUs over links)
+KERNEL_KINDS: tuple[str, ...] = ("gemm", "conv", "attention", "elementwise", "reduction", "copy", "gather", "layout", "im2col",
+                                 "collective")
 
 _KINDS = frozenset(KERNEL_KINDS)
 _INF = math.inf
@@ -70,6 +72,79 @@ class Rows(NamedTuple):
 
     number: Num
     width: Num
+
+
+#: collectives whose traffic runs along a ring (or a chain/tree with the same per-GPU bytes): a group spread
+#: over nodes sends 1/L of each GPU's bytes over the network (L of its GPUs per node), the rest over the node's links
+RING_COLLECTIVES = frozenset({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "send_recv"})
+
+
+class Link(NamedTuple):
+    """A collective's traffic between GPUs: what ``solkit.comm`` counts, what the roofline charges to the links.
+
+    ``collective`` over ``n_gpus`` GPUs of a buffer of ``nbytes`` (nccl-tests' size); ``bus_bytes``: the bytes
+    each GPU sends (nbytes times nccl-tests' bus factor, e.g. 2(n-1)/n for an all-reduce); ``steps``: the
+    link hops in a row its algorithm takes (2(n-1) for a ring all-reduce), which the predictor charges a
+    latency each; ``stride``: how far apart the group's GPUs sit (1: neighbours; a data-parallel group
+    beside tensor parallelism of 8 has stride 8, one GPU per 8-GPU node); ``overlap``: "" runs in line
+    on the compute stream, "gradients" on NCCL's stream after the compute issued before it (DDP's
+    buckets, FSDP's reduce-scatters), "prefetch" on another, independent of the compute (FSDP's
+    all-gathers of the next layer) (``solkit._timeline``).
+    """
+
+    collective: str
+    algorithm: str
+    n_gpus: Num
+    nbytes: Num
+    bus_bytes: Num
+    steps: Num
+    stride: float = 1.0
+    overlap: str = ""
+
+    def local(self, gpus_per_node: int) -> Num:
+        """How many of the group's GPUs share a node: gpus_per_node // stride, at least 1, at most n_gpus."""
+        per_node = max(1.0, float(gpus_per_node // self.stride))
+        n = self.n_gpus
+        return np.minimum(n, per_node) if isinstance(n, np.ndarray) else min(n, per_node)
+
+    def hops(self, gpus_per_node: int) -> Num:
+        """Link steps in a row: the ring's ``steps``; a tree's 2 (L - 1 + ceil(log2(nodes))), L GPUs per node."""
+        if self.algorithm != "tree":
+            return self.steps
+        local = self.local(gpus_per_node)
+        hops = 2 * (local - 1 + np.ceil(np.log2(np.ceil(self.n_gpus / local))))
+        return float(hops) if np.ndim(hops) == 0 else hops
+
+    def level_bytes(self, gpus_per_node: int) -> tuple[Num, Num]:
+        """(intra-node, inter-node) bytes each GPU sends, ``local`` of its group's GPUs in each node.
+
+        Within one node everything crosses the node's links. Spread over nodes with L GPUs in each, a ring's
+        g rings each leave a node once, so each GPU sends 1/L of its bytes over the network and (L-1)/L over
+        the links; an all-to-all sends each peer nbytes/n directly: (n - L) peers are off the node.
+        """
+        n = self.n_gpus
+        local = self.local(gpus_per_node)
+        spread = local < n
+        if self.collective in RING_COLLECTIVES:
+            off = np.where(spread, self.bus_bytes / local, 0.0)
+        else:  # all_to_all: nbytes / n to each of the n - local peers off the node
+            off = np.where(spread, self.nbytes * (n - local) / n, 0.0)
+        inter: Num = off if np.ndim(off) else float(off)
+        return self.bus_bytes - inter, inter
+
+
+class Pipeline(NamedTuple):
+    """A workload's ``origin``: its one part is a pipeline stage's microbatch (forward and backward) run ``count`` times
+    in a 1F1B schedule of ``stages`` stages, which takes the time of count + ceil((stages - 1) / interleave)
+    microbatches (the bubble; ``interleave`` virtual stages per GPU shrink it)."""
+
+    stages: int
+    interleave: int = 1
+
+    @property
+    def bubble(self) -> int:
+        """Microbatches of idle time: ceil((stages - 1) / interleave)."""
+        return -(-(self.stages - 1) // self.interleave)
 
 
 class OpCall(NamedTuple):
@@ -169,6 +244,7 @@ class _KernelFields(NamedTuple):
     op: str
     launches: Num
     rows: Optional[Rows]
+    link: Optional[Link]
 
 
 class Kernel(_KernelFields):
@@ -181,7 +257,8 @@ class Kernel(_KernelFields):
     (fp32: normalization and activation kernels compute in fp32 whatever they store).
     ``model_flops`` defaults to the executed FLOPs and may not exceed them. ``launches``: the
     launches the usual implementation makes (im2col: one per image); T_SOL ignores it. ``rows``:
-    a row-wise kernel's rows (``Rows``), which the predictor's row-parallel term reads.
+    a row-wise kernel's rows (``Rows``), which the predictor's row-parallel term reads. ``link``: a
+    collective's traffic between GPUs (``Link``), charged to the links, never to DRAM ``bytes``.
     """
 
     __slots__ = ()
@@ -201,6 +278,7 @@ class Kernel(_KernelFields):
         op: str = "",
         launches: Any = 1.0,
         rows: Optional[Rows] = None,
+        link: Optional[Link] = None,
     ) -> "Kernel":
         if type(name) is not str or not name:
             raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
@@ -212,6 +290,9 @@ class Kernel(_KernelFields):
             raise ArgumentTypeError(f"gemm must be a solkit.workload.Gemm or None, got {_show(gemm)}")
         if rows is not None and type(rows) is not Rows:
             raise ArgumentTypeError(f"rows must be a solkit.workload.Rows or None, got {_show(rows)}")
+        if link is not None and (type(link) is not Link or kind != "collective"):
+            raise ArgumentTypeError(f"link must be a solkit.workload.Link on a kernel of kind 'collective', got "
+                                    f"{_show(link)} on kind {kind!r}")
         precision = precision if type(precision) is str and precision in PRECISIONS else normalize(precision, "precision")
         vector_precision = (vector_precision if type(vector_precision) is str and vector_precision in PRECISIONS
                             else normalize(vector_precision, "vector_precision"))
@@ -232,7 +313,7 @@ class Kernel(_KernelFields):
             if 0 <= mf < _INF and 0 <= vf < _INF and 0 <= br < _INF and 0 <= bw < _INF and 0 <= useful <= executed * _SLACK \
                     and (launches == 1.0 or (1 <= launches < _INF and launches.is_integer())):
                 return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision,
-                                           op or name, launches, rows))
+                                           op or name, launches, rows, link))
         mf = _figure(name, "matrix_flops", mf)
         vf = _figure(name, "vector_flops", vf)
         br = _figure(name, "bytes_read", br)
@@ -256,7 +337,7 @@ class Kernel(_KernelFields):
             shapes = ", ".join(f"{f} {np.shape(v)}" for f, v in zip(_FIGURES, (mf, vf, br, bw, useful, n)))
             raise ShapeError(f"{name}: the figures do not broadcast together ({shapes})") from None
         return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n,
-                                   rows))
+                                   rows, link))
 
     @property
     def executed_flops(self) -> Num:

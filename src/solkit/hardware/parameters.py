@@ -7,7 +7,7 @@ This module has no pydantic: the predictor imports it without importing the spec
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Union
 
@@ -87,6 +87,10 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("host_launch_training", "us", False, False, 2, "host time per launch of an eager PyTorch training step"),
     Parameter("host_layer", "us", False, False, 1, "host time per layer of an eager model's forward (its modules' Python)"),
     Parameter("host_program", "us", False, False, 1, "host time per eager program before its first launch (the model's preamble)"),
+    Parameter("link_latency", "us", True, False, 2, "a collective's fixed time on 2 GPUs of one node (launch, handshake), per collective"),
+    Parameter("link_efficiency", "", True, False, 3, "share of the link's per-direction bandwidth a large collective's bus bytes reach, per collective"),
+    Parameter("link_hop", "us", False, False, 2, "what each ring step beyond a 2-GPU ring's adds inside a node"),
+    Parameter("network_hop", "us", False, False, 2, "what each ring step beyond a 2-GPU ring's adds when the group spans nodes"),
 )
 
 
@@ -115,6 +119,10 @@ class Calibration:
     host_launch_training: float = 0.0  # s per launch, eager training steps
     host_layer: float = 0.0  # s per layer of the forward
     host_program: float = 0.0  # s per program
+    link_latency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # s per collective
+    link_efficiency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # per collective
+    link_hop: float = 0.0  # s per further ring step in a node
+    network_hop: float = 0.0  # s per further ring step across nodes
 
     def replace(self, **changes: Any) -> "Calibration":
         """A copy with some parameters replaced (the fit tries values this way)."""

@@ -68,8 +68,25 @@ class MemoryFootprint:
 
 def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = False, optimizer: Any = "adamw",
            checkpointing: Any = False, gpu: Any = None, dtype: Any = "bf16", amp: Any = None, context: Any = None,
-           kernels: Any = "eager", kv_dtype: Any = None, quant: Any = None) -> MemoryFootprint:
-    """The memory footprint of ``model`` training on (or serving) batch x seq tokens; see the module docstring."""
+           kernels: Any = "eager", kv_dtype: Any = None, quant: Any = None, dp: Any = 1, tp: Any = 1, pp: Any = 1,
+           sp: Any = False, zero: Any = 0, microbatches: Any = 1) -> MemoryFootprint:
+    """The memory footprint of ``model`` training on (or serving) batch x seq tokens; see the module docstring.
+
+    Split over GPUs (training), the footprint is one GPU's: ``tp`` and ``pp`` shard the model
+    (``solkit.models.parallel.shard``); ``zero`` 1, 2, 3 divide the optimizer states, then the gradients,
+    then the weights by ``dp`` (ZeRO-3 adds two layers gathered at once: the one computing and the one
+    prefetched); a 1F1B pipeline's first stage holds min(pp, microbatches) microbatches' activations;
+    ``sp`` divides the layers' activations by ``tp`` (Megatron: norms and dropouts on 1/tp of the tokens).
+    ``batch`` is one microbatch of one data-parallel replica.
+    """
+    from .parallel import split_of
+
+    split = split_of(dp, tp, pp, sp, 1, zero)
+    if split.parallel and not flag("training", training):
+        raise OptionError("dp, tp, pp, sp and zero split a training step: pass training=True")
+    if split.parallel:
+        return _split_memory(model, batch, seq, optimizer, checkpointing, gpu, dtype, amp, kernels, split,
+                             dim("microbatches", microbatches))
     b, s = dim("batch", batch), dim("seq", seq)
     train = flag("training", training)
     cd = normalize(dtype, "dtype")
@@ -116,6 +133,40 @@ def _footprint(m: Transformer, s: Any, train: bool, opt: str, ckpt: bool, cd: st
         quantized = m.layers * m.layer_linear_weights
         weights = (m.params - quantized) * e + quantized * storage_bytes(QUANTIZATIONS[quant][0])
     return _summed(weights, 0.0, 0.0, _maximum(layer, logits), kv)
+
+
+def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpointing: Any, gpu: Any, dtype: Any, amp: Any,
+                  kernels: Any, split: Any, microbatches: Any) -> MemoryFootprint:
+    """One GPU's footprint of a split training step (``memory``'s docstring)."""
+    from .parallel import shard
+
+    local = shard(m, split.tp, split.pp)
+    one = memory(local, batch, seq, True, optimizer, checkpointing, None, dtype, amp, None, kernels)
+    dp = split.dp
+    states = one.optimizer_states / dp if split.zero >= 1 else one.optimizer_states
+    grads = one.gradients / dp if split.zero >= 2 else one.gradients
+    weights = one.weights
+    if split.zero == 3:
+        e = one.gradients / local.params  # bytes per master parameter
+        weights = one.weights / dp + 2 * local.layer_params * e
+    acts = one.activations
+    if split.sp:  # the layers' tensors on 1/tp of the tokens: the unsharded layer's saved bytes over tp
+        full = memory(m.with_(layers=local.layers), batch, seq, True, optimizer, checkpointing, None, dtype, amp, None,
+                      kernels)
+        acts = full.activations / split.tp
+    in_flight = min(split.pp, int(np.max(microbatches))) if split.pp > 1 else 1
+    acts = acts * in_flight
+    footprint = _summed(weights, grads, states, acts, 0.0)
+    if gpu is None:
+        return footprint
+    from ..hardware import as_gpu
+
+    capacity = float(as_gpu(gpu).memory_capacity)
+    per_batch = acts / dim("batch", batch)
+    fixed = weights + grads + states
+    largest = max(0, math.floor((capacity - fixed) / float(np.max(per_batch)))) if np.max(per_batch) > 0 else None
+    fits = bool(footprint.total <= capacity) if np.ndim(footprint.total) == 0 else footprint.total <= capacity
+    return MemoryFootprint(weights, grads, states, acts, 0.0, footprint.total, fits, largest, capacity)
 
 
 def _maximum(a: Any, b: Any) -> Any:

@@ -34,15 +34,22 @@ def recomputed(w: Workload) -> Workload:
     return Workload.of(f"{w.name} (recomputed)", parts)
 
 
-def model_step(origin: Any, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, params: Any) -> Workload:
+def model_step(origin: Any, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, params: Any,
+               split: Any = None) -> Workload:
     """The step of a forward built by ``solkit.models`` (``origin`` says how), as ``training_step`` documents."""
     if params is not None:
         raise OptionError(f"params is for a workload built from solkit.ops; this forward was built by solkit.models, "
                           f"which counts its own parameters ({origin.params:,}): leave params unset")
+    parallel = split is not None and split.parallel
     if not isinstance(origin, ModelCall):
+        if parallel:
+            raise OptionError(f"a parallel split (dp, tp, pp, zero) is modelled for Transformer forwards; "
+                              f"{type(origin).__name__} steps run on one GPU")
         return origin.training_step(optimizer, amp, microbatches, checkpointing)
     if origin.phase != "forward":
         raise OptionError(f"training_step needs a forward pass, got the model's {origin.phase}: use m.forward(batch=, seq=)")
+    if parallel:
+        return _parallel(origin, optimizer, amp, microbatches, checkpointing, split)
     m = origin.model
     use_amp = resolve_amp(amp, origin.dtype)
     fwd = build(m, "forward", origin.batch, origin.seq, 0, origin.dtype, origin.impl, origin.kernels, use_amp, True,
@@ -65,6 +72,30 @@ def model_step(origin: Any, optimizer: str, amp: Any, microbatches: int, checkpo
     if optimizer != "none":
         parts.append((optimizer_step(optimizer, m.params, m.param_tensors, "fp32" if use_amp else origin.dtype, grad), 1))
     return Workload.of(f"{m.name} training step", tuple(parts), origin=origin._replace(amp=use_amp, training=True))
+
+
+def _parallel(origin: ModelCall, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
+    """One GPU's share of a split step (``solkit.models.parallel``): the sharded model's microbatch, then the collectives."""
+    from .parallel import parallel_step, shard
+
+    m = shard(origin.model, split.tp, split.pp)
+    call = origin._replace(model=m)
+    micro = model_step(call, "none", amp, 1, checkpointing, None)  # one microbatch of the sharded model, no optimizer
+    step = micro.parts[0][0]  # forward, zeroed logits' gradient, (recomputation,) backward, tied add
+    assert isinstance(step, Workload)  # model_step's parts are workloads
+    forward = step.parts[0][0]
+    assert isinstance(forward, Workload)
+    backward = next(node for node, _ in step.parts if isinstance(node, Workload) and node.name.endswith(" backward"))
+    use_amp = resolve_amp(amp, origin.dtype)
+    grad = "fp32" if use_amp else origin.dtype
+    master = "fp32" if use_amp else origin.dtype
+
+    def opt(params: float, tensors: int) -> Workload:
+        return optimizer_step(optimizer, params, tensors, master, grad)
+
+    w = parallel_step(step, m, forward, backward, split, origin.tokens, origin.dtype, grad, checkpointing, microbatches,
+                      None if optimizer == "none" else opt)
+    return Workload.of(w.name, w.parts, origin=micro.origin)
 
 
 def resnet_step(origin: Any, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:

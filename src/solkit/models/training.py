@@ -88,16 +88,31 @@ def training_step(
     optimizer: str = "adamw",
     microbatches: Any = 1,
     checkpointing: Any = False,
+    dp: Any = 1,
+    tp: Any = 1,
+    pp: Any = 1,
+    sp: Any = False,
+    ep: Any = 1,
+    zero: Any = 0,
     amp: Any = None,
     params: Any = None,
+    overlap: Any = True,
+    bucket_mb: Any = 25,
+    interleave: Any = 1,
 ) -> Workload:
-    """One training step: ``microbatches`` x (forward, loss, backward), then the optimizer; model FLOPs 3x the forward's
-    (for a model's forward: 3x the forward as training runs it, the loss included).
+    """One training step on ONE GPU: ``microbatches`` x (forward, loss, backward), then the optimizer, and the step's
+    collectives when it is split over GPUs; model FLOPs 3x the forward's (for a model's forward: 3x the forward
+    as training runs it, the loss included).
 
     ``forward`` built by ``solkit.models`` is rebuilt as training runs it; ``amp`` (default: yes for a
     16-bit forward) holds fp32 master weights cast to the forward's precision. ``checkpointing``
     recomputes each layer's forward in the backward (executed, not model, FLOPs). A bare workload (from
     ``solkit.ops``) gets its backward, and the optimizer only with ``params=`` (its parameter count).
+    The forward's batch is one microbatch of one data-parallel replica. ``dp``, ``tp``, ``pp``, ``sp``,
+    ``zero`` split it over dp x tp x pp GPUs (``solkit.models.parallel`` says what each runs; ``ep`` needs
+    MoE layers, not modelled yet); ``overlap`` runs the data-parallel reductions beside the backward (DDP,
+    FSDP) rather than after it; ``bucket_mb`` is DDP's bucket size; ``interleave`` Megatron's virtual pipeline
+    stages per GPU.
     """
     w = as_workload(forward, "forward")
     opt = choice("optimizer", "none" if optimizer is None else optimizer, OPTIMIZERS)
@@ -105,12 +120,19 @@ def training_step(
     if not (type(n_micro) is float and n_micro.is_integer()):
         raise OptionError(f"microbatches must be one positive integer, got {microbatches!r}")
     recompute = flag("checkpointing", checkpointing)
+    from .parallel import split_of
+
+    split = split_of(dp, tp, pp, sp, ep, zero, overlap, bucket_mb, interleave)
     origin = w.origin
     if origin is None:
+        if split.parallel:
+            first = next(k for k in ("tp", "pp", "dp", "zero") if getattr(split, k) not in (1, 0) or k == "zero")
+            raise OptionError(f"{first}={getattr(split, first)}: a parallel split needs a forward built by solkit.models "
+                              f"(it knows its layers and parameters); {w.name!r} was built from solkit.ops")
         return _bare_step(w, opt, amp, int(n_micro), recompute, params)
     from .steps import model_step
 
-    return model_step(origin, opt, amp, int(n_micro), recompute, params)
+    return model_step(origin, opt, amp, int(n_micro), recompute, params, split)
 
 
 def _bare_step(w: Workload, opt: str, amp: Any, microbatches: int, recompute: bool, params: Any) -> Workload:

@@ -1,0 +1,308 @@
+"""A training step split over GPUs: data (DDP, ZeRO 1-3 / FSDP), tensor (Megatron), sequence and pipeline parallelism.
+
+The workload is what ONE GPU runs, its collectives included (``solkit.comm``), with where each runs:
+
+- **tensor parallelism** (``tp``): each GPU holds heads/tp attention heads (KV heads/tp, or one replicated
+  KV head when tp exceeds them), ffn/tp of the MLP and vocab/tp of the embedding and head (padded up);
+  norms and biases after a row-parallel layer are replicated. Megatron's f/g pairs give two all-reduces
+  of the layer's activations (tokens x d_model in the compute precision) per layer forward (after the
+  attention's and the MLP's row-parallel GEMM) and two in the backward (before the column-parallel ones),
+  in line; the vocab-parallel embedding adds one (forward), the head's input gradient one (backward), the
+  vocab-parallel cross-entropy three of tokens x 4 bytes (max, sum of exponentials, target logit). With
+  ``sp`` (sequence parallelism) each all-reduce is a reduce-scatter and an all-gather of the same buffer.
+  With ``checkpointing`` the recomputed forward repeats the forward's two per layer.
+- **pipeline parallelism** (``pp``): the GPU holds layers/pp layers (rounded up), and runs ``microbatches``
+  forward+backward microbatches in a 1F1B schedule, which takes count + pp - 1 microbatches of time (the
+  bubble, ``solkit.workload.Pipeline``), each sending its activations forward and its gradients back
+  (two send/recv of tokens x d_model per microbatch; with tp > 1 Megatron's scatter/gather sends 1/tp of
+  them and all-gathers them in the node). ``interleave`` v virtual stages per GPU (Megatron's interleaved
+  schedule) shrink the bubble to (pp - 1) / v microbatches (rounded up) and send v times as often.
+  NB: the stage is modelled with the embedding and the head both (the slowest stage holds the head).
+- **data parallelism** (``dp``), the gradients of the master weights (fp32 under AMP):
+  ``zero=0`` DDP: buckets of ``bucket_mb`` MB, each gradient scaled into its bucket (one kernel per
+  tensor: the H200 profiles of DDP steps show exactly one more launch per parameter tensor, and no copy
+  back out), each bucket all-reduced on NCCL's gradient stream as soon as the backward has produced it
+  (``overlap=True``; a layer's gradients after its backward, the head's first, the embedding's last), the
+  optimizer waiting for all. Only the last microbatch reduces (``no_sync`` before). ``zero=1``: the same all-reduce, the optimizer on a 1/dp shard, then an
+  all-gather of the updated parameters. ``zero=2``: bucketed reduce-scatters instead of all-reduces.
+  ``zero=3`` (FSDP2 ``fully_shard`` per layer): each layer's parameters all-gathered before its forward and
+  again before its backward (the next layer's gather prefetched on its own stream), copied out of the
+  gathered buffer, its gradients copied in and reduce-scattered after its backward (gradient stream);
+  the root group (embeddings, head, final norm) gathered before the forward and reduce-scattered after
+  the backward; the optimizer on the shard.
+- ``ep`` (expert parallelism) needs MoE layers, which ``Transformer`` does not describe yet: refused.
+
+Collectives' groups sit as Megatron places them (tensor-parallel neighbours, then data, then pipeline):
+a data-parallel group's GPUs are ``tp`` apart, a pipeline's ``tp x dp``. NB: the per-GPU kernels of the
+norms, dropouts and residual adds are counted on every token also under ``sp`` (they run on 1/tp of the
+tokens there: an upper bound on their time); DDP's first 1 MiB bucket is not modelled.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+from .._timeline import Join
+from .._validate import dim, flag
+from ..comm import collective
+from ..errors import OptionError
+from ..ops import foreach
+from ..ops.elementwise import copy
+from ..precision import storage_bytes
+from ..workload import Pipeline, Workload, chain
+from .architecture import Transformer
+
+__all__ = ["Split", "split_of", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES"]
+
+#: DistributedDataParallel's default bucket_cap_mb (MiB)
+DDP_BUCKET_MB = 25
+ZERO_STAGES = (0, 1, 2, 3)
+_MIB = 2**20
+#: bytes per token of each vocab-parallel cross-entropy all-reduce (one fp32 per token: max, sum, target logit)
+_LOSS_REDUCTIONS = 3
+
+
+class Split(NamedTuple):
+    """How a step is split over GPUs (``training_step``'s parallel arguments, validated)."""
+
+    dp: int = 1
+    tp: int = 1
+    pp: int = 1
+    sp: bool = False
+    ep: int = 1
+    zero: int = 0
+    overlap: bool = True
+    bucket_mb: float = DDP_BUCKET_MB
+    interleave: int = 1
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the split uses: dp x tp x pp (x ep)."""
+        return self.dp * self.tp * self.pp * self.ep
+
+    @property
+    def parallel(self) -> bool:
+        """Whether anything is split."""
+        return self.gpus > 1 or self.zero > 0
+
+
+def _count(name: str, value: Any) -> int:
+    n = dim(name, value)
+    if type(n) is not float:
+        raise OptionError(f"{name} must be one positive integer, got an array of shape {n.shape}")
+    return int(n)
+
+
+def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1, zero: Any = 0, overlap: Any = True,
+             bucket_mb: Any = DDP_BUCKET_MB, interleave: Any = 1) -> Split:
+    """A validated ``Split``; each problem names its argument."""
+    d, t, p, e = _count("dp", dp), _count("tp", tp), _count("pp", pp), _count("ep", ep)
+    seq = flag("sp", sp)
+    if type(zero) is not int or zero not in ZERO_STAGES:
+        raise OptionError(f"zero must be one of 0, 1, 2, 3 (ZeRO stage: 0 DDP, 1 optimizer states, 2 and gradients, "
+                          f"3 and parameters: FSDP), got {zero!r}")
+    if seq and t == 1:
+        raise OptionError("sp=True (Megatron sequence parallelism) splits the tensor-parallel group's tokens: it needs tp > 1")
+    if e > 1:
+        raise OptionError(f"ep={e} (expert parallelism) needs MoE layers (experts, top-k), which models.Transformer does "
+                          "not describe yet; leave ep=1")
+    if zero and d == 1:
+        raise OptionError(f"zero={zero} shards over the data-parallel group: it needs dp > 1")
+    bucket = float(bucket_mb) if isinstance(bucket_mb, (int, float)) and not isinstance(bucket_mb, bool) else -1.0
+    if not bucket > 0:
+        raise OptionError(f"bucket_mb must be a positive number of MiB (DDP's bucket_cap_mb), got {bucket_mb!r}")
+    v = _count("interleave", interleave)
+    if v > 1 and p == 1:
+        raise OptionError(f"interleave={v} (virtual pipeline stages per GPU) needs pp > 1")
+    return Split(d, t, p, seq, e, zero, flag("overlap", overlap), bucket, v)
+
+
+def shard(m: Transformer, tp: int = 1, pp: int = 1) -> Transformer:
+    """What one GPU holds of ``m``: heads, KV heads, ffn and vocab over ``tp``; layers over ``pp`` (rounded up)."""
+    if tp == 1 and pp == 1:
+        return m
+    if m.heads % tp:
+        raise OptionError(f"tp={tp} must divide {m.name}'s {m.heads} attention heads")
+    if m.ffn_width % tp:
+        raise OptionError(f"tp={tp} must divide {m.name}'s MLP width ffn={m.ffn_width}")
+    kv = m.n_kv_heads
+    if kv % tp and tp % kv:
+        raise OptionError(f"tp={tp} must divide {m.name}'s {kv} KV heads, or be a multiple of them (replicated)")
+    if pp > m.layers:
+        raise OptionError(f"pp={pp} is more pipeline stages than {m.name}'s {m.layers} layers")
+    return m.with_(name=f"{m.name} (tp={tp}, pp={pp} stage)", heads=m.heads // tp, kv_heads=max(kv // tp, 1),
+                   head_dim=m.n_head_dim, ffn=m.ffn_width // tp, vocab=math.ceil(m.vocab / tp),
+                   layers=math.ceil(m.layers / pp))
+
+
+def _in_line(op: str, nbytes: Any, n: int, stride: int, dtype: str, name: str) -> Workload:
+    return collective(op, nbytes, n, dtype, stride=stride).renamed(name, kernels=True)
+
+
+def _tensor_parallel(m: Transformer, tokens: Any, split: Split, cd: str, recompute: bool) -> list[tuple[Workload, int]]:
+    """The tensor-parallel collectives of one microbatch (in line): per layer and outside the layers."""
+    tp, e = split.tp, storage_bytes(cd)
+    act = tokens * m.d_model * e  # [T, d] activations in the compute precision
+    if split.sp:
+        pair = chain("sp reduce-scatter + all-gather", _in_line("reduce_scatter", act, tp, 1, cd, "sp reduce-scatter"),
+                     _in_line("all_gather", act, tp, 1, cd, "sp all-gather"))
+    else:
+        pair = _in_line("all_reduce", act, tp, 1, cd, "tp all-reduce")
+    per_layer = 4 + (2 if recompute else 0)  # forward 2, backward 2, the recomputed forward 2
+    loss = _in_line("all_reduce", tokens * 4.0, tp, 1, "fp32", "vocab-parallel loss all-reduce")
+    return [(pair, per_layer * m.layers), (pair, 2), (loss, _LOSS_REDUCTIONS)]
+
+
+def _grad_bytes(params: float, grad: str) -> float:
+    return params * storage_bytes(grad)
+
+
+def _layer_groups(layer_bytes: float, layers: int, bucket: float) -> list[tuple[int, int, int]]:
+    """(layers per bucket group, buckets per group, groups) covering ``layers``: DDP's buckets of about ``bucket`` bytes.
+
+    A layer larger than a bucket fills ceil(layer / bucket) buckets; smaller layers share one, as many
+    as fit (and the remainder one more group).
+    """
+    if layer_bytes >= bucket:
+        return [(1, math.ceil(layer_bytes / bucket), layers)]
+    per = max(1, min(layers, int(bucket // layer_bytes)))
+    groups = [(per, 1, layers // per)]
+    if layers % per:
+        groups.append((layers % per, 1, 1))
+    return groups
+
+
+def _reduction(op: str, nbytes: float, split: Split, name: str, overlap: str) -> Workload:
+    stride = split.tp  # a data-parallel group's GPUs sit tp apart
+    return collective(op, nbytes, split.dp, "fp32", stride=stride, overlap=overlap if split.overlap else "").renamed(
+        name, kernels=True)
+
+
+def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Workload:
+    """The backward with DDP's (zero 0, 1: all-reduce; zero 2: reduce-scatter) bucketed gradient reductions, then the join."""
+    op = "reduce_scatter" if split.zero == 2 else "all_reduce"
+    bucket = split.bucket_mb * _MIB
+    layer_params = float(m.layer_params)
+    layer_tensors = _layer_tensors(m)
+    parts: list[tuple[Any, int]] = []
+    for node, count in bwd.parts:
+        if isinstance(node, Workload) and node.name == "layers backward":
+            layer_bwd = node.parts[0][0]
+            for per, buckets, groups in _layer_groups(_grad_bytes(layer_params, grad), m.layers, bucket):
+                nbytes = _grad_bytes(per * layer_params, grad) / buckets
+                scale = foreach(per * layer_params, 1, 1, 1, grad, name="ddp scale into bucket")
+                unit = Workload.of("layers backward + bucket", (
+                    (layer_bwd, per),
+                    (scale.kernels[0]._replace(launches=float(per * layer_tensors)), 1),
+                    (_reduction(op, nbytes, split, f"ddp bucket {op.replace('_', '-')}", "gradients"), buckets)))
+                parts.append((unit, groups))
+            continue
+        parts.append((node, count))
+    # the head's (and final norm's) gradients go first, the embeddings' last: one bucket each side
+    outside = float(m.params - m.layers * m.layer_params)
+    scale = foreach(outside, 1, 1, 1, grad, name="ddp scale into bucket (embeddings, head)")
+    parts.append((scale.kernels[0]._replace(launches=float(m.param_tensors - m.layers * layer_tensors)), 1))
+    parts.append((_reduction(op, _grad_bytes(outside, grad), split, f"ddp bucket {op.replace('_', '-')} (embeddings, head)",
+                             "gradients"), 1))
+    return Workload.of(f"{bwd.name} + gradient {op.replace('_', '-')}", tuple(parts), origin=Join(("gradients",)))
+
+
+def _layer_tensors(m: Transformer) -> int:
+    """Parameter tensors of one layer."""
+    return m.with_(layers=2).param_tensors - m.with_(layers=1).param_tensors
+
+
+def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) -> Workload:
+    """FSDP2 around each layer of a forward (``backward=False``) or a backward: gathers prefetched, gradients reduce-scattered."""
+    name = "layers backward" if backward else "layers"
+    full = _grad_bytes(float(m.layer_params), "fp32")  # a layer's fp32 parameters, gathered
+    parts: list[tuple[Any, int]] = []
+    for node, count in w.parts:
+        if not (isinstance(node, Workload) and node.name == name):
+            parts.append((node, count))
+            continue
+        layer = node.parts[0][0]
+        gather = _reduction("all_gather", full, split, "fsdp all-gather (next layer)", "prefetch")
+        copy_out = copy(m.layer_params, "fp32").renamed("fsdp copy out of the gathered buffer", kernels=True)
+        after: list[tuple[Any, int]] = []
+        if backward:
+            copy_in = copy(m.layer_params, grad).renamed("fsdp copy gradients in", kernels=True)
+            after = [(copy_in, 1), (_reduction("reduce_scatter", _grad_bytes(m.layer_params, grad), split,
+                                               "fsdp reduce-scatter", "gradients"), 1)]
+        join = Join(("prefetch",), "start")  # this layer's parameters gathered before it computes
+        ahead = Workload.of(f"{name} (fsdp)", ((copy_out, 1), (gather, 1), (layer, 1), *after), origin=join)
+        last = Workload.of(f"{name} (fsdp, last)", ((copy_out, 1), (layer, 1), *after), origin=join)
+        first = _reduction("all_gather", full, split, "fsdp all-gather (first layer)", "prefetch")
+        layers = count * m.layers
+        parts += [(first, 1)] + ([(ahead, layers - 1)] if layers > 1 else []) + [(last, 1)]
+    return Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("gradients",)) if backward else None)
+
+
+def parallel_step(step: Workload, m: Transformer, forward: Workload, backward: Workload, split: Split, tokens: Any,
+                  cd: str, grad: str, recompute: bool, microbatches: int, optimizer: Any) -> Workload:
+    """Assemble one GPU's step from its microbatch (``step``'s forward and backward on the sharded model) and ``split``.
+
+    ``optimizer``: a function of (parameters, tensors) giving the optimizer's workload (or None).
+    """
+    body = [(node, count) for node, count in step.parts]
+    tp_parts = _tensor_parallel(m, tokens, split, cd, recompute) if split.tp > 1 else []
+    e = storage_bytes(cd)
+    if split.pp > 1:  # activations forward, their gradients back: a send/recv each way per microbatch (and chunk)
+        act = tokens * m.d_model * e
+        # Megatron's scatter/gather: each tensor-parallel rank sends 1/tp of the activations, then they all-gather
+        hop = collective("send_recv", act / split.tp, 2, cd, stride=split.tp * split.dp).renamed(
+            "pipeline send/recv", kernels=True)
+        tp_parts.append((hop, 2 * split.interleave))
+        if split.tp > 1:
+            tp_parts.append((_in_line("all_gather", act, split.tp, 1, cd, "pipeline all-gather (scatter/gather)"),
+                             2 * split.interleave))
+    dp_comm = split.dp > 1
+    zero3 = dp_comm and split.zero == 3
+
+    def unit(reduce: bool) -> Workload:
+        parts = []
+        for node, count in body:
+            if node is forward and zero3:
+                node = _fsdp(forward, m, split, grad, False)
+            elif node is backward and zero3:
+                node = _fsdp(backward, m, split, grad, True)
+            elif node is backward and reduce and dp_comm:
+                node = _ddp_backward(backward, m, split, grad)
+            parts.append((node, count))
+        if tp_parts:
+            parts.append((Workload.of("tensor/pipeline-parallel collectives", tuple(tp_parts)), 1))
+        return Workload.of(f"{step.name} (microbatch)", tuple(parts))
+
+    parts: list[tuple[Any, int]] = []
+    last = unit(True)
+    if split.pp > 1:
+        plain = unit(zero3)
+        pipeline = Workload.of(f"pipeline of {microbatches} microbatches over {split.pp} stages", ((plain, microbatches),),
+                               origin=Pipeline(split.pp, split.interleave))
+        parts.append((pipeline, 1))
+        if dp_comm and not zero3:  # after the flush, in line
+            op = "reduce_scatter" if split.zero == 2 else "all_reduce"
+            parts.append((_reduction(op, _grad_bytes(float(m.params), grad), split, f"dp gradient {op}", ""), 1))
+    else:
+        if microbatches > 1:
+            parts.append((unit(zero3), microbatches - 1))
+        parts.append((last, 1))
+    shard_params = m.params / split.dp if split.zero >= 1 else m.params
+    if microbatches > 1:
+        parts.append((foreach(float(m.params), 2, 1, 1, grad, name="gradient accumulation"), microbatches - 1))
+    if optimizer is not None:
+        parts.append((optimizer(shard_params, m.param_tensors), 1))
+        if dp_comm and split.zero in (1, 2):
+            parts.append((_reduction("all_gather", _grad_bytes(float(m.params), "fp32"), split,
+                                     "zero all-gather of the updated parameters", ""), 1))
+    return Workload.of(f"{m.name} training step ({_label(split)})", tuple(parts))
+
+
+def _label(split: Split) -> str:
+    named = [f"{k}={getattr(split, k)}" for k in ("dp", "tp", "pp") if getattr(split, k) > 1]
+    if split.sp:
+        named.append("sp")
+    if split.zero:
+        named.append(f"zero={split.zero}")
+    return ", ".join(named) or "one GPU"
