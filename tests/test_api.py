@@ -10,7 +10,8 @@ from solkit import ops
 
 def test_top_level_names():
     """solkit.__all__ holds the contract names (more may be added, none removed)."""
-    contract = {"load_gpu", "list_gpus", "clear_cache", "roofline", "sol_fraction", "mfu", "hfu", "ops", "Workload", "Kernel", "GPU", "compare", "predict", "models", "plot", "sweep"}
+    contract = {"load_gpu", "list_gpus", "clear_cache", "roofline", "sol_fraction", "mfu", "hfu", "ops", "Workload", "Kernel",
+                "GPU", "compare", "predict", "models", "plot", "sweep", "comm", "load_system"}
     assert contract <= set(sk.__all__)
     for name in sk.__all__:
         assert hasattr(sk, name), name
@@ -55,6 +56,15 @@ def test_design_signatures():
     assert _params(sk.mfu)[:5] == [("flops", E), ("seconds", E), ("gpu", E), ("dtype", "bf16"), ("n_gpus", 1)]
     assert [p[0] for p in _params(sk.sol_fraction)][:3] == ["workload", "gpu", "measured_seconds"]
     assert [p[0] for p in _params(sk.roofline)][:2] == ["workload", "gpu"]
+    from solkit import comm, models
+
+    for name in ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "send_recv"):
+        assert [p[0] for p in _params(getattr(comm, name))][:3] == ["nbytes", "n_gpus", "dtype"], name
+    assert _params(comm.all_reduce)[1:3] == [("n_gpus", 8), ("dtype", "bf16")]
+    assert _params(sk.load_system)[:2] == [("name", E), ("nodes", 1)]
+    assert _params(models.training_step)[:10] == [("forward", E), ("optimizer", "adamw"), ("microbatches", 1),
+                                                  ("checkpointing", False), ("dp", 1), ("tp", 1), ("pp", 1), ("sp", False),
+                                                  ("ep", 1), ("zero", 0)]
 
 
 def test_result_fields(h200):

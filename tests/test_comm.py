@@ -158,3 +158,26 @@ def test_a_system_inline_and_its_checks():
         sk.load_system(spec, nodes=2)
     with pytest.raises(SolkitError, match="not among the sources"):
         sk.load_system({**spec, "intra_node": {**spec["intra_node"], "source": "other"}})
+
+
+def test_link_fit_recovers_known_parameters_from_synthetic_cases(tmp_path):
+    """Cases made with latency 20 us and efficiency 0.8 (all_reduce, 2 GPUs, 4 KiB to 1 GiB): the fit finds both."""
+    import json
+
+    from solkit.calibration.collectives import fit_links, load_collectives
+
+    floor = calibration(sk.load_gpu("h200")).launch_floor
+    cases = []
+    for exponent in range(12, 31, 2):  # 4 KiB .. 1 GiB
+        nbytes = 2**exponent
+        seconds = floor + 20e-6 + 2 * 1 / 2 * nbytes / (0.8 * 450e9)  # bus bytes = nbytes on 2 GPUs
+        cases.append({"op": "all_reduce", "dtype": "bf16", "nbytes": nbytes, "n_gpus": 2, "seconds": seconds})
+    cases.append({"op": "all_reduce", "dtype": "bf16", "nbytes": 8, "n_gpus": 2, "error": "skipped (budget)"})
+    path = tmp_path / "collectives.json"
+    path.write_text(json.dumps({"environment": {}, "cases": cases}))
+    loaded = load_collectives(path)
+    assert len(loaded) == 10  # the skipped case is left out
+    fitted = fit_links(loaded)
+    assert fitted["link_latency"]["all_reduce"] == pytest.approx(20e-6)
+    assert fitted["link_efficiency"]["all_reduce"] == pytest.approx(0.8)
+    assert "all_gather" not in fitted["link_latency"]  # no cases, no entry

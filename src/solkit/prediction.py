@@ -56,7 +56,7 @@ import html
 import math
 import warnings
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -70,6 +70,7 @@ from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import roofline
 from ._timeline import IDENTITY, Join, Map, clocks, compose, join, launch, power
+from .models.parallel import FSDP_GROUP_OP
 from .workload import Kernel, Pipeline, Workload, as_workload
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -738,12 +739,11 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     per_launch = program_host_overhead(w, cal)
     if per_launch or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
-        host, *streams = clocks(program_map(w, by_kernel, per_launch, cal.kernel_gap))
+        extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None
+        host, *streams = clocks(program_map(w, by_kernel, per_launch, cal.kernel_gap, extra))
         end = maximum(maximum(streams[0], streams[1]), streams[2])
         # without host time, as _combined: the launch floor, then a gap per launch after the first
         seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
-        if not per_launch:
-            host = 0.0
     if per_launch:
         share = np.max(host) / max(float(np.max(seconds)), 1e-300)
         notes.append(f"eager program: the CPU issues {len(w):,} launches in {fmt_seconds(np.max(host))} "
@@ -812,8 +812,10 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     return result(body)
 
 
-def program_map(w: Workload, body: dict[int, Any], host: float, gap: float) -> Map:
-    """The timeline map of ``w`` (``solkit._timeline``): each launch issued after ``host`` seconds, running its body + ``gap``.
+def program_map(w: Workload, body: dict[int, Any], host: float, gap: float,
+                extra: Optional[Mapping[str, float]] = None) -> Map:
+    """The timeline map of ``w`` (``solkit._timeline``): each launch issued after ``host`` seconds (plus ``extra[op]`` for a
+    kernel of that calibration key: the host work a framework's hooks do there), running its body + ``gap``.
 
     Collectives with ``Link.overlap`` run on that NCCL stream; a sub-workload whose origin is a ``Join``
     makes the compute stream wait for the streams it names at its start or end; one whose origin is a
@@ -824,16 +826,18 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: float) -> M
     m: Map = IDENTITY
     if type(origin) is Join and origin.at == "start":
         m = join(origin.streams)
-    extra = origin.bubble if type(origin) is Pipeline else 0
+    bubble = origin.bubble if type(origin) is Pipeline else 0
     for node, count in w.parts:
         if isinstance(node, Workload):
-            part = program_map(node, body, host, gap)
+            part = program_map(node, body, host, gap, extra)
         else:
             launches = node.launches
             issue = host * launches
+            if extra and node.op in extra:
+                issue = issue + extra[node.op]
             run = body[id(node)] + gap * launches
             part = launch(issue, run, node.link.overlap if _overlapped(node) else "compute")  # type: ignore[union-attr]
-        count += extra
+        count += bubble
         m = compose(m, power(part, count) if count != 1 else part)
     if type(origin) is Join and origin.at == "end":
         m = compose(m, join(origin.streams))

@@ -5,6 +5,7 @@
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
     python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
     python -m solkit.calibration programs [--out data/h200_programs.md]
+    python -m solkit.calibration collectives [--out data/h200x2_collectives.md]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
 Paths are relative to the current folder (run it from a source checkout's root).
@@ -83,6 +84,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = sub.add_parser("programs", help="write the whole-program report (data/h200_programs.md)")
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--out", default=PROGRAMS_REPORT)
+    p = sub.add_parser("collectives", help="write the NCCL collectives report (data/h200x2_collectives.md)")
+    p.add_argument("--spec", default=SPEC)
+    p.add_argument("--out", default="data/h200x2_collectives.md")
     p = sub.add_parser("report", help="write the validation report")
     p.add_argument("--data", default=DATA)
     p.add_argument("--spec", default=SPEC)
@@ -111,6 +115,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         earlier = (load_measurements(args.repeat), sets[0][2]) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
         text = sampled_report(sets, gpu, args.spec, cv_table, earlier)
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(text)
+        return 0
+    if args.command == "collectives":
+        from .collectives import COMM_FIT_DATA, COMM_TEST_DATA, COMM_VALIDATION_DATA, collectives_report
+        from .programs import data_dir
+
+        named = [("fit", COMM_FIT_DATA), ("validation", COMM_VALIDATION_DATA)] + [("frozen test", t) for t in COMM_TEST_DATA]
+        present = [(title, path) for title, path in named if (data_dir() / path).exists()]
+        if not present:
+            print(f"no collectives measured yet (data/{COMM_FIT_DATA}): run benchmarks/comm/run_x2.sh on 2 GPUs")
+            return 1
+        text = collectives_report(present, gpu)
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration
+from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration, ReadOnlyTable
 from ..precision import rate_class
 from ..prediction import KernelTerms, kernel_terms, soft_max
 from .data import MeasurementSet, fit_cases, sample_set_of, workload_of
@@ -279,7 +279,14 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
                 value_loss = loss(trial)
                 if value_loss < best - 1e-12:
                     cal, best = trial, value_loss
-    return FitResult(_used_keys(cal, train_terms).replace(**host_parameters(steps)), len(train), len(held), best)
+    from .collectives import link_parameters
+    from .parallel import parallel_parameters
+
+    links = link_parameters()
+    links["link_latency"] = ReadOnlyTable(links["link_latency"])
+    links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])
+    fitted = _used_keys(cal, train_terms).replace(**host_parameters(steps), **parallel_parameters(), **links)
+    return FitResult(fitted, len(train), len(held), best)
 
 
 def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, float]:

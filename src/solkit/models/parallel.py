@@ -29,7 +29,8 @@ The workload is what ONE GPU runs, its collectives included (``solkit.comm``), w
   again before its backward (the next layer's gather prefetched on its own stream), copied out of the
   gathered buffer, its gradients copied in and reduce-scattered after its backward (gradient stream);
   the root group (embeddings, head, final norm) gathered before the forward and reduce-scattered after
-  the backward; the optimizer on the shard.
+  the backward; the optimizer on the shard. FSDP2's Python hooks cost the CPU ``host_fsdp_group`` per
+  layer and pass (charged at the layer's copy out, op ``FSDP_GROUP_OP``).
 - ``ep`` (expert parallelism) needs MoE layers, which ``Transformer`` does not describe yet: refused.
 
 Collectives' groups sit as Megatron places them (tensor-parallel neighbours, then data, then pipeline):
@@ -53,11 +54,14 @@ from ..precision import storage_bytes
 from ..workload import Pipeline, Workload, chain
 from .architecture import Transformer
 
-__all__ = ["Split", "split_of", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES"]
+__all__ = ["Split", "split_of", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES", "FSDP_GROUP_OP"]
 
 #: DistributedDataParallel's default bucket_cap_mb (MiB)
 DDP_BUCKET_MB = 25
 ZERO_STAGES = (0, 1, 2, 3)
+#: the calibration key of FSDP's per-layer copy out of the gathered buffer: where the predictor charges the host
+#: time of FSDP2's hooks for that layer and pass (``host_fsdp_group``)
+FSDP_GROUP_OP = "fsdp_unshard"
 _MIB = 2**20
 #: bytes per token of each vocab-parallel cross-entropy all-reduce (one fp32 per token: max, sum, target logit)
 _LOSS_REDUCTIONS = 3
@@ -225,6 +229,7 @@ def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) 
         layer = node.parts[0][0]
         gather = _reduction("all_gather", full, split, "fsdp all-gather (next layer)", "prefetch")
         copy_out = copy(m.layer_params, "fp32").renamed("fsdp copy out of the gathered buffer", kernels=True)
+        copy_out = Workload.of(copy_out.name, ((copy_out.counted[0][0]._replace(op=FSDP_GROUP_OP), 1),))
         after: list[tuple[Any, int]] = []
         if backward:
             copy_in = copy(m.layer_params, grad).renamed("fsdp copy gradients in", kernels=True)

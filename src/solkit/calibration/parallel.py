@@ -1,0 +1,87 @@
+"""Parameters of split training steps fitted on measured ones: FSDP2's host time per layer and pass.
+
+``data/h200_parallel_steps_world1.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1)
+holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
+(host time at least ``CPU_BOUND`` of the step), the difference is the CPU time FSDP2's hooks add:
+``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
+a backward pass per layer (the root group's share included).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..errors import SpecError
+from .fitting import _round
+from .programs import data_dir
+
+__all__ = ["PARALLEL_FIT_DATA", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "PRESETS", "step_workload",
+           "step_errors"]
+
+PARALLEL_FIT_DATA = "h200_parallel_steps_world1.json"
+#: a step is CPU-bound when the host's time is at least this share of it
+CPU_BOUND = 0.9
+#: layers of the measured models (their configs: tests/data/hf_configs)
+LAYERS = {"bert-base": 12, "llama-1b": 16}
+
+
+def fit_fsdp_host(path: Any = None) -> tuple[float, int]:
+    """(host_fsdp_group in seconds, cases it is the median of) from a world-size-1 parallel-steps file."""
+    file = Path(path) if path is not None else data_dir() / PARALLEL_FIT_DATA
+    cases = [c for c in json.loads(file.read_text(encoding="utf-8"))["cases"] if c.get("status") == "ok"]
+    by_key = {(c["model"], c["seq"], c["batch"], c["mode"]): c for c in cases}
+    per_layer = []
+    for (model, seq, batch, mode), c in by_key.items():
+        plain = by_key.get((model, seq, batch, "single"))
+        if mode != "fsdp" or plain is None or model not in LAYERS:
+            continue
+        if min(c["host_seconds"] / c["seconds"], plain["host_seconds"] / plain["seconds"]) < CPU_BOUND:
+            continue
+        per_layer.append((c["seconds"] - plain["seconds"]) / (2 * LAYERS[model]))
+    if not per_layer:
+        raise SpecError(f"{file}: no CPU-bound pair of plain and FSDP steps to fit host_fsdp_group on")
+    return _round(max(statistics.median(per_layer), 0.0), "host_fsdp_group"), len(per_layer)
+
+
+def parallel_parameters() -> dict[str, float]:
+    """The split-step parameters for the spec's ``measured:`` section (``fit --write``)."""
+    return {"host_fsdp_group": fit_fsdp_host()[0]}
+
+
+#: the measuring script's model names -> solkit presets (the same configs: tests/data/hf_configs)
+PRESETS = {"bert-base": "bert-base", "llama-1b": "llama3.2-1b"}
+
+
+def step_workload(case: dict[str, Any]) -> Any:
+    """The ``training_step`` a measured parallel-steps case ran: plain, DDP (dp = world size) or FSDP2 (zero=3)."""
+    from ..models import preset, training_step
+
+    fwd = preset(PRESETS[case["model"]]).forward(batch=case["batch"], seq=case["seq"])
+    world = int(case.get("world_size", 1))
+    if case["mode"] == "single" or world == 1:
+        return training_step(fwd)
+    return training_step(fwd, dp=world, zero=3 if case["mode"] == "fsdp" else 0)
+
+
+def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = ("single", "ddp", "fsdp")) -> list[tuple[dict, float, float]]:
+    """(case, predicted seconds, error exp(|log(pred / meas)|) - 1) of every measured case of ``modes``."""
+    import warnings
+
+    from ..prediction import predict
+
+    file = Path(path) if Path(path).exists() else data_dir() / str(path)
+    cases = [c for c in json.loads(file.read_text(encoding="utf-8"))["cases"] if c.get("status") == "ok"]
+    out = []
+    for c in cases:
+        world = int(c.get("world_size", 1))
+        if c["mode"] not in modes or (c["mode"] != "single" and world == 1):
+            continue  # a wrapper over one GPU is no split: solkit has no such step
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            p = float(predict(step_workload(c), gpu).seconds)
+        out.append((c, p, math.expm1(abs(math.log(p / c["seconds"])))))
+    return out
