@@ -113,12 +113,20 @@ class DistInfo:
         return bool(t.item() > 0)
 
 
-def run_cmd(cmd: list[str], timeout: float = 30) -> str:
-    try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        return (r.stdout + r.stderr).strip()
-    except Exception as err:  # noqa: BLE001 - a missing tool is a fact to record
-        return f"unavailable: {type(err).__name__}: {err}"
+def _steps_module() -> Any:
+    """benchmarks/programs/steps.py, loaded by path: its helpers (run_cmd, stderr_to) serve these scripts too."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "programs", "steps.py")
+    spec = importlib.util.spec_from_file_location("program_steps", os.path.normpath(path))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+run_cmd = _steps_module().run_cmd
 
 
 def environment(d: DistInfo) -> dict[str, Any]:

@@ -29,7 +29,6 @@ for _key, _value in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICA
     os.environ.setdefault(_key, _value)
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import gc  # noqa: E402
 import gzip  # noqa: E402
 import importlib.util  # noqa: E402
@@ -44,7 +43,7 @@ import tempfile  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Iterator  # noqa: E402
+from typing import Any  # noqa: E402
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -241,19 +240,7 @@ class Trainer:
 # --------------------------------------------------------------------------- profiling
 
 
-@contextlib.contextmanager
-def stderr_to(path: str) -> Iterator[None]:
-    """Send fd 2 to ``path`` for a while (the profiler's C++ log lines stay out of the console)."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with open(path, "w") as f:
-        os.dup2(f.fileno(), 2)
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+stderr_to = comm._steps_module().stderr_to  # benchmarks/programs/steps.py's (a context manager)
 
 
 def profile_step(tr: Trainer, i: int, path: str, tmp: str, max_bytes: int) -> None:

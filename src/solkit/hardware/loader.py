@@ -364,10 +364,8 @@ def _read(path: str, st: os.stat_result) -> bytes:
     return raw
 
 
-def _parse(path: str, raw: bytes) -> "GPU":
-    """Validate one file's bytes as a GPU spec; every problem is a SpecError naming the file (and field)."""
-    from .schema import GPU
-
+def document(path: str, raw: bytes) -> Any:
+    """The YAML document of a file's bytes: UTF-8, YAML 1.2 literals only; every problem a SpecError naming the file."""
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -375,6 +373,14 @@ def _parse(path: str, raw: bytes) -> "GPU":
     data, literals = _yaml(path, text)
     if literals:
         _refuse_literals(path, data, literals)
+    return data
+
+
+def _parse(path: str, raw: bytes) -> "GPU":
+    """Validate one file's bytes as a GPU spec; every problem is a SpecError naming the file (and field)."""
+    from .schema import GPU
+
+    data = document(path, raw)
     if data is None:
         raise SpecError(f"{path}: the file is empty (no YAML document); expected a mapping of spec fields")
     if not isinstance(data, dict):

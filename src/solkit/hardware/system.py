@@ -25,7 +25,7 @@ from pydantic import Field
 
 from .._validate import dim
 from ..errors import ArgumentTypeError, SpecError, UnknownGPUError
-from .loader import _read, _refuse_literals, _stat, _yaml, as_gpu, load_gpu, spec_dirs
+from .loader import _read, _stat, as_gpu, document, load_gpu, spec_dirs
 from .schema import GIGA, Count, Figure, Source, _SpecModel
 
 __all__ = ["System", "IntraNode", "Network", "load_system", "list_systems", "as_system", "default_system", "SYSTEMS_DIR"]
@@ -139,14 +139,7 @@ def _load_file(path: str) -> System:
     hit = _PARSED.get(path)
     if hit is not None and hit[0] == key:
         return hit[1]
-    raw = _read(path, st)
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpecError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    data, literals = _yaml(path, text)
-    if literals:
-        _refuse_literals(path, data, literals)
+    data = document(path, _read(path, st))
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a mapping of system fields at the top level, got {type(data).__name__}")
     system = System.model_validate(data, context={"spec_file": path})

@@ -71,6 +71,9 @@ class Transformer(BaseModel):
     head: Head = "lm"
     pooler: bool = False
     sliding_window: Optional[int] = Field(default=None, ge=1)
+    experts: int = Field(default=0, ge=0)
+    top_k: int = Field(default=2, ge=1)
+    capacity_factor: Optional[float] = Field(default=None, gt=0.0)
     source: Optional[str] = None
 
     def __init__(self, **data: Any) -> None:
@@ -106,6 +109,12 @@ class Transformer(BaseModel):
             raise ValueError("positions='learned' needs max_positions (the rows of the position table)")
         if self.head == "none" and self.tie_embeddings:
             raise ValueError("tie_embeddings=True needs a head ('lm' or 'mlm') to tie the embedding to")
+        if self.experts and self.top_k > self.experts:
+            raise ValueError(f"top_k must be at most experts, got top_k={self.top_k} and experts={self.experts}")
+        if self.experts and self.bias != "none":
+            raise ValueError(f"a mixture of experts is modelled without biases (Mixtral's layout), got bias={self.bias!r}")
+        if self.capacity_factor is not None and not self.experts:
+            raise ValueError("capacity_factor applies to a mixture of experts: set experts")
         return self
 
     # ---- resolved widths ----------------------------------------------------------------------
@@ -148,10 +157,29 @@ class Transformer(BaseModel):
         return (2 if self.norm == "layernorm" else 1) * self.d_model
 
     @property
+    def moe(self) -> bool:
+        """A mixture of experts: each layer's MLP is ``experts`` MLPs of width ffn, ``top_k`` of them per token."""
+        return self.experts > 0
+
+    @property
+    def mlp_weights(self) -> int:
+        """Weights of one MLP (one expert's): 2 or 3 matrices of d x ffn."""
+        return (3 if self.gated else 2) * self.d_model * self.ffn_width
+
+    @property
     def layer_linear_weights(self) -> int:
-        """Weights of one layer's linear layers: q, k, v, o and the MLP (2 or 3 matrices of d x ffn)."""
-        d, q, kv, f = self.d_model, self.q_width, self.kv_width, self.ffn_width
-        return d * q + 2 * d * kv + q * d + (3 if self.gated else 2) * d * f
+        """Weights of one layer's linear layers: q, k, v, o and the MLP (every expert's and the router's, d x experts)."""
+        d, q, kv = self.d_model, self.q_width, self.kv_width
+        mlp = self.experts * self.mlp_weights + d * self.experts if self.moe else self.mlp_weights
+        return d * q + 2 * d * kv + q * d + mlp
+
+    @property
+    def layer_active_weights(self) -> int:
+        """Weights of one layer that multiply each token: attention, the router and top_k experts (dense: all)."""
+        if not self.moe:
+            return self.layer_linear_weights
+        d, q, kv = self.d_model, self.q_width, self.kv_width
+        return d * q + 2 * d * kv + q * d + self.top_k * self.mlp_weights + d * self.experts
 
     @property
     def layer_params(self) -> int:
@@ -204,7 +232,8 @@ class Transformer(BaseModel):
     def param_tensors(self) -> int:
         """Parameter tensors (the optimizer's list length): each weight, bias and norm scale or shift its own."""
         per_norm = 2 if self.norm == "layernorm" else 1
-        linear = 4 + (3 if self.gated else 2)  # q, k, v, o and the MLP's matrices (HF keeps q, k, v apart; GPT-2 one c_attn)
+        mlp = 3 if self.gated else 2
+        linear = 4 + (self.experts * mlp + 1 if self.moe else mlp)  # q, k, v, o, the MLP's (experts' and router); GPT-2: c_attn
         if self.family == "gpt2":
             linear -= 2
         biases = {"none": 0, "qkv": 3, "all": linear}[self.bias] if self.family != "gpt2" else linear
@@ -226,8 +255,9 @@ class Transformer(BaseModel):
 
     @property
     def linear_weights(self) -> int:
-        """Weights that multiply activations each token: every layer's linear layers and the head's (N of 6N)."""
-        return self.layers * self.layer_linear_weights + self.head_linear_weights
+        """Weights that multiply activations each token: every layer's linear layers and the head's (N of 6N; a
+        mixture of experts counts its router and top_k experts)."""
+        return self.layers * self.layer_active_weights + self.head_linear_weights
 
     # ---- closed forms ---------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ _DECODER_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "mistral": {"tie_word_embeddings": False, "hidden_act": "silu"},
     "qwen2": {"tie_word_embeddings": False, "hidden_act": "silu"},
     "gemma": {"tie_word_embeddings": True, "hidden_act": "gelu_pytorch_tanh"},
+    "mixtral": {"tie_word_embeddings": False, "hidden_act": "silu"},
 }
 HF_FAMILIES: tuple[str, ...] = (*_DECODER_DEFAULTS, "gpt2", "bert")
 
@@ -49,6 +50,8 @@ def from_hf_config(config: Any, name: str | None = None) -> Transformer:
         raise OptionError(f"config model_type must be one of {', '.join(HF_FAMILIES)}, got {model_type!r}"
                           f"{f' in {where}' if where else ''}")
     for key, default in _UNHONOURED.items():
+        if model_type == "mixtral" and key == "num_local_experts":
+            continue  # Mixtral's experts are modelled (experts, top_k)
         if key in data and data[key] not in (default, None, 0, False, [], {}):
             raise OptionError(f"config key {key!r}={data[key]!r} is not modelled by solkit (model_type {model_type!r}); "
                               f"remove it or describe the model with models.Transformer(...)")
@@ -106,16 +109,16 @@ def _head(arch: str, lm_suffixes: tuple[str, ...], bare: str) -> str:
 
 
 def _decoder(data: Mapping[str, Any]) -> dict[str, Any]:
-    """Llama-style decoders: llama, mistral, qwen2, gemma."""
+    """Llama-style decoders: llama, mistral, qwen2, gemma, and mixtral (their MoE)."""
     model_type = data["model_type"]
     defaults = _DECODER_DEFAULTS[model_type]
-    prefix = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "gemma": "Gemma"}[model_type]
+    prefix = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "gemma": "Gemma", "mixtral": "Mixtral"}[model_type]
     heads = int(_need(data, "num_attention_heads"))
     act = data.get("hidden_activation") or data.get("hidden_act") or defaults["hidden_act"]
     if act not in _GATED:
         raise OptionError(f"config key 'hidden_act'={act!r} is not modelled (gated MLPs with silu or gelu)")
     head = _head(_architecture(data, f"{prefix}ForCausalLM"), ("ForCausalLM",), f"{prefix}Model")
-    window = data.get("sliding_window") if (model_type == "mistral" or data.get("use_sliding_window")) else None
+    window = data.get("sliding_window") if (model_type in ("mistral", "mixtral") or data.get("use_sliding_window")) else None
     if model_type == "qwen2":
         bias = "qkv"  # Qwen2Attention: q, k and v with biases, o without
     elif bool(data.get("attention_bias")) != bool(data.get("mlp_bias")):
@@ -130,8 +133,15 @@ def _decoder(data: Mapping[str, Any]) -> dict[str, Any]:
         ffn=int(_need(data, "intermediate_size")), vocab=int(_need(data, "vocab_size")), mlp=_GATED[act],
         tie_embeddings=bool(data.get("tie_word_embeddings", defaults["tie_word_embeddings"])) and head == "lm",
         bias=bias, causal=True, attention_dropout=float(data.get("attention_dropout") or 0.0), head=head,
-        sliding_window=window,
+        sliding_window=window, **_experts(data),
     )
+
+
+def _experts(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Mixtral's sparse MoE: ``num_local_experts`` experts, ``num_experts_per_tok`` of them per token (else a dense MLP)."""
+    if data.get("model_type") != "mixtral":
+        return {}
+    return {"experts": int(_need(data, "num_local_experts")), "top_k": int(_need(data, "num_experts_per_tok"))}
 
 
 def _gpt2(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -69,11 +69,11 @@ class MemoryFootprint:
 def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = False, optimizer: Any = "adamw",
            checkpointing: Any = False, gpu: Any = None, dtype: Any = "bf16", amp: Any = None, context: Any = None,
            kernels: Any = "eager", kv_dtype: Any = None, quant: Any = None, dp: Any = 1, tp: Any = 1, pp: Any = 1,
-           sp: Any = False, zero: Any = 0, microbatches: Any = 1) -> MemoryFootprint:
+           sp: Any = False, zero: Any = 0, microbatches: Any = 1, ep: Any = 1) -> MemoryFootprint:
     """The memory footprint of ``model`` training on (or serving) batch x seq tokens; see the module docstring.
 
     Split over GPUs (training), the footprint is one GPU's: ``tp`` and ``pp`` shard the model
-    (``solkit.models.parallel.shard``); ``zero`` 1, 2, 3 divide the optimizer states, then the gradients,
+    (``solkit.models.parallel.shard``; ``ep`` the experts); ``zero`` 1, 2, 3 divide the optimizer states, then the gradients,
     then the weights by ``dp`` (ZeRO-3 adds two layers gathered at once: the one computing and the one
     prefetched); a 1F1B pipeline's first stage holds min(pp, microbatches) microbatches' activations;
     ``sp`` divides the layers' activations by ``tp`` (Megatron: norms and dropouts on 1/tp of the tokens).
@@ -81,7 +81,7 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     """
     from .parallel import split_of
 
-    split = split_of(dp, tp, pp, sp, 1, zero)
+    split = split_of(dp, tp, pp, sp, ep, zero)
     if split.parallel and not flag("training", training):
         raise OptionError("dp, tp, pp, sp and zero split a training step: pass training=True")
     if split.parallel:
@@ -119,7 +119,8 @@ def _footprint(m: Transformer, s: Any, train: bool, opt: str, ckpt: bool, cd: st
         use_amp = resolve_amp(amp, cd)
         master = "fp32" if use_amp else cd
         e = storage_bytes(master)
-        weights = m.params * e + (m.linear_weights * storage_bytes(cd) if use_amp else 0.0)
+        every = m.layers * m.layer_linear_weights + m.head_linear_weights  # autocast casts every expert's weights
+        weights = m.params * e + (every * storage_bytes(cd) if use_amp else 0.0)
         call = ModelCall(m, "forward", 1.0, s, 0.0, cd, "sdpa", str(kernels), use_amp, True, cd)
         acts = activations(call).total(m.layers, ckpt)
         return _summed(weights, m.params * e, OPTIMIZER_STATES[opt] * m.params * e, acts, 0.0)
@@ -140,7 +141,7 @@ def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpoi
     """One GPU's footprint of a split training step (``memory``'s docstring)."""
     from .parallel import shard
 
-    local = shard(m, split.tp, split.pp)
+    local = shard(m, split.tp, split.pp, split.ep)
     one = memory(local, batch, seq, True, optimizer, checkpointing, None, dtype, amp, None, kernels)
     dp = split.dp
     states = one.optimizer_states / dp if split.zero >= 1 else one.optimizer_states

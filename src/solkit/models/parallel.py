@@ -31,7 +31,12 @@ The workload is what ONE GPU runs, its collectives included (``solkit.comm``), w
   the root group (embeddings, head, final norm) gathered before the forward and reduce-scattered after
   the backward; the optimizer on the shard. FSDP2's Python hooks cost the CPU ``host_fsdp_group`` per
   layer and pass (charged at the layer's copy out, op ``FSDP_GROUP_OP``).
-- ``ep`` (expert parallelism) needs MoE layers, which ``Transformer`` does not describe yet: refused.
+- **expert parallelism** (``ep``, a mixture of experts only): the experts are split over ``ep`` GPUs of the
+  data-parallel group (ep divides dp and the experts); each layer's routed rows (tokens x top_k x d_model)
+  go out and come back by two all-to-alls in the forward and two in the backward, in line. Balanced
+  routing: each GPU's experts get tokens x top_k / (experts / ep) rows each. NB: the expert weights'
+  gradients are reduced over the whole data-parallel group like the dense ones (a real split reduces them
+  over dp / ep GPUs: fewer bytes), and the router is counted over the local experts.
 
 Collectives' groups sit as Megatron places them (tensor-parallel neighbours, then data, then pipeline):
 a data-parallel group's GPUs are ``tp`` apart, a pipeline's ``tp x dp``. NB: the per-GPU kernels of the
@@ -82,8 +87,8 @@ class Split(NamedTuple):
 
     @property
     def gpus(self) -> int:
-        """GPUs the split uses: dp x tp x pp (x ep)."""
-        return self.dp * self.tp * self.pp * self.ep
+        """GPUs the split uses: dp x tp x pp (expert parallelism is carved out of the data-parallel group)."""
+        return self.dp * self.tp * self.pp
 
     @property
     def parallel(self) -> bool:
@@ -108,9 +113,9 @@ def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1
                           f"3 and parameters: FSDP), got {zero!r}")
     if seq and t == 1:
         raise OptionError("sp=True (Megatron sequence parallelism) splits the tensor-parallel group's tokens: it needs tp > 1")
-    if e > 1:
-        raise OptionError(f"ep={e} (expert parallelism) needs MoE layers (experts, top-k), which models.Transformer does "
-                          "not describe yet; leave ep=1")
+    if e > 1 and d % e:
+        raise OptionError(f"ep={e} (expert parallelism) shards the experts over part of the data-parallel group: it must "
+                          f"divide dp={d}")
     if zero and d == 1:
         raise OptionError(f"zero={zero} shards over the data-parallel group: it needs dp > 1")
     bucket = float(bucket_mb) if isinstance(bucket_mb, (int, float)) and not isinstance(bucket_mb, bool) else -1.0
@@ -122,10 +127,13 @@ def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1
     return Split(d, t, p, seq, e, zero, flag("overlap", overlap), bucket, v)
 
 
-def shard(m: Transformer, tp: int = 1, pp: int = 1) -> Transformer:
-    """What one GPU holds of ``m``: heads, KV heads, ffn and vocab over ``tp``; layers over ``pp`` (rounded up)."""
-    if tp == 1 and pp == 1:
+def shard(m: Transformer, tp: int = 1, pp: int = 1, ep: int = 1) -> Transformer:
+    """What one GPU holds of ``m``: heads, KV heads, ffn and vocab over ``tp``; layers over ``pp`` (rounded up); experts over ``ep``."""
+    if tp == 1 and pp == 1 and ep == 1:
         return m
+    if ep > 1 and (not m.moe or m.experts % ep):
+        raise OptionError(f"ep={ep} must divide {m.name}'s experts ({m.experts}: expert parallelism needs a mixture of "
+                          "experts)" if m.moe else f"ep={ep} needs a mixture of experts; {m.name} has a dense MLP")
     if m.heads % tp:
         raise OptionError(f"tp={tp} must divide {m.name}'s {m.heads} attention heads")
     if m.ffn_width % tp:
@@ -135,9 +143,10 @@ def shard(m: Transformer, tp: int = 1, pp: int = 1) -> Transformer:
         raise OptionError(f"tp={tp} must divide {m.name}'s {kv} KV heads, or be a multiple of them (replicated)")
     if pp > m.layers:
         raise OptionError(f"pp={pp} is more pipeline stages than {m.name}'s {m.layers} layers")
-    return m.with_(name=f"{m.name} (tp={tp}, pp={pp} stage)", heads=m.heads // tp, kv_heads=max(kv // tp, 1),
-                   head_dim=m.n_head_dim, ffn=m.ffn_width // tp, vocab=math.ceil(m.vocab / tp),
-                   layers=math.ceil(m.layers / pp))
+    moe = {"experts": m.experts // ep, "top_k": min(m.top_k, m.experts // ep)} if m.moe else {}
+    return m.with_(name=f"{m.name} (tp={tp}, pp={pp} stage{f', ep={ep}' if ep > 1 else ''})", heads=m.heads // tp,
+                   kv_heads=max(kv // tp, 1), head_dim=m.n_head_dim, ffn=m.ffn_width // tp, vocab=math.ceil(m.vocab / tp),
+                   layers=math.ceil(m.layers / pp), **moe)
 
 
 def _in_line(op: str, nbytes: Any, n: int, stride: int, dtype: str, name: str) -> Workload:
@@ -156,6 +165,13 @@ def _tensor_parallel(m: Transformer, tokens: Any, split: Split, cd: str, recompu
     per_layer = 4 + (2 if recompute else 0)  # forward 2, backward 2, the recomputed forward 2
     loss = _in_line("all_reduce", tokens * 4.0, tp, 1, "fp32", "vocab-parallel loss all-reduce")
     return [(pair, per_layer * m.layers), (pair, 2), (loss, _LOSS_REDUCTIONS)]
+
+
+def _expert_parallel(m: Transformer, tokens: Any, split: Split, cd: str, recompute: bool) -> list[tuple[Workload, int]]:
+    """Expert parallelism's all-to-alls: each layer's routed rows (tokens x top_k x d) dispatched and combined, both ways."""
+    routed = tokens * m.top_k * m.d_model * storage_bytes(cd)
+    a2a = collective("all_to_all", routed, split.ep, cd, stride=split.tp).renamed("ep all-to-all", kernels=True)
+    return [(a2a, (4 + (2 if recompute else 0)) * m.layers)]
 
 
 def _grad_bytes(params: float, grad: str) -> float:
@@ -252,6 +268,8 @@ def parallel_step(step: Workload, m: Transformer, forward: Workload, backward: W
     """
     body = [(node, count) for node, count in step.parts]
     tp_parts = _tensor_parallel(m, tokens, split, cd, recompute) if split.tp > 1 else []
+    if split.ep > 1:
+        tp_parts += _expert_parallel(m, tokens, split, cd, recompute)
     e = storage_bytes(cd)
     if split.pp > 1:  # activations forward, their gradients back: a send/recv each way per microbatch (and chunk)
         act = tokens * m.d_model * e

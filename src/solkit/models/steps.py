@@ -43,7 +43,7 @@ def model_step(origin: Any, optimizer: str, amp: Any, microbatches: int, checkpo
     parallel = split is not None and split.parallel
     if not isinstance(origin, ModelCall):
         if parallel:
-            raise OptionError(f"a parallel split (dp, tp, pp, zero) is modelled for Transformer forwards; "
+            raise OptionError(f"a parallel split (dp, tp, pp, ep, zero) is modelled for Transformer forwards; "
                               f"{type(origin).__name__} steps run on one GPU")
         return origin.training_step(optimizer, amp, microbatches, checkpointing)
     if origin.phase != "forward":
@@ -78,7 +78,7 @@ def _parallel(origin: ModelCall, optimizer: str, amp: Any, microbatches: int, ch
     """One GPU's share of a split step (``solkit.models.parallel``): the sharded model's microbatch, then the collectives."""
     from .parallel import parallel_step, shard
 
-    m = shard(origin.model, split.tp, split.pp)
+    m = shard(origin.model, split.tp, split.pp, split.ep)
     call = origin._replace(model=m)
     micro = model_step(call, "none", amp, 1, checkpointing, None)  # one microbatch of the sharded model, no optimizer
     step = micro.parts[0][0]  # forward, zeroed logits' gradient, (recomputation,) backward, tied add
