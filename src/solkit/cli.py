@@ -4,7 +4,11 @@
     solkit table [--gpu G ...]               the same on other GPUs
     solkit gpus                              the shipped specs, key peaks and bandwidth
     solkit gpu NAME                          one spec, every figure with its source
-    solkit op OP --PARAM VALUE ... [--gpu G] [--dtype D] [--json]
+    solkit op OP --PARAM VALUE ... [--gpu G] [--dtype D] [--measured TIME] [--json]
+    solkit op OP --help                      that op's parameters (meaning, allowed values, defaults)
+    solkit ops                               every op with a one-line description
+    solkit sweep OP --PARAM A:B ... [--gpu G ...] [--plot OUT] [--csv OUT]   T_SOL and prediction over a range
+    solkit completion bash|zsh               a shell completion script
     solkit compare OP --PARAM VALUE ... --baseline K=V[|K=V] --variant K=V[|K=V] [--gpu G ...] [--json]
     solkit compare OP --PARAM VALUE ... --gpu G1 --gpu G2      the same op across GPUs
     solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
@@ -86,9 +90,16 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
         if not flag.startswith("--"):
             raise CLIError(f"expected --PARAMETER VALUE, got {flag!r}")
         key = flag[2:]
+        flags = {p.name for p in op.params if p.kind == "flag"}
         if "=" in key:
             key, value = key.split("=", 1)
             i += 1
+        elif key.replace("-", "_") in flags and (i + 1 >= len(items) or items[i + 1].startswith("--")):
+            value, i = "true", i + 1  # --causal alone (last, or before the next --option) is true
+        elif key.startswith("no-") and key[3:].replace("-", "_") in flags:
+            key, value, i = key[3:], "false", i + 1  # --no-causal
+        elif key.startswith("no-") and key[3:].replace("-", "_") in names:
+            raise CLIError(f"--{key}: {key[3:]} is not a boolean ({op.name} takes --{key[3:]} VALUE)")
         else:
             if i + 1 >= len(items):
                 raise CLIError(f"--{key} needs a value")
@@ -98,7 +109,7 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
             raise CLIError(f"expected --PARAMETER VALUE, got {flag!r}")
         key = key.replace("-", "_")
         if key not in names:
-            raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)}")
+            raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)} (`solkit op {op.name} --help`)")
         if key in params:
             raise CLIError(f"--{key.replace('_', '-')} is given twice")
         params[key] = parse_value(value)
@@ -242,6 +253,10 @@ def _cmd_op(args: argparse.Namespace) -> int:
     params = _with_dtype(op, _op_params(op, args.params), args.dtype)
     gpu = load_gpu(args.gpu or DEFAULT_GPUS[0])
     report = _op_report(args.op, params, gpu)
+    if args.measured is not None:
+        from ._cli_measured import measured_report, parse_seconds
+
+        report["measured"] = measured_report(op.function(**params), gpu, parse_seconds(args.measured), report)
     if args.json:
         _emit(report)
         return 0
@@ -254,6 +269,67 @@ def _cmd_op(args: argparse.Namespace) -> int:
           f"{report['predicted_seconds'] * 1e6:,.2f} us ({'calibrated' if report['calibrated'] else 'uncalibrated defaults'})")
     for note in report["notes"]:
         print(f"note: {note}")
+    if "measured" in report:
+        from ._cli_measured import measured_lines
+
+        print()
+        print("\n".join(measured_lines(report["measured"])))
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from ._cli_sweep import sample_rows, sweep_columns, write_csv
+    from .hardware import load_gpu
+    from .report import format_table
+
+    op = _operator(args.op)
+    params = _with_dtype(op, _op_params(op, args.params, require=False), args.dtype)
+    missing = [p for p in op.params if p.name not in op.defaults and p.name not in params]
+    if missing:
+        _complete(op, params)  # names what is missing
+    gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
+    columns = sweep_columns(op, params, gpus)
+    swept = [k for k in columns if k not in ("gpu", "t_sol_s", "predicted_s", "bound")]
+    first = columns["gpu"] == gpus[0].name
+    index = sample_rows(columns, max(args.rows, 1))
+    n = int(np.sum(first))
+    rows = []
+    for i in index:
+        row = [f"{columns[k][i]:g}" for k in swept]
+        for j, g in enumerate(gpus):
+            at = j * n + i
+            row += [f"{columns['t_sol_s'][at] * 1e6:,.2f}", f"{columns['predicted_s'][at] * 1e6:,.2f}", str(columns["bound"][at])]
+        rows.append(tuple(row))
+    header = [*swept]
+    for g in gpus:
+        header += [f"{g.name} t_sol us", f"{g.name} predicted us", "bound"]
+    fixed = ", ".join(f"{k}={v}" for k, v in params.items() if k not in swept)
+    print(f"{args.op}({fixed}) over {' x '.join(swept)}: {n:,} points per GPU ({len(index)} shown)")
+    print(format_table(rows, header))
+    if args.csv:
+        print(f"wrote {write_csv(columns, args.csv)}")
+    if args.plot:
+        from .plot import save
+        from .plot import sweep as plot_sweep
+
+        try:
+            print(f"wrote {save(plot_sweep(columns, title=f'{args.op}({fixed})'), args.plot)}")
+        except SolkitError as exc:
+            raise CLIError(f"--plot: {exc}") from None
+    return 0
+
+
+def _cmd_ops(_args: argparse.Namespace) -> int:
+    from ._cli_help import ops_list
+
+    print(ops_list())
+    return 0
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from ._cli_help import completion_script
+
+    print(completion_script(args.shell), end="")
     return 0
 
 
@@ -280,8 +356,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     wa = op.function(**_complete(op, {**base, **a}))
     wb = op.function(**_complete(op, {**base, **b}))
     results = [compare(wa, wb, g) for g in gpus]
+    measured = _measured_comparison(args, op, {**base, **a}, {**base, **b}, gpus)
     if args.json:
-        _emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results]})
+        _emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results],
+               **({"measured": measured} if measured else {})})
         return 0
     rows = [(c.gpu, f"{c.kernels_baseline}->{c.kernels_variant}", f"{c.bytes_baseline / 1e6:,.2f}",
              f"{c.bytes_variant / 1e6:,.2f}", f"{100 * c.bytes_saved_fraction:.1f}", f"{c.t_sol_baseline * 1e6:,.2f}",
@@ -289,7 +367,35 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     print(f"{args.op}: baseline {a or '(defaults)'} vs variant {b or '(defaults)'}")
     print(format_table(rows, ("gpu", "kernels", "MB before", "MB after", "% bytes saved", "T_SOL before us",
                               "T_SOL after us", "T_SOL ratio")))
+    for m in measured:
+        from ._cli_measured import measured_lines
+
+        print(f"\nbaseline measured on {m['gpu']}:")
+        print("\n".join(measured_lines(m["baseline"])))
+        print(f"variant: T_SOL {m['variant_t_sol'] * 1e6:,.2f} us, predicted {m['variant_predicted'] * 1e6:,.2f} us: "
+              f"expect about {m['expected_speedup']:.2f}x the measured baseline (at most {m['sol_speedup']:.2f}x)")
     return 0
+
+
+def _measured_comparison(args: argparse.Namespace, op: Any, a: dict[str, Any], b: dict[str, Any],
+                         gpus: list[Any]) -> list[dict[str, Any]]:
+    """With --measured (the baseline's time): per GPU its measured report and what the variant should take."""
+    if args.measured is None:
+        return []
+    from ._cli_measured import measured_report, parse_seconds
+
+    seconds = parse_seconds(args.measured)
+    out = []
+    for g in gpus:
+        base_report = _op_report(args.op, _complete(op, a), g)
+        variant = _op_report(args.op, _complete(op, b), g)
+        figures = measured_report(op.function(**_complete(op, a)), g, seconds, base_report)
+        # the variant as far from its prediction as the baseline is from its own
+        expected = variant["predicted_seconds"] * figures["headroom_to_predicted"]
+        out.append({"gpu": g.name, "baseline": figures, "variant_t_sol": variant["t_sol"],
+                    "variant_predicted": variant["predicted_seconds"], "expected_speedup": seconds / expected,
+                    "sol_speedup": seconds / variant["t_sol"]})
+    return out
 
 
 def _complete(op: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -400,12 +506,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_gpu)
 
     p = sub.add_parser("op", help="roofline and prediction of one operator, per kernel",
-                       description="Parameters are the op's own: e.g. solkit op matmul --m 8192 --n 8192 --k 8192")
+                       description="Parameters are the op's own: e.g. solkit op matmul --m 8192 --n 8192 --k 8192; "
+                                   "`solkit op OP --help` lists them, `solkit ops` lists the ops")
     p.add_argument("op", help="an operator in solkit.ops (matmul, attention, conv2d, ...)")
     p.add_argument("--gpu", help="GPU name, alias or spec path (default h200)")
     p.add_argument("--dtype", help="precision (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
+    p.add_argument("--measured", metavar="TIME", help="your kernel's time with a unit (180us, 0.2ms, 1.5e-4s; a comma "
+                                                      "list: the median): SOL fraction, roofs, MFU/HFU, a verdict")
     p.add_argument("--json", action="store_true", help="one JSON object; top level has t_sol in seconds")
     p.set_defaults(func=_cmd_op)
+
+    p = sub.add_parser("ops", help="every operator with a one-line description")
+    p.set_defaults(func=_cmd_ops)
 
     p = sub.add_parser("compare", help="two variants of an op (fused/unfused, layouts, impls), or one op across GPUs",
                        description="e.g. solkit compare layernorm_residual --tokens 8192 --d-model 4096 "
@@ -415,8 +527,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters")
     p.add_argument("--gpu", action="append", help="repeatable (default h200)")
     p.add_argument("--dtype")
+    p.add_argument("--measured", metavar="TIME", help="the baseline's measured time: what the variant should then take")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_compare)
+
+    p = sub.add_parser("sweep", help="T_SOL and the prediction over a range of one or two parameters: table, CSV, chart",
+                       description="e.g. solkit sweep matmul --m 1:8192 --n 4096 --k 4096 --gpu h200 --plot m.png. A range "
+                                   "a:b holds every integer from a to b (both ends), a:b:step every step-th; a list is "
+                                   "comma-separated. One or two parameters may be swept.")
+    p.add_argument("op")
+    p.add_argument("--gpu", action="append", help="repeatable (default h200)")
+    p.add_argument("--dtype")
+    p.add_argument("--plot", metavar="OUT", help="write the curves (T_SOL and predicted per GPU) to OUT")
+    p.add_argument("--csv", metavar="OUT", help="write every point to OUT as CSV")
+    p.add_argument("--rows", type=int, default=12, help="rows of the printed table (default 12, spread over the sweep)")
+    p.set_defaults(func=_cmd_sweep)
+
+    p = sub.add_parser("completion", help="print a shell completion script (commands, op and GPU names)",
+                       description="bash: source <(solkit completion bash); zsh: source <(solkit completion zsh)")
+    p.add_argument("shell", choices=("bash", "zsh"))
+    p.set_defaults(func=_cmd_completion)
 
     p = sub.add_parser("mfu", help="model FLOPs utilization of a measured run")
     p.add_argument("--flops", type=float, required=True, help="model FLOPs of the run (all GPUs together)")
@@ -482,8 +612,13 @@ def _run(items: list[str]) -> int:
     """Parse and run one command; a solkit error is one line on stderr and exit code 2."""
     parser = build_parser()
     try:
+        if len(items) >= 2 and items[0] == "op" and not items[1].startswith("-") and ("-h" in items or "--help" in items):
+            from ._cli_help import op_help
+
+            print(op_help(_operator(items[1])))
+            return 0
         args, rest = parser.parse_known_args(items)
-        if args.command in ("op", "compare", "plot"):
+        if args.command in ("op", "compare", "plot", "sweep"):
             args.params = rest
         elif rest:
             raise CLIError(f"unrecognized arguments: {' '.join(rest)}")

@@ -69,7 +69,9 @@ def load_collectives(path: Any) -> list[CollectiveCase]:
 
 
 def _bus(case: CollectiveCase) -> float:
-    return float(collective(case.op, case.nbytes, case.n_gpus, case.dtype).counted[0][0].link.bus_bytes)
+    link = collective(case.op, case.nbytes, case.n_gpus, case.dtype).counted[0][0].link
+    assert link is not None  # a collective's kernel carries its traffic
+    return float(link.bus_bytes)
 
 
 def fit_links(cases: Sequence[CollectiveCase], gpu: Any = "h200") -> dict[str, Any]:

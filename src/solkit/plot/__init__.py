@@ -1,6 +1,7 @@
 """Roofline charts: workloads as points under a GPU's compute and memory roofs (needs matplotlib).
 
-A measured profile has two charts of its own in ``solkit.plot.profile``: ``profile_roofline`` (its
+A sweep (``sk.sweep``'s DataFrame, or ``solkit sweep``'s columns) is drawn by ``solkit.plot.sweep``: T_SOL and the
+prediction against the swept parameter. A measured profile has two charts of its own in ``solkit.plot.profile``: ``profile_roofline`` (its
 op groups, bound and achieved, on the roofline) and ``time_breakdown`` (where the time goes); see there.
 
 matplotlib is the optional extra ``plot`` (``pip install 'solkit[plot]'``). It is imported
@@ -35,6 +36,7 @@ from __future__ import annotations
 from ..errors import PlotDependencyError
 from .charts import DEFAULT_PRECISIONS, INSTALL_HINT, roofline, save
 from .profile import profile_roofline, time_breakdown
+from .sweep import sweep
 
-__all__ = ["PlotDependencyError", "roofline", "save", "profile_roofline", "time_breakdown", "DEFAULT_PRECISIONS",
+__all__ = ["PlotDependencyError", "roofline", "save", "profile_roofline", "time_breakdown", "sweep", "DEFAULT_PRECISIONS",
            "INSTALL_HINT"]
