@@ -70,8 +70,7 @@ from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import roofline
 from ._timeline import IDENTITY, Join, Map, clocks, compose, join, launch, power
-from .models.parallel import FSDP_GROUP_OP
-from .workload import Kernel, Pipeline, Workload, as_workload
+from .workload import FSDP_GROUP_OP, Kernel, Pipeline, Workload, as_workload
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hardware.schema import GPU, Measured

@@ -334,7 +334,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     s(r, "_sys", system)
     s(r, "_sparse", sparse)
     s(r, "_times", times)
-    if shape or np.any(total_l):
+    if shape or (total_l if type(total_l) is float else np.any(total_l)):
         s(r, "_lazy", {})
     else:
         scalar_bound = "compute" if _compute_share(w, times) >= total_sol / 2 else "memory"

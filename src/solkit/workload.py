@@ -27,7 +27,7 @@ from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
@@ -131,6 +131,11 @@ class Link(NamedTuple):
             off = np.where(spread, self.nbytes * (n - local) / n, 0.0)
         inter: Num = off if np.ndim(off) else float(off)
         return self.bus_bytes - inter, inter
+
+
+#: the calibration key of FSDP's per-layer copy out of its gathered parameters: where the predictor charges the host
+#: time of FSDP2's hooks for that layer and pass (``host_fsdp_group``; ``solkit.models.parallel`` emits it)
+FSDP_GROUP_OP = "fsdp_unshard"
 
 
 class Pipeline(NamedTuple):

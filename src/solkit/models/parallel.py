@@ -47,7 +47,7 @@ tokens there: an upper bound on their time); DDP's first 1 MiB bucket is not mod
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._timeline import Join
 from .._validate import dim, flag
@@ -56,17 +56,16 @@ from ..errors import OptionError
 from ..ops import foreach
 from ..ops.elementwise import copy
 from ..precision import storage_bytes
-from ..workload import Pipeline, Workload, chain
-from .architecture import Transformer
+from ..workload import FSDP_GROUP_OP, Pipeline, Workload, chain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .architecture import Transformer
 
 __all__ = ["Split", "split_of", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES", "FSDP_GROUP_OP"]
 
 #: DistributedDataParallel's default bucket_cap_mb (MiB)
 DDP_BUCKET_MB = 25
 ZERO_STAGES = (0, 1, 2, 3)
-#: the calibration key of FSDP's per-layer copy out of the gathered buffer: where the predictor charges the host
-#: time of FSDP2's hooks for that layer and pass (``host_fsdp_group``)
-FSDP_GROUP_OP = "fsdp_unshard"
 _MIB = 2**20
 #: bytes per token of each vocab-parallel cross-entropy all-reduce (one fp32 per token: max, sum, target logit)
 _LOSS_REDUCTIONS = 3
