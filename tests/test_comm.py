@@ -181,3 +181,20 @@ def test_link_fit_recovers_known_parameters_from_synthetic_cases(tmp_path):
     assert fitted["link_latency"]["all_reduce"] == pytest.approx(20e-6)
     assert fitted["link_efficiency"]["all_reduce"] == pytest.approx(0.8)
     assert "all_gather" not in fitted["link_latency"]  # no cases, no entry
+
+
+def test_steps_at_two_names_a_bad_collective():
+    """A public helper: an unknown collective is an OptionError listing the six."""
+    assert comm.steps_at_two("all_reduce") == 2.0 and comm.steps_at_two("all_gather") == 1.0  # 2(n-1), n-1 at n = 2
+    with pytest.raises(OptionError, match="collective must be one of"):
+        comm.steps_at_two("x")
+
+
+def test_steps_that_cross_nodes_by_hand():
+    """A ring all-reduce over 4 nodes of 8 crosses a node boundary 4 times per pass, 2 passes: 8 of its 62 steps."""
+    link = _link(comm.all_reduce(GIB, 32))
+    assert link.steps == 62 and link.network_hops(8) == 8  # 2 x (32 - 1) steps; 2 x 4 crossings
+    assert _link(comm.all_gather(GIB, 32)).network_hops(8) == 4
+    assert _link(comm.all_reduce(GIB, 32, algorithm="tree")).network_hops(8) == 4  # 2 x log2(4)
+    assert _link(comm.all_reduce(GIB, 8)).network_hops(8) == 0  # one node
+    assert _link(comm.send_recv(GIB, 2, stride=8)).network_hops(8) == 1

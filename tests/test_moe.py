@@ -9,14 +9,15 @@ import pytest
 
 import solkit as sk
 from solkit import models
-from solkit.errors import OptionError
+from solkit.errors import OptionError, SolkitError
 
 CONFIGS = Path(__file__).resolve().parent / "data" / "hf_configs"
 
 
 def _toy(**kw):
     # 2 layers, d 64, 4 heads, 8 experts of ffn 128 (SwiGLU), top-2, vocab 100, untied
-    return models.Transformer(name="toy-moe", layers=2, d_model=64, heads=4, ffn=128, vocab=100, experts=8, top_k=2, **kw)
+    fields = dict(name="toy-moe", layers=2, d_model=64, heads=4, ffn=128, vocab=100, experts=8, top_k=2)
+    return models.Transformer(**{**fields, **kw})
 
 
 def test_moe_parameters_by_hand():
@@ -98,10 +99,12 @@ def test_bad_expert_splits_name_ep(model, kwargs, words):
 
 def test_moe_field_checks():
     """top_k at most the experts; a capacity factor only with experts."""
-    with pytest.raises(Exception, match="top_k"):
+    with pytest.raises(SolkitError, match="top_k") as info:
         _toy(top_k=9)
-    with pytest.raises(Exception, match="capacity_factor"):
+    assert isinstance(info.value, ValueError)
+    with pytest.raises(SolkitError, match="capacity_factor") as info:
         models.Transformer(layers=1, d_model=64, heads=4, vocab=10, capacity_factor=1.25)
+    assert isinstance(info.value, ValueError)
 
 
 def test_mixtral_step_predicts_with_expert_parallelism_faster_than_without():
@@ -113,3 +116,35 @@ def test_mixtral_step_predicts_with_expert_parallelism_faster_than_without():
         plain = sk.predict(models.training_step(fwd, dp=8), "h200").seconds
         sharded = sk.predict(models.training_step(fwd, dp=8, ep=8), "h200").seconds
     assert sharded < plain
+
+
+def test_a_decode_step_touches_top_k_experts_one_row_each():
+    """Mixtral decode at batch 1: 1 token x top-2 = 2 routed rows: 2 active experts of 1 row (not 8 of 0.25)."""
+    m = models.preset("mixtral-8x7b")
+    fused = m.decode(batch=1, context=1024, kernels="fused")
+    gate_up = [k for k, _ in fused.counted if k.name == "experts gate_up"][0]
+    assert (gate_up.gemm.batch, gate_up.gemm.m) == (2, 1)
+    # 2 experts' gate and up weights read: 2 x 2 x 4096 x 14336 x 2 B per layer
+    assert gate_up.bytes_read >= 2 * 2 * 4096 * 14336 * 2
+    eager = m.decode(batch=3, context=1024)  # 3 x 2 = 6 rows over 6 hit experts
+    layer = [node for node, _ in eager.parts if node.name == "layers"][0].parts[0][0]
+    experts = [node for node, _ in layer.parts if getattr(node, "name", "") == "experts"][0]
+    assert experts.parts[0][1] == 6
+
+
+def test_expert_parallelism_keeps_every_tokens_top_k():
+    """ep splits the experts, not the work: expert FLOPs and all-to-all bytes are the same at ep = 2, 4, 8.
+
+    4,096 tokens x top-2 = 8,192 routed rows per GPU; the forward's gate_up 2 x 8,192 x 4,096 x 2 x 14,336 FLOPs per
+    layer (1.924e12; x 32 layers = 6.157e13); the
+    all-to-all moves 4,096 x 2 x 4,096 x 2 B = 67,108,864 B.
+    """
+    m = models.preset("mixtral-8x7b")
+    fwd = m.forward(batch=1, seq=4096, kernels="fused", impl="flash")
+    for ep in (1, 2, 4, 8):
+        step = models.training_step(fwd, dp=8, ep=ep, optimizer=None)
+        gate_up = sum(c * k.matrix_flops for k, c in step.counted if k.name == "experts gate_up")
+        assert gate_up == pytest.approx(32 * 2 * 8_192 * 4_096 * 2 * 14_336), ep
+        if ep > 1:
+            a2a = [k for k, _ in step.counted if k.name == "ep all-to-all"][0]
+            assert a2a.link.nbytes == 67_108_864

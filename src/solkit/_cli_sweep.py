@@ -25,7 +25,7 @@ def parse_axis(name: str, value: Any) -> Any:
     """The values of a swept parameter: a range a:b (both ends) or a:b:step, a tuple from a comma list; else None."""
     if isinstance(value, tuple):
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-            return None
+            raise CLIError(f"--{name.replace('_', '-')} list must hold numbers (a sweep is numeric), got {','.join(map(str, value))!r}")
         return np.asarray(value, dtype=np.float64)
     if not (isinstance(value, str) and ":" in value):
         return None
@@ -49,7 +49,8 @@ def sweep_columns(op: Any, params: dict[str, Any], gpus: Sequence[Any]) -> dict[
     from .prediction import predict
     from .sol import roofline
 
-    axes = {k: a for k, v in params.items() if (a := parse_axis(k, v)) is not None}
+    pairs = {p.name for p in op.params if p.kind == "pair"}  # a conv's kernel 3,3 is one value, not a list
+    axes = {k: a for k, v in params.items() if k not in pairs and (a := parse_axis(k, v)) is not None}
     if not axes:
         raise CLIError("sweep needs a range (--m 1:8192) or a list (--m 1,64,4096) for one or two parameters")
     if len(axes) > 2:

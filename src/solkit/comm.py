@@ -72,7 +72,7 @@ def bus_factor(collective: str, n_gpus: Any) -> Any:
 
 def steps_at_two(collective: str) -> float:
     """The ring steps of ``collective`` on 2 GPUs (what a 2-GPU measurement's latency already holds)."""
-    return float(_RULES[collective].steps(2.0))
+    return float(_RULES[choice("collective", collective, COLLECTIVES)].steps(2.0))
 
 
 #: where a collective runs (``Link.overlap``): in line, or on one of NCCL's streams beside the compute

@@ -68,7 +68,7 @@ from .hardware import as_gpu, load_spec_file, shipped_dir
 from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
-from .sol import roofline
+from .sol import link_seconds, roofline
 from ._timeline import IDENTITY, Join, Map, clocks, compose, join, launch, power
 from .workload import FSDP_GROUP_OP, Kernel, Pipeline, Workload, as_workload
 
@@ -693,7 +693,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
     and measured ceilings at most the datasheet, and the result is floored at the bound regardless.
     Collectives take ``collective_seconds``; an eager program's CPU issue time and collectives
-    overlapped on NCCL's stream run through the three-clock timeline of ``solkit._timeline``.
+    overlapped on NCCL's streams run through the four-clock timeline of ``solkit._timeline``.
     """
     w = as_workload(workload)
     flag("warn", warn)
@@ -733,7 +733,8 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
 
     busy: Any = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
                     if not _overlapped(k))  # the compute stream's busy time
-    seconds = None if _scheduled(w) else _combined(terms, bodies, cal)
+    single = w.origin is None and len(counted) == 1 and counted[0][0].link is None  # one plain kernel: no schedule
+    seconds = _combined(terms, bodies, cal) if single or not _scheduled(w) else None
     host: Any = 0.0
     per_launch = program_host_overhead(w, cal)
     if per_launch or seconds is None:
@@ -789,9 +790,9 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     """latency + hops beyond a 2-GPU ring's x hop latency + max(level bytes / (efficiency x level bandwidth)).
 
     The latency and efficiency are measured per collective on 2 GPUs of one node (``link_latency``,
-    ``link_efficiency``); each further ring step costs ``link_hop`` inside a node, ``network_hop``
-    when the group spans nodes (NB: neither can be fitted on 2 GPUs). The network level uses the
-    collective's link efficiency (NB: no multi-node measurement here).
+    ``link_efficiency``); each further step costs ``link_hop``, and each step that crosses between nodes
+    (``Link.network_hops``) ``network_hop`` instead (NB: neither can be fitted on 2 GPUs). The network level
+    uses the collective's link efficiency (NB: no multi-node measurement here).
     """
     from .comm import steps_at_two
 
@@ -799,14 +800,11 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     assert link is not None  # callers pass collectives only
     eff = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
     latency = cal.link_latency.get(link.collective, DEFAULT_LINK_LATENCY)
-    intra, inter = link.level_bytes(system.gpus_per_node)
-    t = intra / (eff * system.link_bandwidth)
-    spans = np.any(inter)
-    if spans:
-        t = maximum(t, inter / (eff * system.network_bandwidth))
-    extra = np.maximum(link.hops(system.gpus_per_node) - steps_at_two(link.collective), 0.0)
-    hop = np.where(np.asarray(inter) > 0, cal.network_hop, cal.link_hop) if spans else cal.link_hop
-    body = latency + extra * hop + t
+    t = link_seconds(k, system, eff)
+    g = system.gpus_per_node
+    crossing = link.network_hops(g)
+    inside = np.maximum(link.hops(g) - steps_at_two(link.collective) - crossing, 0.0)
+    body = latency + inside * cal.link_hop + crossing * cal.network_hop + t
     body = np.where(np.asarray(link.n_gpus) > 1, body, 0.0)  # one GPU: nothing to move
     return result(body)
 

@@ -152,17 +152,26 @@ class Roofline:
 
     @property
     def bound(self) -> Any:
-        """'compute', 'memory' or 'link' (an array of them for a sweep): the roof behind the largest share of ``t_sol``."""
+        """'compute', 'memory' or 'link' (an array of them for a sweep): the roof behind the largest share of ``t_sol``
+        (with overlapped collectives: 'link' where one of NCCL's streams sets it, else the in-line kernels' roof)."""
         def compute() -> Any:
-            share: Any = 0.0
+            share: Any = 0.0  # the in-line kernels' T_SOL by the roof that binds each
             link: Any = 0.0
-            for (_, count), (_, _, t_c, t_mem, t_l, t_sol) in zip(self._w.counted, self._times):
+            serial: Any = 0.0
+            sides: dict[str, Any] = {}  # collectives overlapped on NCCL's streams, by stream
+            for (k, count), (_, _, t_c, t_mem, t_l, t_sol) in zip(self._w.counted, self._times):
+                if k.link is not None and k.link.overlap:
+                    sides[k.link.overlap] = sides.get(k.link.overlap, 0.0) + np.asarray(t_sol) * count
+                    continue
                 linked = (np.asarray(t_l) > t_c) & (np.asarray(t_l) > t_mem)
+                serial = serial + np.asarray(t_sol) * count
                 share = share + np.where(~linked & (np.asarray(t_c) >= t_mem), t_sol, 0.0) * count
                 link = link + np.where(linked, t_sol, 0.0) * count
-            memory_share = np.asarray(self.t_sol) - share - link
+            memory_share = serial - share - link
             named = np.where(share >= memory_share, "compute", "memory")
-            return result(np.where((link > share) & (link > memory_share), "link", named))
+            named = np.where((link > share) & (link > memory_share), "link", named)
+            hidden = max(sides.values(), key=np.max) if sides else 0.0
+            return result(np.where(np.asarray(hidden) > serial, "link", named))  # an NCCL stream outlasts the rest
 
         return self._cached("bound", compute)
 
@@ -252,28 +261,31 @@ def target(gpu: Any) -> tuple["GPU", Any]:
     """(GPU, System or None) of a GPU, name, alias, path or ``System``."""
     if type(gpu) is not str:
         systems = sys.modules.get(_SYSTEM)
-        if systems is not None and isinstance(gpu, systems.System):
+        if systems is not None and type(gpu) is systems.System:
             return gpu.gpu_spec, gpu
     return as_gpu(gpu), None
 
 
-def link_seconds(k: Kernel, system: Any) -> Any:
-    """A collective's time on the links, per GPU and direction: max(intra bytes / link bw, inter bytes / network bw)."""
+def link_seconds(k: Kernel, system: Any, efficiency: Any = 1.0) -> Any:
+    """A collective's time on the links, per GPU and direction: max(intra bytes / link bw, inter bytes / network bw),
+    the bandwidths taken at ``efficiency`` (1: the roof; the predictor passes its measured share)."""
     link = k.link
     if link is None:
         return 0.0
     n_max = float(np.max(link.n_gpus))
-    if n_max > system.n_gpus:
-        raise ShapeError(f"{k.name}: n_gpus={n_max:g} is more GPUs than the system {system.name!r} has "
+    span = (n_max - 1) * link.stride + 1  # the group's GPUs sit stride apart
+    if span > system.n_gpus:
+        spread = f" {link.stride:g} apart (a span of {span:g})" if link.stride != 1 else ""
+        raise ShapeError(f"{k.name}: n_gpus={n_max:g}{spread} is more GPUs than the system {system.name!r} has "
                          f"({system.nodes} node(s) x {system.gpus_per_node}); load it with more nodes: "
                          f"solkit.load_system({system.name!r}, nodes=...)")
     intra, inter = link.level_bytes(system.gpus_per_node)
-    t_intra = intra / system.link_bandwidth
+    t_intra = intra / (efficiency * system.link_bandwidth)
     if not np.any(inter):
         return t_intra
     if not system.network_bandwidth:
         raise ShapeError(f"{k.name}: its group spans nodes but the system {system.name!r} has no network")
-    return maximum(t_intra, inter / system.network_bandwidth)
+    return maximum(t_intra, inter / (efficiency * system.network_bandwidth))
 
 
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
@@ -328,7 +340,7 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     s(r, "t_sol", broadcast_to(total_sol, shape))
     s(r, "t_compute", broadcast_to(total_c, shape))
     s(r, "t_memory", broadcast_to(total_m, shape))
-    s(r, "t_link", broadcast_to(total_l, shape))
+    s(r, "t_link", total_l if not shape and type(total_l) is float else broadcast_to(total_l, shape))
     s(r, "_w", w)
     s(r, "_g", g)
     s(r, "_sys", system)

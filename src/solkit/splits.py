@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ._validate import dim
-from .errors import OptionError
+from ._validate import flag
+from .errors import ArgumentTypeError, OptionError
 from .hardware.system import as_system
 from .models.architecture import Transformer
+from .models.parallel import count
 from .models.training import training_step
 from .prediction import predict
 from .sol import mfu
@@ -74,25 +75,30 @@ def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, 
            kernels: str = "fused", impl: str = "flash", optimizer: str = "adamw", checkpointing: Any = (False, True),
            top: int = 10) -> list[SplitResult]:
     """The ``top`` fastest splits of ``system``'s GPUs (a System, or a GPU: one node) that fit, fastest first."""
+    if not isinstance(model, Transformer):
+        raise ArgumentTypeError(f"model must be a solkit.models.Transformer (e.g. models.preset('llama3-8b')), got "
+                                f"{type(model).__name__}")
     g, sys_ = as_system(system)
-    batch = int(dim("global_batch", global_batch))
-    s = int(dim("seq", seq))
-    choices = tuple(checkpointing) if isinstance(checkpointing, (tuple, list)) else (bool(checkpointing),)
+    batch = count("global_batch", global_batch)
+    s = count("seq", seq)
+    best = count("top", top)
+    choices = tuple(flag("checkpointing", c) for c in (checkpointing if isinstance(checkpointing, (tuple, list))
+                                                       else (checkpointing,)))
     capacity = g.memory_capacity
     found: list[SplitResult] = []
-    for dp, tp, pp, zero, micro, count in candidates(model, sys_.n_gpus, sys_.gpus_per_node, batch):
+    for dp, tp, pp, zero, micro, steps in candidates(model, sys_.n_gpus, sys_.gpus_per_node, batch):
         for ckpt in choices:
             mem = model.memory(micro, s, training=True, optimizer=optimizer, checkpointing=ckpt, dtype=dtype,
-                               kernels=kernels, dp=dp, tp=tp, pp=pp, zero=zero, microbatches=count)
+                               kernels=kernels, dp=dp, tp=tp, pp=pp, zero=zero, microbatches=steps)
             if mem.total > capacity:
                 continue
             step = training_step(model.forward(batch=micro, seq=s, dtype=dtype, impl=impl, kernels=kernels),
-                                 optimizer, count, ckpt, dp=dp, tp=tp, pp=pp, zero=zero)
+                                 optimizer, steps, ckpt, dp=dp, tp=tp, pp=pp, zero=zero)
             seconds = float(predict(step, sys_, warn=False).seconds)
             flops = model.flops_per_token(training=True, seq=s) * batch * s
-            found.append(SplitResult(dp, tp, pp, zero, micro, count, ckpt, seconds, batch * s / seconds,
+            found.append(SplitResult(dp, tp, pp, zero, micro, steps, ckpt, seconds, batch * s / seconds,
                                      float(mfu(flops, seconds, g, dtype, sys_.n_gpus)), float(mem.total)))
     if not found:
         raise OptionError(f"no split of {sys_.n_gpus} GPUs fits {model.name} with global_batch={batch}, seq={s} in "
                           f"{capacity / 1e9:g} GB per GPU; add nodes or shrink the batch")
-    return sorted(found, key=lambda r: r.seconds)[:top]
+    return sorted(found, key=lambda r: r.seconds)[:best]

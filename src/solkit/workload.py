@@ -115,6 +115,20 @@ class Link(NamedTuple):
         hops = 2 * (local - 1 + np.ceil(np.log2(np.ceil(self.n_gpus / local))))
         return float(hops) if np.ndim(hops) == 0 else hops
 
+    def network_hops(self, gpus_per_node: int) -> Num:
+        """Steps in a row that cross between nodes: a ring passes each of its k nodes' boundary once per pass (an
+        all-reduce makes two passes), a tree 2 ceil(log2 k), an all-to-all or send/recv one; none inside a node."""
+        n = self.n_gpus
+        local = self.local(gpus_per_node)
+        nodes = np.ceil(n / local)
+        if self.collective in ("all_to_all", "send_recv"):
+            hops = np.where(nodes > 1, 1.0, 0.0)
+        elif self.algorithm == "tree":
+            hops = 2 * np.ceil(np.log2(nodes))
+        else:
+            hops = np.where(nodes > 1, nodes * (2 if self.collective == "all_reduce" else 1), 0.0)
+        return float(hops) if np.ndim(hops) == 0 else hops
+
     def level_bytes(self, gpus_per_node: int) -> tuple[Num, Num]:
         """(intra-node, inter-node) bytes each GPU sends, ``local`` of its group's GPUs in each node.
 

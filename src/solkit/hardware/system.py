@@ -171,7 +171,7 @@ def load_system(name: Any, nodes: Any = 1, spec_path: Any = None) -> System:
         system = found[0]
     else:
         raise ArgumentTypeError(f"system must be a system name, a path to a .yaml file, a mapping or a System, got {name!r}")
-    return system if nodes == system.nodes else system.with_nodes(nodes)
+    return system if type(nodes) is int and nodes == system.nodes else system.with_nodes(nodes)
 
 
 def default_system(gpu: Any) -> System:

@@ -74,6 +74,7 @@ class Transformer(BaseModel):
     experts: int = Field(default=0, ge=0)
     top_k: int = Field(default=2, ge=1)
     capacity_factor: Optional[float] = Field(default=None, gt=0.0)
+    expert_parallel: int = Field(default=1, ge=1)  # the experts here are one of this many shards (parallel.shard)
     source: Optional[str] = None
 
     def __init__(self, **data: Any) -> None:
@@ -109,8 +110,10 @@ class Transformer(BaseModel):
             raise ValueError("positions='learned' needs max_positions (the rows of the position table)")
         if self.head == "none" and self.tie_embeddings:
             raise ValueError("tie_embeddings=True needs a head ('lm' or 'mlm') to tie the embedding to")
-        if self.experts and self.top_k > self.experts:
+        if self.experts and self.top_k > self.experts * self.expert_parallel:
             raise ValueError(f"top_k must be at most experts, got top_k={self.top_k} and experts={self.experts}")
+        if self.expert_parallel > 1 and not self.experts:
+            raise ValueError("expert_parallel shards a mixture of experts: set experts")
         if self.experts and self.bias != "none":
             raise ValueError(f"a mixture of experts is modelled without biases (Mixtral's layout), got bias={self.bias!r}")
         if self.capacity_factor is not None and not self.experts:
@@ -170,7 +173,8 @@ class Transformer(BaseModel):
     def layer_linear_weights(self) -> int:
         """Weights of one layer's linear layers: q, k, v, o and the MLP (every expert's and the router's, d x experts)."""
         d, q, kv = self.d_model, self.q_width, self.kv_width
-        mlp = self.experts * self.mlp_weights + d * self.experts if self.moe else self.mlp_weights
+        router = d * self.experts * self.expert_parallel  # it scores every expert, also the other shards'
+        mlp = self.experts * self.mlp_weights + router if self.moe else self.mlp_weights
         return d * q + 2 * d * kv + q * d + mlp
 
     @property
@@ -179,7 +183,7 @@ class Transformer(BaseModel):
         if not self.moe:
             return self.layer_linear_weights
         d, q, kv = self.d_model, self.q_width, self.kv_width
-        return d * q + 2 * d * kv + q * d + self.top_k * self.mlp_weights + d * self.experts
+        return d * q + 2 * d * kv + q * d + self.top_k * self.mlp_weights + d * self.experts * self.expert_parallel
 
     @property
     def layer_params(self) -> int:

@@ -79,14 +79,14 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     ``sp`` divides the layers' activations by ``tp`` (Megatron: norms and dropouts on 1/tp of the tokens).
     ``batch`` is one microbatch of one data-parallel replica.
     """
-    from .parallel import split_of
+    from .parallel import count, split_of
 
     split = split_of(dp, tp, pp, sp, ep, zero)
+    micro = count("microbatches", microbatches)
     if split.parallel and not flag("training", training):
         raise OptionError("dp, tp, pp, sp and zero split a training step: pass training=True")
     if split.parallel:
-        return _split_memory(model, batch, seq, optimizer, checkpointing, gpu, dtype, amp, kernels, split,
-                             dim("microbatches", microbatches))
+        return _split_memory(model, batch, seq, optimizer, checkpointing, gpu, dtype, amp, kernels, split, micro)
     b, s = dim("batch", batch), dim("seq", seq)
     train = flag("training", training)
     cd = normalize(dtype, "dtype")
@@ -155,7 +155,7 @@ def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpoi
         full = memory(m.with_(layers=local.layers), batch, seq, True, optimizer, checkpointing, None, dtype, amp, None,
                       kernels)
         acts = full.activations / split.tp
-    in_flight = min(split.pp, int(np.max(microbatches))) if split.pp > 1 else 1
+    in_flight = min(split.pp, microbatches) if split.pp > 1 else 1
     acts = acts * in_flight
     footprint = _summed(weights, grads, states, acts, 0.0)
     if gpu is None:

@@ -28,8 +28,8 @@ The workload is what ONE GPU runs, its collectives included (``solkit.comm``), w
   ``zero=3`` (FSDP2 ``fully_shard`` per layer): each layer's parameters all-gathered before its forward and
   again before its backward (the next layer's gather prefetched on its own stream), copied out of the
   gathered buffer, its gradients copied in and reduce-scattered after its backward (gradient stream);
-  the root group (embeddings, head, final norm) gathered before the forward and reduce-scattered after
-  the backward; the optimizer on the shard. FSDP2's Python hooks cost the CPU ``host_fsdp_group`` per
+  the root group (embeddings, head, final norm) gathered before the forward (kept unsharded through the
+  backward, as FSDP2 keeps its root) and reduce-scattered after the backward; the optimizer on the shard. FSDP2's Python hooks cost the CPU ``host_fsdp_group`` per
   layer and pass (charged at the layer's copy out, op ``FSDP_GROUP_OP``).
 - **expert parallelism** (``ep``, a mixture of experts only): the experts are split over ``ep`` GPUs of the
   data-parallel group (ep divides dp and the experts); each layer's routed rows (tokens x top_k x d_model)
@@ -47,7 +47,10 @@ tokens there: an upper bound on their time); DDP's first 1 MiB bucket is not mod
 from __future__ import annotations
 
 import math
+import numbers
 from typing import TYPE_CHECKING, Any, NamedTuple
+
+import numpy as np
 
 from .._timeline import Join
 from .._validate import dim, flag
@@ -61,7 +64,7 @@ from ..workload import FSDP_GROUP_OP, Pipeline, Workload, chain
 if TYPE_CHECKING:  # pragma: no cover
     from .architecture import Transformer
 
-__all__ = ["Split", "split_of", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES", "FSDP_GROUP_OP"]
+__all__ = ["Split", "split_of", "count", "shard", "parallel_step", "DDP_BUCKET_MB", "ZERO_STAGES", "FSDP_GROUP_OP"]
 
 #: DistributedDataParallel's default bucket_cap_mb (MiB)
 DDP_BUCKET_MB = 25
@@ -95,7 +98,7 @@ class Split(NamedTuple):
         return self.gpus > 1 or self.zero > 0
 
 
-def _count(name: str, value: Any) -> int:
+def count(name: str, value: Any) -> int:
     n = dim(name, value)
     if type(n) is not float:
         raise OptionError(f"{name} must be one positive integer, got an array of shape {n.shape}")
@@ -105,8 +108,10 @@ def _count(name: str, value: Any) -> int:
 def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1, zero: Any = 0, overlap: Any = True,
              bucket_mb: Any = DDP_BUCKET_MB, interleave: Any = 1) -> Split:
     """A validated ``Split``; each problem names its argument."""
-    d, t, p, e = _count("dp", dp), _count("tp", tp), _count("pp", pp), _count("ep", ep)
+    d, t, p, e = count("dp", dp), count("tp", tp), count("pp", pp), count("ep", ep)
     seq = flag("sp", sp)
+    if isinstance(zero, numbers.Integral) and not isinstance(zero, (bool, np.bool_)):
+        zero = int(zero)
     if type(zero) is not int or zero not in ZERO_STAGES:
         raise OptionError(f"zero must be one of 0, 1, 2, 3 (ZeRO stage: 0 DDP, 1 optimizer states, 2 and gradients, "
                           f"3 and parameters: FSDP), got {zero!r}")
@@ -120,7 +125,7 @@ def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1
     bucket = float(bucket_mb) if isinstance(bucket_mb, (int, float)) and not isinstance(bucket_mb, bool) else -1.0
     if not bucket > 0:
         raise OptionError(f"bucket_mb must be a positive number of MiB (DDP's bucket_cap_mb), got {bucket_mb!r}")
-    v = _count("interleave", interleave)
+    v = count("interleave", interleave)
     if v > 1 and p == 1:
         raise OptionError(f"interleave={v} (virtual pipeline stages per GPU) needs pp > 1")
     return Split(d, t, p, seq, e, zero, flag("overlap", overlap), bucket, v)
@@ -142,7 +147,7 @@ def shard(m: Transformer, tp: int = 1, pp: int = 1, ep: int = 1) -> Transformer:
         raise OptionError(f"tp={tp} must divide {m.name}'s {kv} KV heads, or be a multiple of them (replicated)")
     if pp > m.layers:
         raise OptionError(f"pp={pp} is more pipeline stages than {m.name}'s {m.layers} layers")
-    moe = {"experts": m.experts // ep, "top_k": min(m.top_k, m.experts // ep)} if m.moe else {}
+    moe = {"experts": m.experts // ep, "expert_parallel": ep} if m.moe else {}  # top_k stays global
     return m.with_(name=f"{m.name} (tp={tp}, pp={pp} stage{f', ep={ep}' if ep > 1 else ''})", heads=m.heads // tp,
                    kv_heads=max(kv // tp, 1), head_dim=m.n_head_dim, ffn=m.ffn_width // tp, vocab=math.ceil(m.vocab / tp),
                    layers=math.ceil(m.layers / pp), **moe)
@@ -161,7 +166,7 @@ def _tensor_parallel(m: Transformer, tokens: Any, split: Split, cd: str, recompu
                      _in_line("all_gather", act, tp, 1, cd, "sp all-gather"))
     else:
         pair = _in_line("all_reduce", act, tp, 1, cd, "tp all-reduce")
-    per_layer = 4 + (2 if recompute else 0)  # forward 2, backward 2, the recomputed forward 2
+    per_layer = _per_layer(recompute)
     loss = _in_line("all_reduce", tokens * 4.0, tp, 1, "fp32", "vocab-parallel loss all-reduce")
     return [(pair, per_layer * m.layers), (pair, 2), (loss, _LOSS_REDUCTIONS)]
 
@@ -170,7 +175,12 @@ def _expert_parallel(m: Transformer, tokens: Any, split: Split, cd: str, recompu
     """Expert parallelism's all-to-alls: each layer's routed rows (tokens x top_k x d) dispatched and combined, both ways."""
     routed = tokens * m.top_k * m.d_model * storage_bytes(cd)
     a2a = collective("all_to_all", routed, split.ep, cd, stride=split.tp).renamed("ep all-to-all", kernels=True)
-    return [(a2a, (4 + (2 if recompute else 0)) * m.layers)]
+    return [(a2a, _per_layer(recompute) * m.layers)]
+
+
+def _per_layer(recompute: bool) -> int:
+    """A layer's in-line collectives of a kind: two in the forward, two in the backward, two more recomputing."""
+    return 4 + (2 if recompute else 0)
 
 
 def _grad_bytes(params: float, grad: str) -> float:
@@ -199,14 +209,25 @@ def _reduction(op: str, nbytes: float, split: Split, name: str, overlap: str) ->
 
 
 def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Workload:
-    """The backward with DDP's (zero 0, 1: all-reduce; zero 2: reduce-scatter) bucketed gradient reductions, then the join."""
+    """The backward with DDP's (zero 0, 1: all-reduce; zero 2: reduce-scatter) bucketed gradient reductions, then the join.
+
+    The gradients become ready in the backward's order: the head's (and the final norm's) after the head's
+    backward, each layer's after its own, the embeddings' (a tied head's included) at the end; each side's
+    are cut into ``bucket_mb`` buckets.
+    """
     op = "reduce_scatter" if split.zero == 2 else "all_reduce"
+    label = f"ddp bucket {op.replace('_', '-')}"
     bucket = split.bucket_mb * _MIB
     layer_params = float(m.layer_params)
     layer_tensors = _layer_tensors(m)
+    head_params = float(m.head_params + (m.norm_params if m.final_norm else 0))
+    head_tensors = m.param_tensors - m.with_(head="none", tie_embeddings=False, pooler=False).param_tensors \
+        + (1 if m.final_norm else 0)
     parts: list[tuple[Any, int]] = []
+    layers_seen = False
     for node, count in bwd.parts:
         if isinstance(node, Workload) and node.name == "layers backward":
+            parts += _buckets(head_params, head_tensors, split, grad, f"{label} (head)", op)  # ready before the layers'
             layer_bwd = node.parts[0][0]
             for per, buckets, groups in _layer_groups(_grad_bytes(layer_params, grad), m.layers, bucket):
                 nbytes = _grad_bytes(per * layer_params, grad) / buckets
@@ -214,17 +235,28 @@ def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Wor
                 unit = Workload.of("layers backward + bucket", (
                     (layer_bwd, per),
                     (scale.kernels[0]._replace(launches=float(per * layer_tensors)), 1),
-                    (_reduction(op, nbytes, split, f"ddp bucket {op.replace('_', '-')}", "gradients"), buckets)))
+                    (_reduction(op, nbytes, split, label, "gradients"), buckets)))
                 parts.append((unit, groups))
+            layers_seen = True
             continue
         parts.append((node, count))
-    # the head's (and final norm's) gradients go first, the embeddings' last: one bucket each side
-    outside = float(m.params - m.layers * m.layer_params)
-    scale = foreach(outside, 1, 1, 1, grad, name="ddp scale into bucket (embeddings, head)")
-    parts.append((scale.kernels[0]._replace(launches=float(m.param_tensors - m.layers * layer_tensors)), 1))
-    parts.append((_reduction(op, _grad_bytes(outside, grad), split, f"ddp bucket {op.replace('_', '-')} (embeddings, head)",
-                             "gradients"), 1))
+    if not layers_seen:
+        raise OptionError(f"{bwd.name}: no layers' backward to hang DDP's buckets on")
+    embedding = float(m.params - m.layers * m.layer_params) - head_params
+    embedding_tensors = m.param_tensors - m.layers * layer_tensors - head_tensors
+    parts += _buckets(embedding, embedding_tensors, split, grad, f"{label} (embeddings)", op)
     return Workload.of(f"{bwd.name} + gradient {op.replace('_', '-')}", tuple(parts), origin=Join(("gradients",)))
+
+
+def _buckets(params: float, tensors: int, split: Split, grad: str, name: str, op: str) -> list[tuple[Any, int]]:
+    """``params`` gradients scaled into their buckets (one launch per tensor) and reduced in ``bucket_mb`` buckets."""
+    if params <= 0:
+        return []
+    nbytes = _grad_bytes(params, grad)
+    count = max(1, math.ceil(nbytes / (split.bucket_mb * _MIB)))
+    scale = foreach(params, 1, 1, 1, grad, name=f"ddp scale into bucket ({name.rsplit('(', 1)[-1]}")
+    return [(scale.kernels[0]._replace(launches=float(max(tensors, 1))), 1),
+            (_reduction(op, nbytes / count, split, name, "gradients"), count)]
 
 
 def _layer_tensors(m: Transformer) -> int:
@@ -256,7 +288,14 @@ def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) 
         first = _reduction("all_gather", full, split, "fsdp all-gather (first layer)", "prefetch")
         layers = count * m.layers
         parts += [(first, 1)] + ([(ahead, layers - 1)] if layers > 1 else []) + [(last, 1)]
-    return Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("gradients",)) if backward else None)
+    root = float(m.params - m.layers * m.layer_params)  # the root group: embeddings, head, final norm
+    if backward:  # the root stays unsharded after its forward; its gradients copied in and reduce-scattered last
+        parts += [(copy(root, grad).renamed("fsdp copy gradients in (root)", kernels=True), 1),
+                  (_reduction("reduce_scatter", _grad_bytes(root, grad), split, "fsdp reduce-scatter (root)", "gradients"), 1)]
+        return Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("gradients",)))
+    body = Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("prefetch",), "start"))
+    gather_root = _reduction("all_gather", _grad_bytes(root, "fp32"), split, "fsdp all-gather (root)", "prefetch")
+    return Workload.of(f"{w.name} (fsdp, root gathered)", ((gather_root, 1), (body, 1)))
 
 
 def parallel_step(step: Workload, m: Transformer, forward: Workload, backward: Workload, split: Split, tokens: Any,

@@ -265,45 +265,52 @@ class _Program:
         return self.norm(t, x) if m.norm_position == "post" else x
 
     def moe(self, t: Any, h: str) -> str:
-        """A mixture of experts over t tokens: the router, top_k experts per token (balanced: t k / experts rows each).
+        """A mixture of experts over t tokens: the router, top_k experts per token, routing taken as balanced.
 
-        fused (MegaBlocks-style, dropless): the router GEMM, its softmax and top-k, the routed rows gathered
-        (t k rows), the experts' gate/up and down as grouped GEMMs (batch = experts), act * up, and the
-        weighted combine back to t rows. eager (Hugging Face's Mixtral block): the router, softmax (fp32),
-        top-k, the weights normalized and cast, the expert mask, then per expert the rows it got gathered,
-        its MLP, the routing weight applied and the result index-added back. ``capacity_factor`` pads each
-        expert's rows to ceil(factor x t k / experts) (executed work; the model FLOPs are the routed rows').
+        The t k routed rows go to min(experts, t k) active experts, ceil(t k / active) rows each (a decode
+        step of one token touches top_k experts, one row each; padded rows compute, only the routed ones are
+        model FLOPs). fused (MegaBlocks-style, dropless): the router GEMM, its softmax and top-k, the routed
+        rows gathered, the active experts' gate/up and down as grouped GEMMs (batch = active experts), act * up,
+        and the weighted combine back to t rows; ``capacity_factor`` pads each expert's rows to
+        ceil(factor x t k / experts). eager (Hugging Face's Mixtral block): the router, softmax (fp32), top-k, the
+        weights normalized and cast, the expert mask, then per hit expert the rows it got gathered, its MLP,
+        the routing weight applied and the result index-added back (``capacity_factor`` does not apply: HF
+        drops no tokens). Under expert parallelism (``expert_parallel`` shards) the router still scores every
+        expert, and each GPU's local experts get the rows all ranks route to them: t k in all.
         """
         m = self.m
         d, f, e, k = m.d_model, m.ffn_width, m.experts, m.top_k
         routed = t * k
-        rows = routed / e  # per expert, balanced
-        self.linear(t, e, d, h, False, "router")  # x [T,d] @ w [d,E] -> logits [T,E]
-        self.add(softmax(t, e, _FP32 if self.eager else self.cd).renamed("router softmax", kernels=True),
-                 reduce(t * e, routed, _FP32 if self.eager else self.cd).renamed("router top-k", kernels=True))
-        self.save(t * e, _FP32)
+        active = np.minimum(e, routed) if isinstance(routed, np.ndarray) else min(float(e), routed)
+        rows = np.ceil(routed / active)  # per active expert, balanced
+        scores = e * m.expert_parallel  # the router scores every expert, local or not
+        self.linear(t, scores, d, h, False, "router")  # x [T,d] @ w [d,E] -> logits [T,E]
+        self.add(softmax(t, scores, _FP32 if self.eager else self.cd).renamed("router softmax", kernels=True),
+                 reduce(t * scores, routed, _FP32 if self.eager else self.cd).renamed("router top-k", kernels=True))
+        self.save(t * scores, _FP32)
         act = silu if m.mlp == "swiglu" else gelu
         if not self.eager:
-            cap = np.ceil(m.capacity_factor * rows) if m.capacity_factor else rows
+            cap = np.maximum(np.ceil(m.capacity_factor * routed / e), rows) if m.capacity_factor else rows
             self.add(gather(routed * d, routed, self.cd).renamed("moe permute", kernels=True))
             for name, n, width in (("experts gate_up", (2 if m.gated else 1) * f, d), ("experts down", d, f)):
                 if name == "experts down":
                     if m.gated:
-                        self.add(elementwise(e * cap * f, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS, dtype=self.cd,
-                                             name="experts act*up"))
+                        self.add(elementwise(active * cap * f, inputs=2, outputs=1, flops_per_element=SWIGLU_FLOPS,
+                                             dtype=self.cd, name="experts act*up"))
                     else:
-                        self.add(act(e * cap * f, self.cd).renamed("experts act", kernels=True))
-                w = matmul(cap, n, width, dtype=self.cd, batch=e)  # E x ([cap, width] @ [width, n]) -> [E, cap, n]
-                if m.capacity_factor:  # padded rows compute, only the routed ones are model FLOPs
-                    kernel = w.counted[0][0]
-                    w = Workload.of(w.name, ((kernel._replace(model_flops=kernel.model_flops * rows / cap), 1),), w.call)
-                self.add(w.renamed(name, kernels=True))
-                self.save(e * cap * width, self.cd)
+                        self.add(act(active * cap * f, self.cd).renamed("experts act", kernels=True))
+                # active x ([cap, width] @ [width, n]) -> [active, cap, n]; model FLOPs: the routed rows only
+                w = matmul(cap, n, width, dtype=self.cd, batch=active)
+                kernel = w.counted[0][0]
+                useful = kernel._replace(model_flops=kernel.model_flops * routed / (active * cap))
+                self.add(Workload.of(name, ((useful.renamed(name), 1),), w.call))
+                self.save(active * cap * width, self.cd)
             self.add(pointwise(t * d, routed * d + routed, self.cd, flops_per_element=2 * k, name="moe combine"))
             return self.cd
         self.add(pointwise(routed, routed, _FP32, name="router weights normalize"),
                  copy(routed, dtype=_FP32, out_dtype=self.cd).renamed(f"cast fp32->{self.cd}", kernels=True),
-                 pointwise(routed * e, routed, "int8", name="expert mask"))
+                 pointwise(routed * scores, routed, "int8", name="expert mask"))
+        hit = int(np.max(active))  # NB: a sweep loops over its largest count of hit experts
         expert = _Program(self.call)
         expert.add(gather(rows * d, rows, h).renamed("expert rows", kernels=True))
         gate = expert.linear(rows, f, d, h, False, "expert gate_proj")
@@ -317,8 +324,8 @@ class _Program:
         o = expert.linear(rows, d, f, gate, False, "expert down_proj")
         expert.add(pointwise(rows * d, rows * d + rows, o, flops_per_element=1, name="expert routing weight"),
                    pointwise(rows * d, 2 * rows * d, o, name="expert index_add"))
-        self.add(chain("expert", *expert.parts).repeat(e, "experts"))
-        self.saved = self.saved + expert.saved * e
+        self.add(chain("expert", *expert.parts).repeat(hit, "experts"))
+        self.saved = self.saved + expert.saved * hit
         return o
 
     def mlp_block(self, t: Any, x_dtype: str) -> str:

@@ -109,8 +109,8 @@ def training_step(
     recomputes each layer's forward in the backward (executed, not model, FLOPs). A bare workload (from
     ``solkit.ops``) gets its backward, and the optimizer only with ``params=`` (its parameter count).
     The forward's batch is one microbatch of one data-parallel replica. ``dp``, ``tp``, ``pp``, ``sp``,
-    ``zero`` split it over dp x tp x pp GPUs (``solkit.models.parallel`` says what each runs; ``ep`` needs
-    MoE layers, not modelled yet); ``overlap`` runs the data-parallel reductions beside the backward (DDP,
+    ``ep``, ``zero`` split it over dp x tp x pp GPUs (``solkit.models.parallel`` says what each runs; ``ep``
+    shards a mixture of experts' experts over part of the data-parallel group); ``overlap`` runs the data-parallel reductions beside the backward (DDP,
     FSDP) rather than after it; ``bucket_mb`` is DDP's bucket size; ``interleave`` Megatron's virtual pipeline
     stages per GPU.
     """
