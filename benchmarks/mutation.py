@@ -1,6 +1,6 @@
 """Test strength, measured: a mutation run (mutmut) over the counting code, the registry, the roofline and the predictor.
 
-    python benchmarks/mutation.py [--jobs 2] [--out data/mutation.json]
+    python benchmarks/mutation.py [--jobs 2] [--out data/mutation.json] [--group collectives]
 
 It copies the working tree to a temporary folder, runs ``mutmut run`` there (every mutant of the
 mutated files is run against the tests that cover it; the first failing test kills it), and prints
@@ -32,13 +32,15 @@ GROUPS = {
     "registry (registration, parameters, validation)": ("src/solkit/ops/registry.py",),
     "roofline (solkit.sol)": ("src/solkit/sol.py",),
     "predictor (solkit.prediction)": ("src/solkit/prediction.py",),
+    "collectives (solkit.comm)": ("src/solkit/comm.py",),
 }
 #: functions that only format output (reprs, HTML, dicts, frames): reported apart, not part of any score
 DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
 TESTS = ("tests/test_ops.py", "tests/test_ops_program.py", "tests/test_registry.py", "tests/test_training.py", "tests/test_roofline.py",
          "tests/test_workload.py", "tests/test_api.py",
          "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
-         "tests/test_predict.py", "tests/test_predict_rows.py", "tests/test_calibration.py", "tests/test_display.py")
+         "tests/test_predict.py", "tests/test_predict_rows.py", "tests/test_calibration.py", "tests/test_display.py",
+         "tests/test_comm.py", "tests/test_parallel.py", "tests/test_moe.py")
 #: the calibration tests that refit (seconds each) are left out; the others check every measured case's prediction
 DESELECT = "not committed_spec and not fit_uses and not writer"
 #: (process isolation, groups) of each mutmut pass: the tests run in workers forked from one process that has
@@ -67,7 +69,7 @@ def _group(name: str) -> str:
     return "other"
 
 
-def run(jobs: int, keep: str = "", reuse: dict[str, str] | None = None) -> dict[str, str]:
+def run(jobs: int, keep: str = "", reuse: dict[str, str] | None = None, only: tuple[str, ...] = ()) -> dict[str, str]:
     """{mutant: status} from mutmut runs on a copy of the working tree (the passes of PASSES).
 
     ``reuse``: isolation -> a folder where that pass already ran (kept with ``--keep``): its
@@ -80,9 +82,10 @@ def run(jobs: int, keep: str = "", reuse: dict[str, str] | None = None) -> dict[
         if reuse and isolation in reuse:
             results.update(_results(Path(reuse[isolation])))
             continue
+        chosen = tuple(g for g in groups if not only or any(g.startswith(o) for o in only))
         with tempfile.TemporaryDirectory(prefix="solkit-mutation-") as tmp:
             work = Path(keep) / isolation if keep else Path(tmp)
-            results.update(_run_pass(files, work, jobs, isolation, groups))
+            results.update(_run_pass(files, work, jobs, isolation, chosen))
     return results
 
 
@@ -160,12 +163,14 @@ def main() -> int:
     parser.add_argument("--keep", default="", help="run in this folder and keep it (to read survivors with mutmut show)")
     parser.add_argument("--reuse", action="append", default=[], metavar="ISOLATION=DIR",
                         help="take a pass's results from a kept folder instead of running it (fork=... or forkserver=...)")
+    parser.add_argument("--group", action="append", default=[], metavar="NAME",
+                        help="mutate only the groups whose name starts with NAME (repeatable; e.g. collectives)")
     args = parser.parse_args()
     import mutmut  # noqa: F401 - fail early, with the install hint, if it is missing
 
     started = datetime.datetime.now(datetime.timezone.utc)
     reuse = dict(item.split("=", 1) for item in args.reuse)
-    groups = summarize(run(args.jobs, args.keep, reuse))
+    groups = summarize(run(args.jobs, args.keep, reuse, tuple(args.group)))
     print(f"{'group':<56} {'mutants':>8} {'killed':>7} {'survived':>9} {'no test':>8} {'score':>7}")
     for name, g in groups.items():
         total = sum(int(g[k]) for k in ("killed", "survived", "no tests", "other"))  # type: ignore[call-overload]

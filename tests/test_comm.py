@@ -198,3 +198,32 @@ def test_steps_that_cross_nodes_by_hand():
     assert _link(comm.all_reduce(GIB, 32, algorithm="tree")).network_hops(8) == 4  # 2 x log2(4)
     assert _link(comm.all_reduce(GIB, 8)).network_hops(8) == 0  # one node
     assert _link(comm.send_recv(GIB, 2, stride=8)).network_hops(8) == 1
+
+
+@pytest.mark.parametrize("name, default_n", [("all_reduce", 8), ("all_gather", 8), ("reduce_scatter", 8),
+                                             ("all_to_all", 8), ("broadcast", 8), ("send_recv", 2)])
+def test_each_collective_defaults_names_and_placement(name, default_n):
+    """DESIGN's defaults (8 GPUs; a send/recv pair), the workload named after its collective, stride passed through."""
+    function = getattr(comm, name)
+    w = function(GIB)
+    link = _link(w)
+    assert link.n_gpus == default_n and link.collective == name and w.name == name and w.counted[0][0].precision == "bf16"
+    assert comm.collective(name, GIB).counted[0][0].link.n_gpus == 8
+    assert _link(function(GIB, 4, "fp32", stride=2)).stride == 2.0
+    assert function(GIB, 4, "fp32").counted[0][0].precision == "fp32"
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: comm.bus_factor("x", 8), "collective must be one of"),
+    (lambda: comm.all_reduce("big"), "nbytes"),
+    (lambda: comm.all_reduce(GIB, 2.5), "n_gpus"),
+    (lambda: comm.all_reduce(GIB, 8, "bf17"), "dtype"),
+    (lambda: comm.all_reduce(GIB, 8, stride=0), "stride"),
+    (lambda: comm.all_reduce(GIB, 8, stride=np.array([1, 2])), r"stride must be one positive integer, got an array of shape \(2,\)"),
+    (lambda: comm.all_reduce(GIB, 8, algorithm="bus"), "algorithm must be one of"),
+    (lambda: comm.collective("all_reduce", GIB, overlap="side"), "overlap must be one of"),
+])
+def test_every_argument_is_named_in_its_error(call, words):
+    """A bad argument's error names that argument (and, for a choice, what it takes)."""
+    with pytest.raises(SolkitError, match=words):
+        call()

@@ -433,3 +433,14 @@ def test_a_numpy_integer_zero_stage_is_accepted():
     """zero=np.int64(1) is the integer 1 (a numpy scalar from a sweep)."""
     fwd = models.preset("llama3.2-1b").forward(batch=1, seq=128)
     assert models.training_step(fwd, dp=2, zero=np.int64(1)).flops == models.training_step(fwd, dp=2, zero=1).flops
+
+
+def test_the_timeline_and_the_plain_sum_agree_on_absent_kernels():
+    """A sweep where a kernel has no work at one point: the timeline (a Join origin) gives the plain sum's time there."""
+    import numpy as np
+
+    busy = Kernel("busy", "elementwise", "bf16", bytes_read=np.array([1e6, 1e6]))
+    absent = Kernel("absent", "elementwise", "bf16", bytes_read=np.array([0.0, 1e6]))
+    plain = Workload.of("w", ((busy, 1), (absent, 1)))
+    joined = Workload.of("w", ((busy, 1), (absent, 1)), origin=Join(("gradients",)))
+    assert np.allclose(sk.predict(joined, "h200").seconds, sk.predict(plain, "h200").seconds)

@@ -740,7 +740,10 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     if per_launch or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
         extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None
-        host, *streams = clocks(program_map(w, by_kernel, per_launch, cal.kernel_gap, extra))
+        gap: Any = cal.kernel_gap
+        if any(t.present is not True for t, _ in terms):  # a sweep's absent kernels take no gap (as in _combined)
+            gap = {id(k): where(t.present, cal.kernel_gap, 0.0) for (k, _), (t, _) in zip(counted, terms)}
+        host, *streams = clocks(program_map(w, by_kernel, per_launch, gap, extra))
         end = maximum(maximum(streams[0], streams[1]), streams[2])
         # without host time, as _combined: the launch floor, then a gap per launch after the first
         seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
@@ -809,10 +812,11 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     return result(body)
 
 
-def program_map(w: Workload, body: dict[int, Any], host: float, gap: float,
+def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
                 extra: Optional[Mapping[str, float]] = None) -> Map:
     """The timeline map of ``w`` (``solkit._timeline``): each launch issued after ``host`` seconds (plus ``extra[op]`` for a
-    kernel of that calibration key: the host work a framework's hooks do there), running its body + ``gap``.
+    kernel of that calibration key: the host work a framework's hooks do there), running its body + ``gap`` per
+    launch (a float, or per kernel by ``id``: a sweep's absent kernels take none).
 
     Collectives with ``Link.overlap`` run on that NCCL stream; a sub-workload whose origin is a ``Join``
     makes the compute stream wait for the streams it names at its start or end; one whose origin is a
@@ -832,7 +836,7 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: float,
             issue = host * launches
             if extra and node.op in extra:
                 issue = issue + extra[node.op]
-            run = body[id(node)] + gap * launches
+            run = body[id(node)] + (gap if type(gap) is float else gap[id(node)]) * launches
             part = launch(issue, run, node.link.overlap if _overlapped(node) else "compute")  # type: ignore[union-attr]
         count += bubble
         m = compose(m, power(part, count) if count != 1 else part)
