@@ -25,7 +25,7 @@ from ._impossible import above_one, below_bound
 from ._num import Num, broadcast_to, maximum, result
 from ._validate import dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
-from .hardware import as_gpu
+from .hardware import as_gpu, load_gpu
 from .precision import normalize, rate_class
 from .workload import Kernel, Workload, as_workload
 
@@ -291,7 +291,10 @@ def link_seconds(k: Kernel, system: Any, efficiency: Any = 1.0) -> Any:
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path, or a ``System``)."""
     w = workload if type(workload) is Workload else as_workload(workload)  # pragma: no mutate (a fast path)
-    g, system = target(gpu)
+    if type(gpu) is str:  # pragma: no mutate (a fast path: target() gives the same)
+        g, system = load_gpu(gpu), None
+    else:
+        g, system = target(gpu)
     if sparse is not False:  # pragma: no mutate (False needs no check)
         flag("sparse", sparse)
     bandwidth = g.memory_bandwidth
