@@ -114,16 +114,13 @@ class DistInfo:
 
 
 def _steps_module() -> Any:
-    """benchmarks/programs/steps.py, loaded by path: its helpers (run_cmd, stderr_to) serve these scripts too."""
-    import importlib.util
+    """benchmarks/programs/steps.py: its helpers (run_cmd, stderr_to) serve these scripts too."""
+    folder = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "programs"))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    import steps  # noqa: PLC0415 - benchmarks/programs/steps.py, by its folder
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "programs", "steps.py")
-    spec = importlib.util.spec_from_file_location("program_steps", os.path.normpath(path))
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return steps
 
 
 run_cmd = _steps_module().run_cmd
