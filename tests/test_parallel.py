@@ -257,6 +257,10 @@ def test_tensor_and_pipeline_parallel_memory():
     base = m.memory(1, 4096, training=True)
     tp8 = m.memory(1, 4096, training=True, tp=8)
     assert 0.12 < tp8.gradients / base.gradients < 0.16  # norms replicated, the rest split
+    # one GPU's layer: q 4096 x (32/8 x 128) = 2,097,152; k, v 4096 x (8/8 x 128) x 2 = 1,048,576; o 2,097,152;
+    # MLP 3 x 4096 x 14336/8 = 22,020,096; two norms 8,192: 27,271,168. x 32 layers = 872,677,376; embedding and head
+    # 128,256/8 = 16,032 rows x 4096 each = 65,667,072 x 2; final norm 4,096: 1,004,015,616 parameters, 4 B each
+    assert tp8.gradients == 4 * (32 * 27_271_168 + 2 * 16_032 * 4_096 + 4_096) == 4 * 1_004_015_616
     pp2 = m.memory(1, 4096, training=True, pp=2, microbatches=8)
     half = m.memory(1, 4096, training=True, pp=2, microbatches=1)
     assert pp2.activations == pytest.approx(2 * half.activations)

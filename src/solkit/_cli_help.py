@@ -52,10 +52,14 @@ def op_help(op: Any) -> str:
 
 def completion_script(shell: str) -> str:
     """A completion script for ``shell`` (bash or zsh: zsh runs it through bashcompinit) naming commands, ops and GPUs."""
+    import argparse
+
     from . import ops
+    from .cli import build_parser
     from .hardware import list_gpus, load_gpu
 
-    commands = "table gpus gpu op ops compare sweep mfu plot profile completion"
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    commands = " ".join(sub.choices)  # the parser's own subcommands
     op_names = " ".join(ops.OPERATORS)
     gpu_names = " ".join(sorted({n for g in list_gpus() for n in (g, *load_gpu(g).aliases)}))
     body = f'''_solkit() {{

@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
-__all__ = ["dim", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
+__all__ = ["dim", "whole", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
            "name_text"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -116,6 +116,14 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
     _first_bad(name, arr, arr < minimum, expected)
     out = arr.astype(np.float64)
     return float(out) if out.ndim == 0 else out
+
+
+def whole(name: str, value: Any, error: type[Exception] = OptionError) -> int:
+    """One positive integer (a count: GPUs, nodes, microbatches); an array is ``error``, naming ``name``."""
+    n = dim(name, value)
+    if type(n) is not float:
+        raise error(f"{name} must be one positive integer, got an array of shape {np.shape(n)}")
+    return int(n)
 
 
 def _integer(minimum: int) -> str:

@@ -28,7 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from ._validate import choice, dim, positive
+from ._validate import choice, dim, positive, whole
 from .errors import ShapeError
 from .precision import normalize, storage_bytes
 from .workload import Kernel, Link, Workload
@@ -96,9 +96,7 @@ def collective(op: str, nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", algor
     method = choice("algorithm", algorithm, ALGORITHMS)
     if method == "tree" and name != "all_reduce":
         raise ShapeError(f"algorithm='tree' is NCCL's for all_reduce only, got it for {name}")
-    spacing = dim("stride", stride)
-    if type(spacing) is not float:
-        raise ShapeError(f"stride must be one positive integer, got an array of shape {np.shape(spacing)}")
+    spacing = float(whole("stride", stride, ShapeError))
     where = OVERLAPS[OVERLAPS.index(overlap)] if overlap in OVERLAPS else choice("overlap", overlap, OVERLAPS)
     rule = _RULES[name]
     bus = size * rule.bus(n)

@@ -17,7 +17,7 @@ from ._validate import flag
 from .errors import ArgumentTypeError, OptionError
 from .hardware.system import as_system
 from .models.architecture import Transformer
-from .models.parallel import count
+from .models.parallel import count, shard
 from .models.training import training_step
 from .prediction import predict
 from .sol import mfu
@@ -52,13 +52,22 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def _shards(model: Transformer, tp: int, pp: int) -> bool:
+    """Whether ``shard`` takes this split of ``model`` (its heads, KV heads, ffn divisible; pp at most the layers)."""
+    try:
+        shard(model, tp, pp)
+    except OptionError:
+        return False
+    return True
+
+
 def candidates(model: Transformer, gpus: int, gpus_per_node: int, global_batch: int) -> Iterable[tuple[int, ...]]:
     """(dp, tp, pp, zero, micro_batch, microbatches) of every split the search tries."""
     for tp in _divisors(gpus_per_node):
-        if gpus % tp or model.heads % tp or model.ffn_width % tp or (model.n_kv_heads % tp and tp % model.n_kv_heads):
+        if gpus % tp or not _shards(model, tp, 1):
             continue
         for pp in _divisors(gpus // tp):
-            if pp > model.layers:
+            if not _shards(model, tp, pp):
                 continue
             dp = gpus // (tp * pp)
             if global_batch % dp:

@@ -34,7 +34,9 @@ COMM_FIT_DATA = "h200x2_collectives_fit.json"
 COMM_VALIDATION_DATA = "h200x2_collectives_validation_seed2031.json"
 COMM_TEST_DATA: tuple[str, ...] = ()
 #: what each ring step beyond a 2-GPU ring's adds, inside a node and across nodes (us): NCCL's own latency model,
-#: src/graph/tuning.cc, hwLat[NVLINK][RING][LL] = 0.47 and hwLat[NET][RING][LL] = 2.7 (a public copy of NCCL 2.2x)
+#: src/graph/tuning.cc, hwLat[NVLINK][RING][LL] = .47 and hwLat[NET][RING][LL] = 2.7, as one public copy of that file
+#: prints them (the code search's find_string "static const float baseLat", id 1133962389; other NCCL versions differ:
+#: .6 and .8 for the NVLink figure). A prior, not a fit: 2 GPUs take no extra steps.
 NCCL_HOPS_US = {"link_hop": 0.47, "network_hop": 2.7}
 #: the issue's size classes: 1 MiB and more, and smaller
 LARGE = 2**20

@@ -23,7 +23,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field
 
-from .._validate import dim
+from .._validate import whole
 from ..errors import ArgumentTypeError, SpecError, UnknownGPUError
 from .loader import _read, _stat, as_gpu, document, load_gpu, spec_dirs
 from .schema import GIGA, Count, Figure, Source, _SpecModel
@@ -107,10 +107,7 @@ class System(_SpecModel):
 
     def with_nodes(self, nodes: Any) -> "System":
         """The same system with ``nodes`` nodes."""
-        n = dim("nodes", nodes)
-        if type(n) is not float:
-            raise ArgumentTypeError(f"nodes must be one positive integer, got an array of shape {n.shape}")
-        return System.model_validate({**self.model_dump(), "nodes": int(n)})
+        return System.model_validate({**self.model_dump(), "nodes": whole("nodes", nodes, ArgumentTypeError)})
 
     def __str__(self) -> str:
         net = (f", {self.network.nics_per_node} x {self.network.nic_gbit_s:g} Gb/s {self.network.name} per node"

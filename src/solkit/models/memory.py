@@ -104,12 +104,7 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
         return footprint
     from ..hardware import as_gpu
 
-    capacity = float(as_gpu(gpu).memory_capacity)
-    fixed, per_batch = one.weights + one.gradients + one.optimizer_states, one.activations + one.kv_cache
-    largest = max(0, math.floor((capacity - fixed) / per_batch)) if per_batch > 0 else None
-    fits = bool(footprint.total <= capacity) if np.ndim(footprint.total) == 0 else footprint.total <= capacity
-    return MemoryFootprint(footprint.weights, footprint.gradients, footprint.optimizer_states, footprint.activations,
-                           footprint.kv_cache, footprint.total, fits, largest, capacity)
+    return _fitted(footprint, one.activations + one.kv_cache, gpu)
 
 
 def _footprint(m: Transformer, s: Any, train: bool, opt: str, ckpt: bool, cd: str, amp: Any, context: Any,
@@ -158,16 +153,20 @@ def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpoi
     in_flight = min(split.pp, microbatches) if split.pp > 1 else 1
     acts = acts * in_flight
     footprint = _summed(weights, grads, states, acts, 0.0)
-    if gpu is None:
-        return footprint
+    return footprint if gpu is None else _fitted(footprint, acts / dim("batch", batch), gpu)
+
+
+def _fitted(footprint: MemoryFootprint, per_batch: Any, gpu: Any) -> MemoryFootprint:
+    """``footprint`` with whether it fits ``gpu`` and the largest batch that does (the fixed terms, then ``per_batch``
+    bytes per sequence of the batch; a sweep: its largest per-sequence bytes)."""
     from ..hardware import as_gpu
 
     capacity = float(as_gpu(gpu).memory_capacity)
-    per_batch = acts / dim("batch", batch)
-    fixed = weights + grads + states
+    fixed = footprint.weights + footprint.gradients + footprint.optimizer_states
     largest = max(0, math.floor((capacity - fixed) / float(np.max(per_batch)))) if np.max(per_batch) > 0 else None
     fits = bool(footprint.total <= capacity) if np.ndim(footprint.total) == 0 else footprint.total <= capacity
-    return MemoryFootprint(weights, grads, states, acts, 0.0, footprint.total, fits, largest, capacity)
+    return MemoryFootprint(footprint.weights, footprint.gradients, footprint.optimizer_states, footprint.activations,
+                           footprint.kv_cache, footprint.total, fits, largest, capacity)
 
 
 def _maximum(a: Any, b: Any) -> Any:

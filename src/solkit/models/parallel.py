@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from .._timeline import Join
-from .._validate import dim, flag
+from .._validate import flag, whole
 from ..comm import collective
 from ..errors import OptionError
 from ..ops import foreach
@@ -99,10 +99,8 @@ class Split(NamedTuple):
 
 
 def count(name: str, value: Any) -> int:
-    n = dim(name, value)
-    if type(n) is not float:
-        raise OptionError(f"{name} must be one positive integer, got an array of shape {n.shape}")
-    return int(n)
+    """One positive integer (a split's size, a count of microbatches), else an OptionError naming it."""
+    return whole(name, value, OptionError)
 
 
 def split_of(dp: Any = 1, tp: Any = 1, pp: Any = 1, sp: Any = False, ep: Any = 1, zero: Any = 0, overlap: Any = True,
