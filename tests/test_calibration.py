@@ -172,6 +172,22 @@ def test_committed_spec_equals_the_fit(fitted):
     assert f"{result.train_cases} training cases, {result.holdout_cases} held out" in spec.measured.fit
 
 
+def test_committed_bank_equals_the_data():
+    """The shipped neighbour bank is rebuilt exactly from the committed measurements under the committed measured: section."""
+    import json
+
+    from solkit.calibration.neighbours import BANK_DATA, bank_document, bank_rows
+    from solkit.prediction import calibration
+
+    gpu = sk.load_gpu(SPEC)
+    assert gpu.measured.neighbours == "h200-sxm.neighbours.json"
+    rows = [r for path in BANK_DATA for r in bank_rows(load_measurements(DATA.parents[1] / path), gpu, calibration(gpu))]
+    committed = json.loads(SPEC.with_name(gpu.measured.neighbours).read_text())
+    rebuilt = bank_document(rows, gpu.name, BANK_DATA)
+    assert committed["cases"] == rebuilt["cases"] == len(rows) > 10_000
+    assert committed["keys"] == rebuilt["keys"]
+
+
 def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, fitted):
     """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
     from solkit.calibration import fit
@@ -274,7 +290,7 @@ def test_the_fits_vectorized_model_is_the_predictor(sample_fit, sdpa_fit, mset):
     from solkit.prediction import calibration, combine, kernel_terms
 
     gpu = sk.load_gpu(SPEC)
-    cal = calibration(gpu)
+    cal = calibration(gpu).replace(neighbours=None)  # the physical model (the fit knows no neighbour correction)
     cases = [c for m in (sample_fit, sdpa_fit, mset) for c in fit_cases(m)[0]]
     assert {c.family for c in cases} >= {"conv2d", "softmax", "embedding", "attention", "sdpa", "matmul", "decode"}
     terms = [[(kernel_terms(k, gpu, cal), n) for k, n in workload_of(c).counted] for c in cases]

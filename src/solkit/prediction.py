@@ -58,6 +58,8 @@ import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Optional
 
+from pathlib import Path
+
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
@@ -66,6 +68,7 @@ from ._validate import flag
 from .errors import PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
 from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
+from .neighbours import bank_key, features, load_neighbours
 from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import link_seconds, roofline
@@ -189,7 +192,15 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
             if unknown:
                 raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is neither a kernel "
                                 f"kind nor a registered operator's calibration key; known: {', '.join(sorted(keys))}")
-    return measured.calibration(g.name)
+    cal = measured.calibration(g.name)
+    if measured.neighbours is None:
+        return cal
+    # beside the spec, else (a copied spec) in the shipped folder
+    beside = Path(g.path).parent / measured.neighbours if g.path else None
+    path = beside if beside is not None and beside.exists() else shipped_dir() / measured.neighbours
+    if not path.exists() and beside is not None:
+        path = beside  # the error names the place the spec points to
+    return cal.replace(neighbours=load_neighbours(path))
 
 
 def _borrowed(g: "GPU") -> Calibration:
@@ -210,7 +221,7 @@ def _borrowed(g: "GPU") -> Calibration:
               f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
               f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
     return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
-                       copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None)
+                       copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None, neighbours=None)
 
 
 def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
@@ -329,6 +340,7 @@ class KernelTerms(NamedTuple):
     block_bytes: Num = 0.0  # bytes per thread block: a row-wise kernel's row, a GEMM's or conv's largest tile's share
     k_steps: Num = 0.0  # a GEMM or conv tile's serial k-loop steps (K_STEP elements of k each)
     helper_bytes: Num = 0.0  # bytes moved by helper kernels the library launches around it (cuDNN's channel padding)
+    neighbour: Num = 0.0  # the log factor of the neighbour correction (solkit.neighbours; 0: none)
 
 
 def _attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms: int) -> tuple[Any, Any, Any, Any]:
@@ -488,8 +500,12 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
         variants.append(("downcast", written < read))
         variants.append(("upcast", written > read))
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
+    neighbour: Any = 0.0
+    if cal.neighbours is not None and kernel.link is None:
+        tag, layout, feats = features(kernel)
+        neighbour = cal.neighbours.correction(bank_key(op, kernel.kind, kernel.precision, layout, tag), variants, feats)
     return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
-                       wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes)
+                       wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour)
 
 
 def _lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
@@ -573,6 +589,8 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
         body = body + latency
     if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
         body = body + terms.helper_bytes / (cal.copy_bandwidth * _lookup(cal.memory_efficiency, terms, 1.0))
+    if type(terms.neighbour) is not float or terms.neighbour:  # how its measured neighbours missed (solkit.neighbours)
+        body = body * (math.exp(terms.neighbour) if type(terms.neighbour) is float else np.exp(terms.neighbour))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 

@@ -1,7 +1,7 @@
 """``python -m solkit.calibration fit|cv|sampled|programs|report``: the calibration and its report from committed measurements.
 
     python -m solkit.calibration fit [--data data/h200_sample_fit_run2.json data/h200_sample_fit_seed2027.json
-                                          data/h200_measurements.json] [--spec ...] [--write]
+                                          data/h200_measurements.json] [--bank FILE ...] [--spec ...] [--write]
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
     python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
     python -m solkit.calibration programs [--out data/h200_programs.md]
@@ -20,7 +20,8 @@ from typing import Optional, Sequence
 
 from ..hardware import load_spec_file
 from .crossval import cross_validate, format_scores
-from .fitting import fit
+from .fitting import fit, round_calibration
+from .neighbours import BANK_DATA, BANK_FILE, bank_document, bank_rows, write_bank
 from .data import load_measurements
 from .metrics import evaluate
 from .report import sampled_report, validation_report
@@ -69,7 +70,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = sub.add_parser("fit", help="fit the predictor's parameters; print (and with --write, store) the measured: section")
     p.add_argument("--data", nargs="+", default=list(FIT_DATA), help="measurement files; the first gives the ceilings")
     p.add_argument("--spec", default=SPEC)
-    p.add_argument("--write", action="store_true", help="replace the spec's measured: section")
+    p.add_argument("--write", action="store_true", help="replace the spec's measured: section and its neighbour bank")
+    p.add_argument("--bank", nargs="+", default=list(BANK_DATA), help="measurement files of the neighbour bank")
     p = sub.add_parser("cv", help="k-fold cross-validation of the fit beside simpler baselines (a Markdown table)")
     p.add_argument("--data", nargs=2, default=[FIT_DATA[0], DATA], metavar=("SAMPLED", "CATALOGUE"))
     p.add_argument("--validation", default=VALIDATION)
@@ -97,11 +99,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "fit":
         msets = [load_measurements(path) for path in args.data]
         result = fit(msets, gpu)
-        section = measured_section(msets[0], result, " + ".join(args.data))
+        section = measured_section(msets[0], result, " + ".join(args.data), BANK_FILE)
         print(_dump(section), end="")
         if args.write:
+            rows = [r for path in args.bank for r in bank_rows(load_measurements(path), gpu,
+                                                                 round_calibration(result.calibration))]
+            write_bank(Path(args.spec).parent / BANK_FILE, bank_document(rows, gpu.name, args.bank))
             write_measured(args.spec, section)
-            print(f"wrote {args.spec}")
+            print(f"wrote {args.spec} and its neighbour bank {BANK_FILE} ({len(rows)} cases)")
         return 0
     if args.command == "cv":
         sample, catalogue = (load_measurements(path) for path in args.data)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import yaml
 
@@ -39,8 +39,11 @@ def _file_value(value: Any, unit: str, digits: int) -> Any:
     return round(value / factor, digits)
 
 
-def measured_section(mset: MeasurementSet, result: FitResult, data: str) -> dict[str, Any]:
-    """The ``measured:`` mapping of a fit, in the file's units and rounding (``PARAMETERS``' digits)."""
+def measured_section(mset: MeasurementSet, result: FitResult, data: str, neighbours: Optional[str] = None) -> dict[str, Any]:
+    """The ``measured:`` mapping of a fit, in the file's units and rounding (``PARAMETERS``' digits).
+
+    ``neighbours``: the file name of the bank of measured kernels written beside the spec (``solkit.neighbours``).
+    """
     meta = mset.meta
     cal: Calibration = round_calibration(result.calibration)
     section: dict[str, Any] = {
@@ -57,6 +60,8 @@ def measured_section(mset: MeasurementSet, result: FitResult, data: str) -> dict
     }
     for p in PARAMETERS:
         section[p.file_key] = _file_value(getattr(cal, p.name), p.unit, p.digits)
+    if neighbours:
+        section["neighbours"] = neighbours
     section["fit"] = (f"python -m solkit.calibration fit: {result.train_cases} training cases, {result.holdout_cases} "
                       f"held out; loss (mean of e + {TAIL_WEIGHT:g} max(e - log {math.exp(TAIL_START):g}, 0), e = |log(pred/meas)|) "
                       f"= {result.objective:.4f}")

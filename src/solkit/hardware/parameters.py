@@ -125,6 +125,7 @@ class Calibration:
     link_efficiency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # per collective
     link_hop: float = 0.0  # s per further ring step in a node
     network_hop: float = 0.0  # s per further ring step across nodes
+    neighbours: Any = None  # the measured kernels' bank (solkit.neighbours.Neighbours), None: no correction
 
     def replace(self, **changes: Any) -> "Calibration":
         """A copy with some parameters replaced (the fit tries values this way)."""

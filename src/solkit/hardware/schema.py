@@ -213,7 +213,9 @@ class Measured(_SpecModel):
     """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
 
     Its keys are ``PARAMETERS``' file keys plus where they come from: ``date``, ``method``,
-    ``stack`` (the software) and ``fit`` (what the fit used). The loader checks ranges only; the
+    ``stack`` (the software) and ``fit`` (what the fit used), and ``neighbours``: the file name, beside the
+    spec, of the bank of measured kernels the predictor's neighbour correction reads (``solkit.neighbours``).
+    The loader checks ranges only; the
     calibration keys of the per-key tables come from the operator registry and are checked
     where they are used (``solkit.prediction.calibration``).
     """
@@ -244,6 +246,7 @@ class Measured(_SpecModel):
     link_efficiency: FigureTable = Field(default_factory=dict)
     link_hop_us: NonNegativeFigure = 0.0
     network_hop_us: NonNegativeFigure = 0.0
+    neighbours: Union[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")], None] = None
     fit: Union[str, None] = None
 
     def calibration(self, gpu: str) -> "Calibration":

@@ -1,0 +1,146 @@
+"""The neighbour bank (``solkit.neighbours``): each measured case's miss under the fitted physical model, on its main kernel.
+
+``build_bank`` evaluates every measured primary case of the bank files with the physical model (the
+fitted ``measured:`` section, no correction), puts the case's whole miss on its main kernel (the
+longest modelled body) and files it under that kernel's key with its quantized features.
+``holdout_by_set`` scores the correction honestly: each file's cases against a bank of the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..hardware.parameters import Calibration
+from ..neighbours import STEP, Neighbours, bank_key, features, residual
+from ..prediction import _combined, kernel_seconds, kernel_terms
+from ..sol import roofline
+from .data import MeasurementSet, group_of, workload_of
+from .fitting import ceilings
+
+__all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "BANK_FILE"]
+
+#: the bank file written beside the spec
+BANK_FILE = "h200-sxm.neighbours.json"
+#: the measured sets in the bank: every sampled set measured so far (fit, validation, the spent test draws),
+#: SDPA as users call it, casts, the conv/bmm fit draw and the catalogue's training two thirds (its held-out third
+#: stays out, so the validation report's held-out rows stay unseen). Never a frozen test set measured after this.
+BANK_DATA = (
+    "data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", "data/h200_sample_fit_seed2030.json",
+    "data/h200_sample_fit_conv_bmm_seed2030.json",
+    "data/h200_sample_validation.json", "data/h200_sample_validation_seed2027.json",
+    "data/h200_sample_validation_seed2030.json",
+    "data/h200_sample_test.json", "data/h200_sample_test_seed2027.json", "data/h200_sample_test_seed2028.json",
+    "data/h200_sdpa_fit_seed2027.json", "data/h200_sdpa_validation_seed2027.json", "data/h200_sdpa_test_seed2027.json",
+    "data/h200_cast_fit_seed2028.json", "data/h200_cast_validation_seed2028.json", "data/h200_cast_test_seed2028.json",
+    "data/h200_measurements.json",
+)
+
+
+@dataclass(frozen=True)
+class BankRow:
+    """One measured case under the physical model: its main kernel's key, features and residual, and its parts."""
+
+    id: str
+    group: str
+    key: str
+    features: tuple[int, ...]
+    residual: float
+    main: float  # the main kernel's modelled seconds (body x count)
+    rest: float  # the case's other modelled seconds (launch floor, other kernels, gaps)
+    measured: float  # seconds, shifted to the spec's launch floor
+
+
+def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = False) -> list[BankRow]:
+    """The bank rows of a file's measured primary cases (a catalogue's training two thirds; ``holdout``: its held-out third)."""
+    from .data import fit_cases, sample_set_of
+
+    physical = cal.replace(neighbours=None)
+    floor = mset.ceilings.get("launch_floor_s")  # each machine's own launch floor (one early file measured none)
+    shift = ceilings(mset)["launch_floor"] - physical.launch_floor if floor else 0.0
+    if sample_set_of(mset) is None:
+        cases = fit_cases(mset)[1 if holdout else 0]
+    else:
+        cases = [c for c in mset.cases if c.ok and c.seconds and c.primary]
+    rows = []
+    for c in cases:
+        w = workload_of(c)
+        counted = w.counted
+        terms = [(kernel_terms(k, gpu, physical), n) for k, n in counted]
+        bodies = [kernel_seconds(t, physical)[0] for t, _ in terms]
+        total = max(float(_combined(terms, bodies, physical)), float(roofline(w, gpu).t_sol))
+        i = int(np.argmax([b * n for b, (_, n) in zip(bodies, terms)]))
+        main = float(bodies[i]) * terms[i][1]
+        if not main > 0:
+            continue
+        kernel, t = counted[i][0], terms[i][0]
+        tag, layout, feats = features(kernel)
+        key = bank_key(t.op, kernel.kind, kernel.precision, layout, tag) + "|" + "+".join(n for n, m in t.variants if m)
+        measured = c.seconds - shift
+        rows.append(BankRow(c.id, group_of(c), key, tuple(int(round(f * STEP)) for f in feats),
+                            residual(measured, main, total - main), main, total - main, measured))
+    return rows
+
+
+def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
+    """A loaded bank of ``rows``."""
+    keyed: dict[str, list[BankRow]] = {}
+    for r in rows:
+        keyed.setdefault(r.key, []).append(r)
+    return Neighbours(source, {k: (np.array([r.features for r in v], dtype=np.int64),
+                                   np.array([round(r.residual, 4) for r in v])) for k, v in sorted(keyed.items())})
+
+
+def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> dict[str, Any]:
+    """The bank file's contents (``solkit.neighbours.load_neighbours`` reads it)."""
+    keyed: dict[str, list[BankRow]] = {}
+    for r in rows:
+        keyed.setdefault(r.key, []).append(r)
+    source = (f"python -m solkit.calibration fit --write: {len(rows)} measured cases on {gpu} ({', '.join(files)}), "
+              f"each case's log(measured / modelled) on its main kernel under this spec's measured: section")
+    return {"gpu": gpu, "source": source, "cases": len(rows),
+            "keys": {k: {"features": [list(r.features) for r in v], "residuals": [round(r.residual, 4) for r in v]}
+                     for k, v in sorted(keyed.items())}}
+
+
+def write_bank(path: Any, document: dict[str, Any]) -> None:
+    """Write a bank file: one line per key's features, so that a diff shows what changed."""
+    lines = ["{", f'  "gpu": {json.dumps(document["gpu"])},', f'  "source": {json.dumps(document["source"])},',
+             f'  "cases": {document["cases"]},', '  "keys": {']
+    items = list(document["keys"].items())
+    for i, (key, entry) in enumerate(items):
+        lines.append(f"    {json.dumps(key)}: {{")
+        lines.append(f'      "features": {json.dumps(entry["features"], separators=(",", ":"))},')
+        lines.append(f'      "residuals": {json.dumps(entry["residuals"], separators=(",", ":"))}')
+        lines.append("    }" + ("," if i < len(items) - 1 else ""))
+    lines += ["  }", "}", ""]
+    Path(path).write_text("\n".join(lines), encoding="utf-8")
+
+
+def corrected(row: BankRow, bank: Neighbours) -> float:
+    """A bank row's prediction with ``bank``'s correction: rest + main x exp(c)."""
+    key, variants = row.key.rsplit("|", 1)
+    names = variants.split("+") if variants else []
+    c = bank.correction(key, [(n, True) for n in names], [f / STEP for f in row.features])
+    return row.rest + row.main * math.exp(c)
+
+
+def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]]) -> list[tuple[str, int, float, float, float, float]]:
+    """Per set: (name, cases, median and p90 error uncorrected, the same corrected by a bank of every other set)."""
+    out = []
+    for i, (name, rows) in enumerate(named):
+        bank = bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other])
+        before = np.abs([math.log((r.rest + r.main) / r.measured) for r in rows])
+        after = np.abs([math.log(corrected(r, bank) / r.measured) for r in rows])
+        out.append((name, len(rows), *(float(np.expm1(np.percentile(e, q))) for e in (before, after) for q in (50, 90))))
+    return out
+
+
+def spec_bank_path(spec: Any, name: Optional[str] = None) -> Path:
+    """The bank file beside ``spec``."""
+    return Path(spec).parent / (name or BANK_FILE)

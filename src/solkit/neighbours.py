@@ -1,0 +1,224 @@
+"""The neighbour correction: a kernel's calibrated time scaled by how far the measured kernels nearest to it missed.
+
+The physical model of ``solkit.prediction`` cannot know every choice a library makes (cuBLAS's and
+cuDNN's kernel heuristics, split-K, fallback kernels, a batched GEMM that walks k serially). Where a
+GPU's spec ships a bank of measured kernels (``measured.neighbours``: a JSON file beside the spec,
+written by ``python -m solkit.calibration fit --write``), each kernel's body is multiplied by exp(c):
+
+    c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i)   over the K nearest banked kernels of its key
+    w_i = 1 / (d_i + SOFTEN),  d_i = Euclidean distance between log2 features (d_1 the nearest)
+    r_i = log(measured / modelled) of banked kernel i: its case's whole miss put on its case's main kernel
+          (the kernel with the longest modelled body), log(max(measured - rest, body / 4) / body)
+
+A kernel's key: its calibration key, kind, precision (fp16 shares bf16's kernels), a conv's layout,
+and the implementation variants that apply to it (``skinny``, ``misaligned``, ``depthwise``, ...).
+Its features, log2 of each (at least 1) quantized to 1/STEP octave: a GEMM's m, n, k and batch; a
+conv's m, n, k, groups, channels per group and bytes read; attention's queries, keys, head dim and
+batch; a row-wise kernel's rows, width and bytes; any other its bytes and FLOPs. A key with no bank
+entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated GPU borrows none).
+Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+import numpy as np
+
+from .errors import SpecError
+
+__all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "load_neighbours", "bank_key",
+           "features", "residual"]
+
+#: neighbours averaged per kernel
+K = 5
+#: octaves added to each distance before it is inverted into a weight (an exact match is not trusted alone)
+SOFTEN = 0.5
+#: octaves of distance beyond which the correction fades (as REACH / distance to the nearest banked kernel)
+REACH = 2.0
+#: the weight of the physical model's own answer (c = 0) beside the neighbours' (few or far neighbours move it less)
+PRIOR = 0.5
+#: features are quantized to 1/STEP octave (so that a sweep's shapes share their lookups)
+STEP = 8
+#: precisions that run the same kernels as another's (their bank is shared)
+SHARED_PRECISIONS: Mapping[str, str] = {"fp16": "bf16"}
+#: a memo of corrections per loaded bank is cleared when it reaches this many entries
+MEMO_LIMIT = 1 << 16
+#: a sweep's distinct shapes are compared with the bank in blocks of at most this many distances
+BLOCK = 1 << 22
+
+
+def bank_key(op: str, kind: str, precision: str, layout: Optional[str], tag: str) -> str:
+    """The bank key of a kernel without its variants: ``op|kind|precision|layout|tag``."""
+    return f"{op}|{kind}|{SHARED_PRECISIONS.get(precision, precision)}|{layout or ''}|{tag}"
+
+
+def _log2(x: Any) -> Any:
+    if type(x) is float or isinstance(x, (int, np.floating)):
+        return math.log2(max(float(x), 1.0))
+    return np.log2(np.maximum(x, 1.0))
+
+
+def features(kernel: Any) -> tuple[str, Optional[str], list[Any]]:
+    """(tag, layout, log2 features) of a ``Kernel``: what the bank compares it by."""
+    g = kernel.gemm
+    if g is not None and kernel.kind == "conv" and g.channels is not None:
+        return "conv", g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch, g.channels, kernel.bytes_read)]
+    if g is not None:
+        return kernel.kind, g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch)]
+    nbytes = kernel.bytes_read + kernel.bytes_written
+    if kernel.rows is not None:
+        return "rows", None, [_log2(v) for v in (kernel.rows.number, kernel.rows.width, nbytes)]
+    return "flat", None, [_log2(v) for v in (nbytes, kernel.vector_flops + kernel.matrix_flops)]
+
+
+def residual(measured: float, body: float, rest: float) -> float:
+    """log(measured / modelled) of a case's main kernel: the case's whole miss put on it (at least body / 4)."""
+    return math.log(max(measured - rest, 0.25 * body) / body)
+
+
+class Neighbours:
+    """A loaded bank: per key, the quantized features (n x d integers) and residuals of its measured kernels."""
+
+    __slots__ = ("source", "_banks", "_memo")
+
+    def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        self.source = source
+        self._banks = dict(banks)
+        self._memo: dict[Any, float] = {}
+
+    def __len__(self) -> int:
+        return sum(len(r) for _, r in self._banks.values())
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Neighbours):
+            return NotImplemented
+        return self.source == other.source and self._banks.keys() == other._banks.keys() and all(
+            np.array_equal(a, c) and np.array_equal(b, d)
+            for (a, b), (c, d) in zip(self._banks.values(), (other._banks[k] for k in self._banks)))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Neighbours({len(self):,} measured kernels under {len(self._banks)} keys)"
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """The banked keys."""
+        return tuple(self._banks)
+
+    def correction(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> Any:
+        """The log factor c of a kernel (``bank_key``, its variants as (name, applies), its log2 features); 0 where unbanked."""
+        if all(type(m) is bool or isinstance(m, np.bool_) for _, m in variants) and not any(
+                isinstance(f, np.ndarray) for f in feats):
+            full = key + "|" + "+".join(name for name, m in variants if m)
+            bank = self._banks.get(full)
+            if bank is None:
+                return 0.0
+            q = tuple(int(round(f * STEP)) for f in feats)
+            memo = self._memo.get((full, q))
+            if memo is None:
+                if len(self._memo) >= MEMO_LIMIT:
+                    self._memo.clear()
+                memo = self._memo[(full, q)] = float(_nearest(bank, np.array([q], dtype=np.int64))[0])
+            return memo
+        return self._sweep(key, variants, feats)
+
+    def _sweep(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> np.ndarray:
+        shape = np.broadcast_shapes(*(np.shape(f) for f in feats), *(np.shape(m) for _, m in variants))
+        # only the features and variants that vary are spread over the sweep; the rest stay one value
+        q = [np.rint(np.multiply(f, STEP)).astype(np.int64).ravel() if np.ndim(f) else int(round(float(f) * STEP))
+             for f in (np.broadcast_to(f, shape) if np.ndim(f) and np.shape(f) != shape else f for f in feats)]
+        code: Any = 0
+        for bit, (_, m) in enumerate(variants):
+            if np.ndim(m):
+                code = code | (np.broadcast_to(m, shape).ravel().astype(np.int64) << bit)
+            elif m:
+                code = code | 1 << bit
+        out = np.zeros(int(np.prod(shape)))
+        for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else (code,)):
+            full = key + "|" + "+".join(name for bit, (name, _) in enumerate(variants) if c >> bit & 1)
+            bank = self._banks.get(full)
+            if bank is None:
+                continue
+            where = np.flatnonzero(code == c) if np.ndim(code) and code.min() != code.max() else None
+            varying = [j for j, v in enumerate(q) if np.ndim(v)]
+            if not varying:
+                out[:] = _nearest(bank, np.array([q], dtype=np.int64))[0]
+                continue
+            cells, inverse = _distinct(np.stack([q[j] if where is None else q[j][where] for j in varying]))
+            points = np.empty((cells.shape[1], len(q)), dtype=np.int64)
+            for j, v in enumerate(q):
+                points[:, j] = v if not np.ndim(v) else cells[varying.index(j)]
+            values = _nearest(bank, points)[inverse]
+            if where is None:
+                out = values
+            else:
+                out[where] = values
+        return out.reshape(shape)
+
+
+def _distinct(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct columns of the d x n integer array ``q``, the index of each column's among them)."""
+    low = q.min(axis=1)
+    span = q.max(axis=1) - low + 1
+    cells_total = int(np.prod(span.astype(float)))
+    if cells_total <= 1 << 24:  # a small grid: counting, not sorting
+        strides = np.cumprod(np.concatenate(([1], span[:-1])))
+        cell = q[0] - low[0] if len(q) == 1 else (q - low[:, None]).T @ strides
+        present = np.flatnonzero(np.bincount(cell, minlength=cells_total))
+        lookup = np.empty(cells_total, dtype=np.int64)
+        lookup[present] = np.arange(present.size)
+        cells = low[:, None] + (present[None, :] // strides[:, None]) % span[:, None]
+        return cells, lookup[cell]
+    cells, inverse = np.unique(q, axis=1, return_inverse=True)
+    return cells, inverse.ravel()
+
+
+def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
+    """c of each quantized query row of ``q`` (m x d integers) against one key's bank."""
+    points, residuals = bank
+    x = points.astype(float) / STEP
+    out = np.empty(len(q))
+    rows = max(1, BLOCK // max(len(points), 1))
+    k = min(K, len(points))
+    for start in range(0, len(q), rows):
+        block = q[start:start + rows].astype(float) / STEP
+        d = np.sqrt(((block[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
+        idx = np.argpartition(d, k - 1, axis=1)[:, :k] if k < len(points) else np.broadcast_to(np.arange(k), d.shape)
+        dk = np.take_along_axis(d, idx, axis=1)
+        w = 1.0 / (dk + SOFTEN)
+        c = (w * residuals[idx]).sum(axis=1) / (w.sum(axis=1) + PRIOR)
+        nearest = dk.min(axis=1)
+        out[start:start + rows] = c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
+    return out
+
+
+def load_neighbours(path: Any) -> Neighbours:
+    """Load and check a bank file (``measured.neighbours``); problems raise ``SpecError`` naming the file."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise SpecError(f"{p}: no such neighbour bank (measured.neighbours names it)") from None
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SpecError(f"{p}: not a readable JSON neighbour bank: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict) or not isinstance(data.get("source"), str):
+        raise SpecError(f"{p}: a neighbour bank is an object with 'source' (text) and 'keys' (an object); got "
+                        f"{type(data).__name__} with {sorted(data) if isinstance(data, dict) else 'no keys'}")
+    banks = {}
+    for key, entry in data["keys"].items():
+        try:
+            points = np.asarray(entry["features"], dtype=np.int64)
+            residuals = np.asarray(entry["residuals"], dtype=float)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SpecError(f"{p}: field 'keys.{key}': expected 'features' (rows of integers) and 'residuals' "
+                            f"(numbers): {exc}") from None
+        if points.ndim != 2 or residuals.shape != (len(points),) or not len(points) or not np.isfinite(residuals).all():
+            raise SpecError(f"{p}: field 'keys.{key}': expected n rows of features and n finite residuals, n >= 1; got "
+                            f"features of shape {points.shape} and {residuals.size} residuals")
+        banks[key] = (points, residuals)
+    return Neighbours(data["source"], banks)

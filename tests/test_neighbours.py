@@ -1,0 +1,194 @@
+"""The neighbour correction (solkit.neighbours): weights, fading, keys, sweeps, the bank file and its use by predict."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import solkit as sk
+from solkit import ops
+from solkit.errors import SpecError
+from solkit.neighbours import PRIOR, REACH, SOFTEN, STEP, Neighbours, bank_key, features, load_neighbours, residual
+from solkit.prediction import calibration, kernel_terms
+
+SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"
+KEY = "matmul|gemm|bf16||gemm"
+
+
+def bank(points, residuals, key=KEY + "|"):
+    """A bank of one key: features in octaves (quantized here), residuals in log units."""
+    return Neighbours("test", {key: (np.rint(np.array(points, dtype=float) * STEP).astype(np.int64), np.array(residuals))})
+
+
+def test_the_method_constants():
+    """The constants the formula and the README state: weights 1/(d + 0.5), fading beyond 2 octaves, prior 0.5."""
+    assert (SOFTEN, REACH, PRIOR, STEP) == (0.5, 2.0, 0.5, 8)
+
+
+def test_an_exact_match_beside_a_farther_neighbour():
+    """A at distance 0 (r = +0.4), B one octave away (r = -0.2): w_A = 1/0.5 = 2, w_B = 1/1.5 = 2/3;
+    c = (2 x 0.4 - 2/3 x 0.2) / (0.5 + 2 + 2/3) = (2/3) / (19/6) = 4/19 = 0.210526."""
+    b = bank([[0, 0], [1, 0]], [0.4, -0.2])
+    assert b.correction(KEY, [], [0.0, 0.0]) == pytest.approx(4 / 19, rel=1e-12)
+
+
+def test_far_neighbours_fade():
+    """Query 4 octaves from A and 3 from B: w_A = 1/4.5 = 2/9, w_B = 1/3.5 = 2/7;
+    sum = 0.8/9 - 0.4/7 = 2/63; weights + prior = 1/2 + 2/9 + 2/7 = 127/126; c = 4/127, faded by REACH / 3 = 2/3:
+    8/381 = 0.0209974."""
+    b = bank([[0, 0], [1, 0]], [0.4, -0.2])
+    assert b.correction(KEY, [], [4.0, 0.0]) == pytest.approx(8 / 381, rel=1e-12)
+
+
+def test_only_the_five_nearest_count():
+    """Seven neighbours along one axis at 0..6 octaves with r = +1 for the 5 nearest and r = -10 for the 2 farthest:
+    the two farthest are ignored. Query at 0: weights 1/0.5, 1/1.5, 1/2.5, 1/3.5, 1/4.5 = 2, 0.6667, 0.4, 0.2857, 0.2222
+    (sum 3.5746); c = 3.5746 / (0.5 + 3.5746) = 0.87729."""
+    b = bank([[d] for d in range(7)], [1, 1, 1, 1, 1, -10, -10])
+    w = 2 + 2 / 3 + 0.4 + 2 / 7 + 2 / 9
+    assert b.correction(KEY, [], [0.0]) == pytest.approx(w / (0.5 + w), rel=1e-12)  # 0.87729
+
+
+def test_keys_and_variants_select_the_bank():
+    """The variants that apply join the key with '+'; a key without a bank is not corrected."""
+    b = Neighbours("test", {KEY + "|skinny": (np.array([[0]]), np.array([1.0])),
+                            KEY + "|misaligned+odd": (np.array([[0]]), np.array([-1.0]))})
+    skinny, misaligned, odd = ("skinny", True), ("misaligned", True), ("odd", True)
+    one = 2 / 2.5  # w = 1/0.5 = 2 at distance 0: c = 2 r / (0.5 + 2) = 0.8 r
+    assert b.correction(KEY, [skinny, ("misaligned", False)], [0.0]) == pytest.approx(one)
+    assert b.correction(KEY, [("skinny", False), misaligned, odd], [0.0]) == pytest.approx(-one)
+    assert b.correction(KEY, [("skinny", False)], [0.0]) == 0.0
+    assert b.correction("matmul|gemm|fp8_e4m3||gemm", [skinny], [0.0]) == 0.0
+
+
+def test_bank_key_shares_fp16_with_bf16():
+    """fp16 runs bf16's kernels: one bank; fp8 and fp32 keep their own."""
+    assert bank_key("matmul", "gemm", "fp16", None, "gemm") == bank_key("matmul", "gemm", "bf16", None, "gemm") == KEY
+    assert bank_key("conv2d", "conv", "fp32", "nhwc", "conv") == "conv2d|conv|fp32|nhwc|conv"
+
+
+def test_features_of_each_kernel_shape():
+    """log2 of the shape the bank compares by: a GEMM's m, n, k, batch; a row-wise kernel's rows, width, bytes."""
+    gemm = ops.matmul(1024, 256, 8, dtype="bf16").kernels[0]
+    assert features(gemm) == ("gemm", None, [10.0, 8.0, 3.0, 0.0])
+    norm = ops.layernorm(tokens=512, d_model=1024, dtype="bf16").kernels[0]
+    tag, layout, f = features(norm)
+    nbytes = norm.bytes_read + norm.bytes_written
+    assert (tag, layout, f[:2]) == ("rows", None, [9.0, 10.0]) and f[2] == pytest.approx(math.log2(nbytes))
+    add = ops.add(elements=1 << 20, dtype="fp32").kernels[0]  # reads 2 x 4 MiB, writes 4 MiB: 12 MiB; 2^20 FLOPs
+    assert features(add)[0] == "flat" and features(add)[2] == pytest.approx([math.log2(12 * 2 ** 20), 20.0])
+
+
+def test_residual_puts_the_miss_on_the_main_kernel():
+    """Measured 30 us, the rest 10 us, the main kernel 10 us: log(20/10) = log 2; never below a quarter of the body."""
+    assert residual(30e-6, 10e-6, 10e-6) == pytest.approx(math.log(2.0))
+    assert residual(5e-6, 10e-6, 10e-6) == pytest.approx(math.log(0.25))
+
+
+def test_a_sweep_equals_its_shapes_one_by_one():
+    """A sweep over m (with the skinny variant changing at m = 16) gives each shape's scalar correction."""
+    b = Neighbours("test", {KEY + "|": (np.array([[80, 96, 96, 0], [24, 96, 96, 0]]), np.array([0.3, -0.1])),
+                            KEY + "|skinny": (np.array([[16, 96, 96, 0]]), np.array([0.5]))})
+    m = np.array([1.0, 3.0, 16.0, 17.0, 100.0, 5000.0])
+    feats = [np.log2(m), 12.0, 12.0, 0.0]
+    swept = b.correction(KEY, [("skinny", m <= 16)], feats)
+    one = [b.correction(KEY, [("skinny", bool(x <= 16))], [math.log2(x), 12.0, 12.0, 0.0]) for x in m]
+    assert swept == pytest.approx(one, rel=1e-12)
+    assert len(set(np.round(one, 12))) > 2
+
+
+def test_predict_applies_the_bank_to_the_kernel_body(tmp_path):
+    """A spec whose bank holds this very GEMM with r = log 2: c = 2 log 2 / (0.5 + 2) = 0.8 log 2, so the body (predicted
+    minus the launch floor) grows by 2^0.8 = 1.7411; without a bank it is the physical model's."""
+    m, n, k = 4096.0, 4096.0, 4096.0
+    spec = tmp_path / "h200-sxm.yaml"
+    shutil.copy(SPEC, spec)
+    plain = sk.load_gpu(spec)
+    _, _, f = features(ops.matmul(m, n, k, dtype="bf16").kernels[0])
+    doc = {"gpu": "h200-sxm", "source": "test", "keys": {KEY + "|": {"features": [[round(x * STEP) for x in f]],
+                                                                      "residuals": [math.log(2.0)]}}}
+    (tmp_path / "h200-sxm.neighbours.json").write_text(json.dumps(doc))
+    banked = sk.load_gpu(spec)
+    without = spec.with_name("nobank.yaml")
+    without.write_text(SPEC.read_text().replace("  neighbours: h200-sxm.neighbours.json\n", ""))
+    physical = sk.load_gpu(without)
+    assert calibration(physical).neighbours is None and calibration(banked).neighbours is not None
+    w = ops.matmul(m, n, k, dtype="bf16")
+    floor = calibration(banked).launch_floor
+    body = sk.predict(w, physical).seconds - floor
+    assert sk.predict(w, banked).seconds - floor == pytest.approx(body * 2 ** 0.8, rel=1e-12)  # 1.7411 x
+    del plain
+
+
+def test_the_bound_holds_whatever_the_bank_says(tmp_path):
+    """A bank claiming kernels 100x faster than modelled cannot take a prediction below T_SOL."""
+    spec = tmp_path / "h200-sxm.yaml"
+    shutil.copy(SPEC, spec)
+    w = ops.matmul(8192.0, 8192.0, 8192.0, dtype="bf16")
+    _, _, f = features(w.kernels[0])
+    doc = {"gpu": "h200-sxm", "source": "test", "keys": {KEY + "|": {"features": [[round(x * STEP) for x in f]],
+                                                                      "residuals": [math.log(0.01)]}}}
+    (tmp_path / "h200-sxm.neighbours.json").write_text(json.dumps(doc))
+    p = sk.predict(w, sk.load_gpu(spec))
+    assert p.seconds == pytest.approx(float(p.t_sol), rel=1e-12)
+
+
+def test_uncalibrated_gpus_borrow_no_bank():
+    """A GPU without measurements borrows the H200's parameters but not its measured kernels (other libraries' choices)."""
+    assert calibration(sk.load_gpu("h200")).neighbours is not None
+    assert calibration(sk.load_gpu("a100-sxm4-80gb")).neighbours is None
+
+
+def test_collectives_and_unbanked_kernels_are_not_corrected():
+    """A kernel whose key has no bank entry (an AdamW step, a weight gradient) keeps the physical model's body."""
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    adamw = ops.adamw(elements=1 << 20).kernels[0]
+    assert kernel_terms(adamw, gpu, cal).neighbour == 0.0
+    gemm = ops.matmul(4096.0, 4096.0, 4096.0, dtype="bf16").kernels[0]
+    assert kernel_terms(gemm, gpu, cal).neighbour != 0.0
+
+
+@pytest.mark.parametrize("content, message", [
+    ("[]", "an object with 'source'"),
+    ('{"source": "s", "keys": {"k": {"features": [[1, 2]], "residuals": [0.1, 0.2]}}}', "field 'keys.k'"),
+    ('{"source": "s", "keys": {"k": {"residuals": [0.1]}}}', "field 'keys.k'"),
+    ('{"source": "s", "keys": {"k": {"features": [[1]], "residuals": [NaN]}}}', "finite"),
+    ("{", "not a readable JSON"),
+])
+def test_a_bad_bank_file_is_named(tmp_path, content, message):
+    """Each defect of a bank file is a SpecError (a ValueError) naming the file and what was expected."""
+    path = tmp_path / "bank.json"
+    path.write_text(content)
+    with pytest.raises(SpecError, match=message) as err:
+        load_neighbours(path)
+    assert str(path) in str(err.value) and isinstance(err.value, ValueError)
+
+
+def test_a_copied_spec_finds_the_shipped_bank(tmp_path):
+    """A spec copied elsewhere without its bank reads the shipped one of that name (the same corrections)."""
+    spec = tmp_path / "h200-sxm.yaml"
+    shutil.copy(SPEC, spec)
+    w = ops.matmul(3000.0, 5000.0, 700.0, dtype="bf16")
+    assert sk.predict(w, sk.load_gpu(spec), warn=False).seconds == sk.predict(w, "h200", warn=False).seconds
+
+
+def test_a_missing_bank_file_is_named(tmp_path):
+    """A spec naming a bank that is neither beside it nor shipped fails when its calibration is built, naming the file."""
+    spec = tmp_path / "h200-sxm.yaml"
+    spec.write_text(SPEC.read_text().replace("neighbours: h200-sxm.neighbours.json", "neighbours: mine.json"))
+    with pytest.raises(SpecError, match="mine.json: no such neighbour bank"):
+        calibration(sk.load_gpu(spec))
+
+
+def test_a_bank_name_is_a_plain_file_name(tmp_path):
+    """measured.neighbours names a JSON file beside the spec, never a path elsewhere."""
+    spec = tmp_path / "h200-sxm.yaml"
+    spec.write_text(SPEC.read_text().replace("neighbours: h200-sxm.neighbours.json", "neighbours: ../../etc/bank.json"))
+    with pytest.raises(SpecError, match="neighbours"):
+        sk.load_gpu(spec)
