@@ -192,3 +192,22 @@ def test_a_bank_name_is_a_plain_file_name(tmp_path):
     spec.write_text(SPEC.read_text().replace("neighbours: h200-sxm.neighbours.json", "neighbours: ../../etc/bank.json"))
     with pytest.raises(SpecError, match="neighbours"):
         sk.load_gpu(spec)
+
+
+def test_neighbours_false_gives_the_physical_model(tmp_path):
+    """predict(..., neighbours=False) on the shipped H200 equals predict on the same spec without its bank;
+    the per-kernel factor and the note say what the correction did."""
+    without = tmp_path / "nobank.yaml"
+    without.write_text(SPEC.read_text().replace("  neighbours: h200-sxm.neighbours.json\n", ""))
+    w = ops.matmul(25.0, 8.0, 6984.0, dtype="fp32", batch=2.0)
+    physical = sk.predict(w, sk.load_gpu(without))
+    assert sk.predict(w, "h200", neighbours=False).seconds == physical.seconds
+    corrected = sk.predict(w, "h200")
+    factor = corrected.kernels[0].neighbour
+    floor = calibration(sk.load_gpu("h200")).launch_floor
+    assert corrected.seconds - floor == pytest.approx((physical.seconds - floor) * factor, rel=1e-12)
+    assert physical.kernels[0].neighbour == 1.0 and factor > 2.0  # cuBLAS walks k serially: measured 256 us, not 15
+    assert any(n.startswith("neighbour correction from") and f"x{factor:.2f}" in n for n in corrected.notes)
+    assert not any("neighbour" in n for n in physical.notes)
+    with pytest.raises(sk.errors.ArgumentTypeError, match="neighbours"):
+        sk.predict(w, "h200", neighbours="no")

@@ -130,7 +130,7 @@ class Neighbours:
     def _sweep(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> np.ndarray:
         shape = np.broadcast_shapes(*(np.shape(f) for f in feats), *(np.shape(m) for _, m in variants))
         # only the features and variants that vary are spread over the sweep; the rest stay one value
-        q = [np.rint(np.multiply(f, STEP)).astype(np.int64).ravel() if np.ndim(f) else int(round(float(f) * STEP))
+        q: list[Any] = [np.rint(np.multiply(f, STEP)).astype(np.int64).ravel() if np.ndim(f) else int(round(float(f) * STEP))
              for f in (np.broadcast_to(f, shape) if np.ndim(f) and np.shape(f) != shape else f for f in feats)]
         code: Any = 0
         for bit, (_, m) in enumerate(variants):

@@ -627,6 +627,7 @@ class KernelPrediction:
     wave_efficiency: Any
     limiter: Any
     misaligned: Any
+    neighbour: Any = 1.0  # the factor the neighbour correction put on its body (1.0: none; solkit.neighbours)
 
 
 def _limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) -> Any:
@@ -705,22 +706,30 @@ class Prediction:
         return html_table(header, rows, f"Prediction of {self.workload} on {self.gpu}") + notes
 
 
-def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
+def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
 
     Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
     and measured ceilings at most the datasheet, and the result is floored at the bound regardless.
     Collectives take ``collective_seconds``; an eager program's CPU issue time and collectives
     overlapped on NCCL's streams run through the four-clock timeline of ``solkit._timeline``.
+    ``neighbours=False``: the physical model alone, without the GPU's neighbour correction (``solkit.neighbours``).
     """
     w = as_workload(workload)
     flag("warn", warn)
+    flag("neighbours", neighbours)
     bound = roofline(w, gpu)
     g = bound._g
     cal = calibration(g)
+    if not neighbours and cal.neighbours is not None:
+        cal = cal.replace(neighbours=None)
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
+    if cal.neighbours is not None:
+        moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms) if any_(t.neighbour != 0.0)]
+        if moved:
+            notes.append(_neighbour_note(moved, len(cal.neighbours), g.name))
     if any(k.op == "sdpa_attention" for k, _ in counted):
         notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
                      f"(PyTorch 2.11's choice in fp16/bf16)")
@@ -744,9 +753,10 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
             _, compute, memory = kernel_seconds(t, cal)
             limiter = "link" if k.link is not None else _limiter(t, cal, compute, memory)
             # never below the kernel's bound, whatever the calibration says
+            factor = 1.0 if type(t.neighbour) is float and t.neighbour == 0.0 else result(np.exp(t.neighbour))
             out.append(KernelPrediction(k.name, k.kind, count, result(maximum(body, kr.t_sol)), result(compute),
                                         result(memory), kr.t_sol, result(t.wave_efficiency), limiter,
-                                        result(t.misaligned)))
+                                        result(t.misaligned), factor))
         return tuple(out)
 
     busy: Any = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
@@ -783,6 +793,18 @@ def predict(workload: Workload, gpu: Any, warn: bool = True) -> Prediction:
     s(p, "host_seconds", result(host))
     s(p, "_rows", rows)
     return p
+
+
+def _neighbour_note(moved: list[tuple[str, Any]], banked: int, gpu: str) -> str:
+    """What the neighbour correction did: the kernels it moved most, by what factor (a range over a sweep)."""
+    moved = sorted(moved, key=lambda m: -float(np.max(np.abs(m[1]))))
+    shown = []
+    for name, c in moved[:3]:
+        low, high = float(np.exp(np.min(c))), float(np.exp(np.max(c)))
+        shown.append(f"{name} x{low:.2f}" if low == high else f"{name} x{low:.2f}-{high:.2f}")
+    more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
+    return (f"neighbour correction from {banked:,} measured kernels on {gpu}: {', '.join(shown)}{more} "
+            f"(predict(..., neighbours=False) gives the physical model alone)")
 
 
 def _overlapped(k: Kernel) -> bool:

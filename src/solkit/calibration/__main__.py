@@ -21,7 +21,8 @@ from typing import Optional, Sequence
 from ..hardware import load_spec_file
 from .crossval import cross_validate, format_scores
 from .fitting import fit, round_calibration
-from .neighbours import BANK_DATA, BANK_FILE, bank_document, bank_rows, write_bank
+from .neighbours import BANK_DATA, BANK_FILE, bank_document, bank_rows, holdout_by_set, write_bank
+from ..prediction import calibration
 from .data import load_measurements
 from .metrics import evaluate
 from .report import sampled_report, validation_report
@@ -36,26 +37,35 @@ FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.jso
 SPEC = "hardware_specs/h200-sxm.yaml"
 REPEAT = "data/h200_measurements_run2.json"
 VALIDATION = "data/h200_sample_validation.json"
-#: the frozen test set (seed 2027, measured after commit 490446c froze the model); the spent one (seed 2026) was
-#: measured after the model before it, whose closing note reports it
+#: the random test draw measured after the current model was frozen (commit 2e97ee8)
+FROZEN_TEST = "data/h200_sample_test_seed2032.json"
+#: a spent test set (seed 2027, measured after commit 490446c froze the model of then); the frozen test of the
+#: current model is seed 2032's (SAMPLED_SETS' first)
 TEST = "data/h200_sample_test_seed2027.json"
 #: the sampled report's sets, in order: (title, path)
 SAMPLED_SETS = (
+    ("Test, seed 2032 (frozen: measured after commit 2e97ee8 froze this model; in no fit and not in the bank)",
+     "data/h200_sample_test_seed2032.json"),
+    ("SDPA as users call it, seed 2032, test (frozen: measured after commit 2e97ee8, this model)",
+     "data/h200_sdpa_test_seed2032.json"),
     ("Fit, seed 2026", "data/h200_sample_fit_run2.json"),
     ("Fit, seed 2027", "data/h200_sample_fit_seed2027.json"),
+    ("Fit, seed 2030 (bank only)", "data/h200_sample_fit_seed2030.json"),
+    ("Fit, seed 2030, convs and batched GEMMs only (bank only)", "data/h200_sample_fit_conv_bmm_seed2030.json"),
     ("Validation, seed 2026", VALIDATION),
     ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
-    ("Test, seed 2028 (frozen: measured after commit 98403b1, this model)", "data/h200_sample_test_seed2028.json"),
-    ("Test, seed 2027 (the frozen model's result: data/h200_test_seed2027_frozen.md; this model came after it)", TEST),
+    ("Validation, seed 2030", "data/h200_sample_validation_seed2030.json"),
+    ("Test, seed 2028 (spent: the result of commit 98403b1 is data/h200_test_seed2028_frozen.md; in the bank since)",
+     "data/h200_sample_test_seed2028.json"),
+    ("Test, seed 2027 (spent: data/h200_test_seed2027_frozen.md; in the bank since)", TEST),
     ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
     ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),
     ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
-    ("SDPA as users call it, seed 2027, test (frozen: measured after 5185ace, an earlier model)",
+    ("SDPA as users call it, seed 2027, test (spent: measured after 5185ace, an earlier model)",
      "data/h200_sdpa_test_seed2027.json"),
     ("Casts between precisions (dst.copy_(src)), seed 2028, fit", "data/h200_cast_fit_seed2028.json"),
     ("Casts between precisions, seed 2028, validation", "data/h200_cast_validation_seed2028.json"),
-    ("Casts between precisions, seed 2028, test (frozen: measured after 98403b1, this model)",
-     "data/h200_cast_test_seed2028.json"),
+    ("Casts between precisions, seed 2028, test (spent: measured after 98403b1)", "data/h200_cast_test_seed2028.json"),
 )
 SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
@@ -93,6 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--data", default=DATA)
     p.add_argument("--spec", default=SPEC)
     p.add_argument("--repeat", default=REPEAT, help="a second run of the same cases ('' for none)")
+    p.add_argument("--frozen", default=FROZEN_TEST, help="the frozen random test draw ('' for none)")
     p.add_argument("--out", default=REPORT)
     args = parser.parse_args(argv)
     gpu = load_spec_file(args.spec)
@@ -117,9 +128,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "sampled":
         named = [item.rsplit("=", 1) for item in args.sets]
         sets = [(name, path, load_measurements(path)) for name, path in named]
-        earlier = (load_measurements(args.repeat), sets[0][2]) if args.repeat else None
+        # the earlier run repeats the seed-2026 fit set (run 2)
+        again = next((m for _, path, m in sets if Path(path).name == Path(FIT_DATA[0]).name), sets[0][2])
+        earlier = (load_measurements(args.repeat), again) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
-        text = sampled_report(sets, gpu, args.spec, cv_table, earlier)
+        named_rows = [(Path(path).name, bank_rows(load_measurements(path), gpu, calibration(gpu))) for path in BANK_DATA]
+        text = sampled_report(sets, gpu, args.spec, cv_table, earlier, holdout_by_set(named_rows))
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0
@@ -145,7 +159,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     mset = load_measurements(args.data)
     repeat = load_measurements(args.repeat) if args.repeat else None
-    text = validation_report(mset, gpu, args.data, args.spec, repeat)
+    frozen = (args.frozen, load_measurements(args.frozen)) if args.frozen else None
+    text = validation_report(mset, gpu, args.data, args.spec, repeat, frozen)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)
     worst = max(r.sol_fraction for r in evaluate(mset, gpu))

@@ -74,14 +74,14 @@ def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = 
         terms = [(kernel_terms(k, gpu, physical), n) for k, n in counted]
         bodies = [kernel_seconds(t, physical)[0] for t, _ in terms]
         total = max(float(_combined(terms, bodies, physical)), float(roofline(w, gpu).t_sol))
-        i = int(np.argmax([b * n for b, (_, n) in zip(bodies, terms)]))
+        i = int(np.argmax([float(b) * n for b, (_, n) in zip(bodies, terms)]))
         main = float(bodies[i]) * terms[i][1]
         if not main > 0:
             continue
         kernel, t = counted[i][0], terms[i][0]
         tag, layout, feats = features(kernel)
         key = bank_key(t.op, kernel.kind, kernel.precision, layout, tag) + "|" + "+".join(n for n, m in t.variants if m)
-        measured = c.seconds - shift
+        measured = float(c.seconds or 0.0) - shift  # fit-usable cases are measured
         rows.append(BankRow(c.id, group_of(c), key, tuple(int(round(f * STEP)) for f in feats),
                             residual(measured, main, total - main), main, total - main, measured))
     return rows
@@ -137,7 +137,8 @@ def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]]) -> list[tuple[str
         bank = bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other])
         before = np.abs([math.log((r.rest + r.main) / r.measured) for r in rows])
         after = np.abs([math.log(corrected(r, bank) / r.measured) for r in rows])
-        out.append((name, len(rows), *(float(np.expm1(np.percentile(e, q))) for e in (before, after) for q in (50, 90))))
+        a, b, c, d = (float(np.expm1(np.percentile(e, q))) for e in (before, after) for q in (50, 90))
+        out.append((name, len(rows), a, b, c, d))
     return out
 
 
