@@ -6,9 +6,10 @@
     python benchmarks/programs/steps.py --out "$OUT" --only '^llama-decode'
 
 Per case (``GRID``, most important first): build the model from its config (random init, seed 0), run
-``--warmup`` untimed steps (+1 for ResNet, whose convolutions cuDNN autotunes), time ``--steps`` steps one at
-a time (CUDA events around the step, ``torch.cuda.synchronize()`` before it; host time with
-``time.perf_counter`` around the call), measure the memory of the first timed step, then profile ONE more step
+``--warmup`` untimed steps (+1 for ResNet, whose convolutions cuDNN autotunes), time ``--blocks`` blocks of
+``--steps`` steps one at a time (CUDA events around the step, ``torch.cuda.synchronize()`` before it; host time
+with ``time.perf_counter`` around the call; the quietest block's medians are kept: a shared host's noisy spells
+slow whole blocks), measure the memory of the first timed step, then profile ONE more step
 with ``torch.profiler`` and summarise its trace with ``benchmarks/profiling/trace_stats.py``.
 ``DIR/steps.json`` is rewritten after every case (cases not yet run are "pending"); one short JSON line per
 case goes to stdout. A case that fails (CUDA OOM included) is recorded as "error: ..." and the next one runs;
@@ -478,36 +479,49 @@ class Runner:
 
         wall: list[float] = []
         host: list[float] = []
+        blocks: list[tuple[float, float]] = []  # (wall, host) medians of each block of steps
         r["memory_before_bytes"] = r["peak_memory_bytes"] = None
-        for i in range(args.steps):
-            bench.reset()
-            self.sync()
-            if self.cuda:
-                if i == 0:
-                    torch.cuda.reset_peak_memory_stats()
-                    r["memory_before_bytes"] = int(torch.cuda.memory_allocated())
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                h0 = time.perf_counter()
-                bench.step()
-                h1 = time.perf_counter()
-                end.record()
-                end.synchronize()
-                wall.append(float(start.elapsed_time(end)))
-                host.append((h1 - h0) * 1e3)
-                if i == 0:
-                    r["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated())
-            else:
-                h0 = time.perf_counter()
-                bench.step()
-                h1 = time.perf_counter()
-                wall.append((h1 - h0) * 1e3)
-                host.append((h1 - h0) * 1e3)
-        r["wall_ms"] = round(statistics.median(wall), 4)
+        for b in range(args.blocks):
+            if b:
+                time.sleep(args.block_pause_s)  # a shared host's noisy spells last about a second: step out of one
+            wall_b: list[float] = []
+            host_b: list[float] = []
+            for i in range(args.steps):
+                first = b == 0 and i == 0
+                bench.reset()
+                self.sync()
+                if self.cuda:
+                    if first:
+                        torch.cuda.reset_peak_memory_stats()
+                        r["memory_before_bytes"] = int(torch.cuda.memory_allocated())
+                    start = torch.cuda.Event(enable_timing=True)
+                    end = torch.cuda.Event(enable_timing=True)
+                    start.record()
+                    h0 = time.perf_counter()
+                    bench.step()
+                    h1 = time.perf_counter()
+                    end.record()
+                    end.synchronize()
+                    wall_b.append(float(start.elapsed_time(end)))
+                    host_b.append((h1 - h0) * 1e3)
+                    if first:
+                        r["peak_memory_bytes"] = int(torch.cuda.max_memory_allocated())
+                else:
+                    h0 = time.perf_counter()
+                    bench.step()
+                    h1 = time.perf_counter()
+                    wall_b.append((h1 - h0) * 1e3)
+                    host_b.append((h1 - h0) * 1e3)
+            blocks.append((statistics.median(wall_b), statistics.median(host_b)))
+            wall += wall_b
+            host += host_b
+        quiet = min(range(len(blocks)), key=lambda j: blocks[j][0])  # the block of the least median wall time
+        r["wall_ms"] = round(blocks[quiet][0], 4)
         r["wall_ms_all"] = [round(x, 4) for x in wall]
-        r["host_ms"] = round(statistics.median(host), 4)
+        r["host_ms"] = round(blocks[quiet][1], 4)
         r["host_ms_all"] = [round(x, 4) for x in host]
+        r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
+        r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
         r["memory_reserved_bytes"] = int(torch.cuda.memory_reserved()) if self.cuda else None
 
         r["profile"] = None
@@ -685,13 +699,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--only", default=None, metavar="REGEX", help="run only the cases whose id matches (re.search)")
     p.add_argument("--budget-s", type=float, default=480.0,
                    help="start no case once this many seconds have passed since start (default 480)")
-    p.add_argument("--steps", type=int, default=10, help="timed steps per case (median kept; default 10)")
+    p.add_argument("--steps", type=int, default=10, help="timed steps per block (its median kept; default 10)")
+    p.add_argument("--blocks", type=int, default=3,
+                   help="blocks of --steps steps per case, the quietest (least median wall time) kept (default 3)")
+    p.add_argument("--block-pause-s", type=float, default=0.25, help="seconds between blocks (default 0.25)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing (default 3; ResNet +1)")
     p.add_argument("--profile-cpu", action="store_true",
                    help="without CUDA, profile the CPU step anyway (tests the profile path in a dry run)")
     args = p.parse_args(argv)
-    if args.steps < 1 or args.warmup < 1:
-        p.error("--steps and --warmup must be at least 1")
+    if args.steps < 1 or args.warmup < 1 or args.blocks < 1:
+        p.error("--steps, --warmup and --blocks must be at least 1")
+    if not args.block_pause_s >= 0:
+        p.error(f"--block-pause-s must be at least 0, got {args.block_pause_s}")
     return args
 
 
@@ -733,11 +752,14 @@ def main(argv: list[str] | None = None) -> int:
             "warmup_steps": args.warmup,
             "extra_warmup_steps": {"resnet50": 1},
             "steps": args.steps,
+            "blocks": args.blocks,
+            "block_pause_s": args.block_pause_s,
             "budget_s": args.budget_s,
             "timing": ("one step at a time: reset (untimed: decode crops its cache), torch.cuda.synchronize(), "
-                       "CUDA event, step, CUDA event, event.synchronize(); wall_ms = median of the event times. "
-                       "host_ms = median of time.perf_counter() around the step call alone (no sync): "
-                       "the CPU's time to issue the step" if dev == "cuda" else
+                       "CUDA event, step, CUDA event, event.synchronize(); host = time.perf_counter() around the step "
+                       "call alone (no sync): the CPU's time to issue the step. Steps come in blocks (`blocks` of "
+                       "`steps`, `block_pause_s` apart); wall_ms and host_ms are the medians of the block with the "
+                       "least median wall time (a shared host's noisy spells slow whole blocks)" if dev == "cuda" else
                        "time.perf_counter() around each step (CPU run: wall_ms == host_ms)"),
             "memory": ("first timed step: torch.cuda.reset_peak_memory_stats() and memory_allocated() "
                        "(memory_before_bytes) before it, max_memory_allocated() after it (peak_memory_bytes)"

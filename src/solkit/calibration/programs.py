@@ -27,13 +27,16 @@ from .fitting import _round
 from .metrics import log_error
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
-           "STEP_FIT_DATA", "STEP_TEST_DATA", "CPU_BOUND", "programs_report"]
+           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_CHECK_DATA", "CPU_BOUND", "programs_report"]
 
 #: the step files the host parameters are fitted on (the same cases on two H200 machines: run 1's decode steps ran
 #: with strided caches, an artifact of cropping them, fixed for run 2), and the frozen test draws (measured after
 #: the model was frozen)
 STEP_FIT_DATA = ("h200_steps_fit.json", "h200_steps_run1.json")
 STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2029.json",)
+#: the fit's cases again on a fresh machine (2026-12-01, the quietest of 3 blocks of 10 steps per case): out of sample
+#: for the host parameters, which were fitted on other machines' runs
+STEP_CHECK_DATA: tuple[str, ...] = ("h200_steps_fit_blocks.json",)
 #: a step is CPU-bound (its host time is the issue time alone) when its wall time is within 10% of it
 CPU_BOUND = 1.1
 
@@ -228,7 +231,8 @@ def programs_report(gpu: Any = "h200") -> str:
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         ("frozen test (measured after the model was frozen)", STEP_TEST_DATA)):
+                         ("frozen test (measured after the model was frozen)", STEP_TEST_DATA),
+                         ("the fit's cases on a fresh machine (out of sample for the host parameters)", STEP_CHECK_DATA)):
         present = [f for f in files if (data_dir() / f).exists()]
         if not present:
             continue
@@ -244,10 +248,12 @@ def programs_report(gpu: Any = "h200") -> str:
         lines += ["Peak memory (training, and serving: prefill and decode; ResNet-50 has no memory model, and a forward "
                   "keeping every token's logits is not what `memory` models):", "",
                   "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
-        lines += _table(memory)
+        lines += _table(memory, by_bound=False)
         lines.append("")
         if len(sets) > 1:
             lines += _spread(sets[0], sets[1])
+        if files == STEP_CHECK_DATA and all((data_dir() / f).exists() for f in STEP_FIT_DATA[:1]):
+            lines += _spread(load_steps(STEP_FIT_DATA[0]), sets[0])
     return "\n".join(lines) + "\n"
 
 
@@ -263,12 +269,14 @@ def _spread(a: StepSet, b: StepSet) -> list[str]:
             "no prediction of a host-bound step can beat that spread.", ""]
 
 
-def _table(rows: Sequence[tuple[StepCase, float, float]]) -> list[str]:
-    """Rows of all cases, then per (family, mode)."""
+def _table(rows: Sequence[tuple[StepCase, float, float]], by_bound: bool = True) -> list[str]:
+    """Rows of all cases, GPU- and CPU-bound ones (``by_bound``), then per (family, mode)."""
     out = []
     groups = sorted({(c.family, c.mode) for c, _, _ in rows})
-    for name, sel in [("all", list(rows))] + [(f"{f} {m}", [r for r in rows if (r[0].family, r[0].mode) == (f, m)])
-                                              for f, m in groups]:
+    bound = [("GPU-bound", [r for r in rows if not r[0].cpu_bound]), ("CPU-bound", [r for r in rows if r[0].cpu_bound])]
+    bound = bound if by_bound else []
+    for name, sel in [("all", list(rows))] + [b for b in bound if b[1]] + [
+            (f"{f} {m}", [r for r in rows if (r[0].family, r[0].mode) == (f, m)]) for f, m in groups]:
         n, med, p90, worst = _summary(sel)
         out.append(f"| {name} | {n} | {med:.1%} | {p90:.1%} | {worst:.0%} |")
     return out
