@@ -25,11 +25,6 @@ def bank(points, residuals, key=KEY + "|"):
     return Neighbours("test", {key: (np.rint(np.array(points, dtype=float) * STEP).astype(np.int64), np.array(residuals))})
 
 
-def test_the_method_constants():
-    """The constants the formula and the README state: weights 1/(d + 0.5), fading beyond 2 octaves, prior 0.5."""
-    assert (SOFTEN, REACH, PRIOR, STEP) == (0.5, 2.0, 0.5, 8)
-
-
 def test_an_exact_match_beside_a_farther_neighbour():
     """A at distance 0 (r = +0.4), B one octave away (r = -0.2): w_A = 1/0.5 = 2, w_B = 1/1.5 = 2/3;
     c = (2 x 0.4 - 2/3 x 0.2) / (0.5 + 2 + 2/3) = (2/3) / (19/6) = 4/19 = 0.210526."""
@@ -52,6 +47,20 @@ def test_only_the_five_nearest_count():
     b = bank([[d] for d in range(7)], [1, 1, 1, 1, 1, -10, -10])
     w = 2 + 2 / 3 + 0.4 + 2 / 7 + 2 / 9
     assert b.correction(KEY, [], [0.0]) == pytest.approx(w / (0.5 + w), rel=1e-12)  # 0.87729
+
+
+def test_neighbours_tied_at_the_fifth_distance_all_count():
+    """Six neighbours: four at 0, 1, 2, 3 octaves (r = 0) and two tied at 4 (r = +1 and -1... here +1 and +0.5).
+    Both tied ones count: weights 2, 2/3, 2/5, 2/7 and 2/9 twice; c = 2/9 x 1.5 / (0.5 + 2 + 2/3 + 2/5 + 2/7 + 4/9)
+    = (1/3) / 4.2984 = 0.077547; with the rows in any order."""
+    points = [[0], [1], [2], [3], [4], [-4]]
+    residuals = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5]
+    total = 0.5 + 2 + 2 / 3 + 2 / 5 + 2 / 7 + 4 / 9
+    expected = (2 / 9 * 1.5) / total  # 0.077547
+    assert bank(points, residuals).correction(KEY, [], [0.0]) == pytest.approx(expected, rel=1e-12)
+    order = [5, 2, 0, 4, 1, 3]
+    shuffled = bank([points[i] for i in order], [residuals[i] for i in order])
+    assert shuffled.correction(KEY, [], [0.0]) == pytest.approx(expected, rel=1e-12)
 
 
 def test_keys_and_variants_select_the_bank():
@@ -102,6 +111,15 @@ def test_a_sweep_equals_its_shapes_one_by_one():
     assert len(set(np.round(one, 12))) > 2
 
 
+def test_a_sweep_of_variants_alone():
+    """Scalar features, variants that change along the sweep (bools or integers, read as truth values): each element
+    gets its own variant's bank: c = 0.8 r at distance 0 (w = 2: 2 r / 2.5)."""
+    b = Neighbours("test", {KEY + "|": (np.array([[0]]), np.array([0.5])),
+                            KEY + "|skinny": (np.array([[0]]), np.array([-1.0]))})
+    for mask in (np.array([True, False, True]), np.array([2, 0, 1])):
+        assert b.correction(KEY, [("skinny", mask)], [0.0]) == pytest.approx([-0.8, 0.4, -0.8], rel=1e-12)
+
+
 def test_predict_applies_the_bank_to_the_kernel_body(tmp_path):
     """A spec whose bank holds this very GEMM with r = log 2: c = 2 log 2 / (0.5 + 2) = 0.8 log 2, so the body (predicted
     minus the launch floor) grows by 2^0.8 = 1.7411; without a bank it is the physical model's."""
@@ -145,21 +163,40 @@ def test_uncalibrated_gpus_borrow_no_bank():
 
 
 def test_collectives_and_unbanked_kernels_are_not_corrected():
-    """A kernel whose key has no bank entry (an AdamW step, a weight gradient) keeps the physical model's body."""
+    """A kernel whose key has no bank entry (an AdamW step) and a collective keep the physical model's body."""
     gpu = sk.load_gpu("h200")
     cal = calibration(gpu)
+    reduce = sk.comm.all_reduce(1 << 30, n_gpus=8).kernels[0]
+    assert kernel_terms(reduce, gpu, cal).neighbour == 0.0
     adamw = ops.adamw(elements=1 << 20).kernels[0]
     assert kernel_terms(adamw, gpu, cal).neighbour == 0.0
     gemm = ops.matmul(4096.0, 4096.0, 4096.0, dtype="bf16").kernels[0]
     assert kernel_terms(gemm, gpu, cal).neighbour != 0.0
 
 
+GOOD = "matmul|gemm|bf16||gemm|"
+
+
 @pytest.mark.parametrize("content, message", [
-    ("[]", "an object with 'source'"),
-    ('{"source": "s", "keys": {"k": {"features": [[1, 2]], "residuals": [0.1, 0.2]}}}', "field 'keys.k'"),
-    ('{"source": "s", "keys": {"k": {"residuals": [0.1]}}}', "field 'keys.k'"),
-    ('{"source": "s", "keys": {"k": {"features": [[1]], "residuals": [NaN]}}}', "finite"),
-    ("{", "not a readable JSON"),
+    ("[]", "field '\\(the file\\)'"),
+    ('{"gpu": "g", "source": "s", "keys": []}', "field 'keys'"),
+    ('{"gpu": "g", "source": 3, "keys": {}}', "field 'source'"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2, 3, 4]], "residuals": [0.1, 0.2]}}}' % GOOD,
+     "1 rows of widths \\[4\\] and 2 residuals"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2]], "residuals": [0.1]}}}' % GOOD,
+     "rows of 4 features"),
+    ('{"gpu": "g", "source": "s", "keys": {"m|gemm|bf16||odd|": {"features": [[1]], "residuals": [0.1]}}}',
+     "tag one of conv, gemm, rows, flat"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"residuals": [0.1]}}}' % GOOD, "keys.*features"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2, 3, 4.5]], "residuals": [0.1]}}}' % GOOD,
+     "integer"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2, 3, 4]], "residuals": [NaN]}}}' % GOOD,
+     "finite"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2, 3, 4]], "residuals": [800]}}}' % GOOD,
+     "less than or equal to 10"),
+    ('{"gpu": "g", "source": "s", "keys": {"%s": {"features": [[1, 2, 3, 99999999999999999999]], "residuals": [0]}}}'
+     % GOOD, "keys"),
+    ("{", "Invalid JSON"),
 ])
 def test_a_bad_bank_file_is_named(tmp_path, content, message):
     """Each defect of a bank file is a SpecError (a ValueError) naming the file and what was expected."""
@@ -168,6 +205,18 @@ def test_a_bad_bank_file_is_named(tmp_path, content, message):
     with pytest.raises(SpecError, match=message) as err:
         load_neighbours(path)
     assert str(path) in str(err.value) and isinstance(err.value, ValueError)
+
+
+def test_a_bank_of_another_gpu_or_not_text_is_named(tmp_path):
+    """A bank measured on another GPU than the spec's, or a file that is not UTF-8 text, is a SpecError naming it."""
+    path = tmp_path / "bank.json"
+    path.write_text('{"gpu": "h100-sxm", "source": "s", "keys": {}}')
+    with pytest.raises(SpecError, match="measured on 'h100-sxm', not on 'h200-sxm'"):
+        load_neighbours(path, "h200-sxm")
+    assert len(load_neighbours(path, "h100-sxm")) == 0
+    path.write_bytes(b"\xff\xfe{}")
+    with pytest.raises(SpecError, match="not a readable neighbour bank"):
+        load_neighbours(path)
 
 
 def test_a_copied_spec_finds_the_shipped_bank(tmp_path):
@@ -211,3 +260,12 @@ def test_neighbours_false_gives_the_physical_model(tmp_path):
     assert not any("neighbour" in n for n in physical.notes)
     with pytest.raises(sk.errors.ArgumentTypeError, match="neighbours"):
         sk.predict(w, "h200", neighbours="no")
+
+
+def test_a_renamed_copy_may_not_borrow_the_bank(tmp_path):
+    """A spec renamed from the H200's that keeps measured.neighbours gets a SpecError naming both GPUs, not a silent
+    correction measured on another part."""
+    spec = tmp_path / "my-h200.yaml"
+    spec.write_text(SPEC.read_text().replace("name: h200-sxm", "name: my-h200", 1))
+    with pytest.raises(SpecError, match="measured on 'h200-sxm', not on 'my-h200'"):
+        calibration(sk.load_gpu(spec))

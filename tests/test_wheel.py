@@ -19,6 +19,11 @@ specs = [solkit.load_gpu(n) for n in names]
 folder = h.spec_dirs()[-1]
 assert 'site-packages' in str(folder), folder
 assert len(list(folder.glob('*.yaml'))) == len(names)
+from solkit.prediction import calibration
+bank = calibration(solkit.load_gpu('h200')).neighbours  # the shipped neighbour bank is in the wheel and loads
+assert bank is not None and len(bank) > 10_000, bank
+p = solkit.predict(solkit.ops.matmul(25, 8, 6984, dtype='fp32', batch=2), 'h200')
+assert p.kernels[0].neighbour > 1.0, p.kernels[0]
 print(len(names), folder)
 """
 

@@ -45,6 +45,10 @@ PRIOR = 0.5
 STEP = 8
 #: precisions that run the same kernels as another's (their bank is shared)
 SHARED_PRECISIONS: Mapping[str, str] = {"fp16": "bf16"}
+#: how many features each tag of ``features`` has (a bank key's last field before its variants)
+WIDTHS: Mapping[str, int] = {"conv": 6, "gemm": 4, "rows": 3, "flat": 2}
+#: the largest |residual| a bank may hold (e^10: 22,026 times off; the builder's are at least log 1/4)
+MAX_RESIDUAL = 10.0
 #: a memo of corrections per loaded bank is cleared when it reaches this many entries
 MEMO_LIMIT = 1 << 16
 #: a sweep's distinct shapes are compared with the bank in blocks of at most this many distances
@@ -57,7 +61,9 @@ def bank_key(op: str, kind: str, precision: str, layout: Optional[str], tag: str
 
 
 def _log2(x: Any) -> Any:
-    if type(x) is float or isinstance(x, (int, np.floating)):
+    if type(x) is float:
+        return math.log2(x) if x > 1.0 else 0.0
+    if isinstance(x, (int, np.floating, np.integer)):
         return math.log2(max(float(x), 1.0))
     return np.log2(np.maximum(x, 1.0))
 
@@ -68,7 +74,7 @@ def features(kernel: Any) -> tuple[str, Optional[str], list[Any]]:
     if g is not None and kernel.kind == "conv" and g.channels is not None:
         return "conv", g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch, g.channels, kernel.bytes_read)]
     if g is not None:
-        return kernel.kind, g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch)]
+        return "gemm", g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch)]
     nbytes = kernel.bytes_read + kernel.bytes_written
     if kernel.rows is not None:
         return "rows", None, [_log2(v) for v in (kernel.rows.number, kernel.rows.width, nbytes)]
@@ -83,15 +89,17 @@ def residual(measured: float, body: float, rest: float) -> float:
 class Neighbours:
     """A loaded bank: per key, the quantized features (n x d integers) and residuals of its measured kernels."""
 
-    __slots__ = ("source", "_banks", "_memo")
+    __slots__ = ("source", "gpu", "_banks", "_memo", "_size")
 
-    def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> None:
+    def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
+        self.gpu = gpu
         self._banks = dict(banks)
         self._memo: dict[Any, float] = {}
+        self._size = sum(len(r) for _, r in self._banks.values())
 
     def __len__(self) -> int:
-        return sum(len(r) for _, r in self._banks.values())
+        return self._size
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Neighbours):
@@ -113,8 +121,8 @@ class Neighbours:
     def correction(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> Any:
         """The log factor c of a kernel (``bank_key``, its variants as (name, applies), its log2 features); 0 where unbanked."""
         if all(type(m) is bool or isinstance(m, np.bool_) for _, m in variants) and not any(
-                isinstance(f, np.ndarray) for f in feats):
-            full = key + "|" + "+".join(name for name, m in variants if m)
+                type(f) is not float and isinstance(f, np.ndarray) for f in feats):
+            full = key + "|" + "+".join([name for name, m in variants if m])
             bank = self._banks.get(full)
             if bank is None:
                 return 0.0
@@ -135,7 +143,7 @@ class Neighbours:
         code: Any = 0
         for bit, (_, m) in enumerate(variants):
             if np.ndim(m):
-                code = code | (np.broadcast_to(m, shape).ravel().astype(np.int64) << bit)
+                code = code | (np.broadcast_to(m, shape).ravel().astype(bool).astype(np.int64) << bit)
             elif m:
                 code = code | 1 << bit
         out = np.zeros(int(np.prod(shape)))
@@ -147,7 +155,7 @@ class Neighbours:
             where = np.flatnonzero(code == c) if np.ndim(code) and code.min() != code.max() else None
             varying = [j for j, v in enumerate(q) if np.ndim(v)]
             if not varying:
-                out[:] = _nearest(bank, np.array([q], dtype=np.int64))[0]
+                out[slice(None) if where is None else where] = _nearest(bank, np.array([q], dtype=np.int64))[0]
                 continue
             cells, inverse = _distinct(np.stack([q[j] if where is None else q[j][where] for j in varying]))
             points = np.empty((cells.shape[1], len(q)), dtype=np.int64)
@@ -165,8 +173,8 @@ def _distinct(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct columns of the d x n integer array ``q``, the index of each column's among them)."""
     low = q.min(axis=1)
     span = q.max(axis=1) - low + 1
-    cells_total = int(np.prod(span.astype(float)))
-    if cells_total <= 1 << 24:  # a small grid: counting, not sorting
+    cells_total = int(min(np.prod(span.astype(float)), 1 << 62))
+    if cells_total <= min(1 << 24, 4 * q.shape[1] + 4096):  # a small grid for its points: counting, not sorting
         strides = np.cumprod(np.concatenate(([1], span[:-1])))
         cell = q[0] - low[0] if len(q) == 1 else (q - low[:, None]).T @ strides
         present = np.flatnonzero(np.bincount(cell, minlength=cells_total))
@@ -179,7 +187,11 @@ def _distinct(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
-    """c of each quantized query row of ``q`` (m x d integers) against one key's bank."""
+    """c of each quantized query row of ``q`` (m x d integers) against one key's bank.
+
+    The K nearest are every banked kernel at most as far as the K-th nearest: kernels tied at that
+    distance all count (features are quantized, so ties are common), so the bank's row order never matters.
+    """
     points, residuals = bank
     x = points.astype(float) / STEP
     out = np.empty(len(q))
@@ -188,37 +200,53 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
     for start in range(0, len(q), rows):
         block = q[start:start + rows].astype(float) / STEP
         d = np.sqrt(((block[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
-        idx = np.argpartition(d, k - 1, axis=1)[:, :k] if k < len(points) else np.broadcast_to(np.arange(k), d.shape)
-        dk = np.take_along_axis(d, idx, axis=1)
-        w = 1.0 / (dk + SOFTEN)
-        c = (w * residuals[idx]).sum(axis=1) / (w.sum(axis=1) + PRIOR)
-        nearest = dk.min(axis=1)
+        kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]
+        w = np.where(d <= kth, 1.0 / (d + SOFTEN), 0.0)
+        c = (w @ residuals) / (w.sum(axis=1) + PRIOR)
+        nearest = d.min(axis=1)
         out[start:start + rows] = c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
     return out
 
 
-def load_neighbours(path: Any) -> Neighbours:
-    """Load and check a bank file (``measured.neighbours``); problems raise ``SpecError`` naming the file."""
+def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
+    """Load and check a bank file (``measured.neighbours``) of ``gpu``; problems raise ``SpecError`` naming the file.
+
+    Checked: JSON text; ``gpu`` (the spec name it was measured for, equal to ``gpu`` when given), ``source``
+    and ``keys``; under each key as many integer feature rows, each as wide as its tag says (``WIDTHS``),
+    as residuals, each finite and at most ``MAX_RESIDUAL`` in size.
+    """
+    from pydantic import ValidationError
+
+    from .hardware.schema import NeighbourBank  # the spec schema module (pydantic): not imported with the predictor
+
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise SpecError(f"{p}: no such neighbour bank (measured.neighbours names it)") from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SpecError(f"{p}: not a readable JSON neighbour bank: {exc}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("keys"), dict) or not isinstance(data.get("source"), str):
-        raise SpecError(f"{p}: a neighbour bank is an object with 'source' (text) and 'keys' (an object); got "
-                        f"{type(data).__name__} with {sorted(data) if isinstance(data, dict) else 'no keys'}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpecError(f"{p}: not a readable neighbour bank: {exc}") from None
+    try:
+        doc = NeighbourBank.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(the file)"
+        came = f"; got {first['input']!r}"[:120] if first.get("type") != "json_invalid" else ""
+        raise SpecError(f"{p}: field '{where}': {first['msg']}{came}") from None
+    if gpu is not None and doc.gpu != gpu:
+        raise SpecError(f"{p}: field 'gpu': this bank was measured on {doc.gpu!r}, not on {gpu!r}; give the spec its "
+                        f"own bank or drop its measured.neighbours")
     banks = {}
-    for key, entry in data["keys"].items():
-        try:
-            points = np.asarray(entry["features"], dtype=np.int64)
-            residuals = np.asarray(entry["residuals"], dtype=float)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SpecError(f"{p}: field 'keys.{key}': expected 'features' (rows of integers) and 'residuals' "
-                            f"(numbers): {exc}") from None
-        if points.ndim != 2 or residuals.shape != (len(points),) or not len(points) or not np.isfinite(residuals).all():
-            raise SpecError(f"{p}: field 'keys.{key}': expected n rows of features and n finite residuals, n >= 1; got "
-                            f"features of shape {points.shape} and {residuals.size} residuals")
-        banks[key] = (points, residuals)
-    return Neighbours(data["source"], banks)
+    for key, entry in doc.keys.items():
+        tag = key.split("|")[4] if key.count("|") == 5 else ""
+        width = WIDTHS.get(tag)
+        if width is None:
+            raise SpecError(f"{p}: field 'keys.{key}': a key is op|kind|precision|layout|tag|variants with tag one of "
+                            f"{', '.join(WIDTHS)}; got {key!r}")
+        rows = entry.features
+        if not rows or any(len(row) != width for row in rows) or len(entry.residuals) != len(rows):
+            raise SpecError(f"{p}: field 'keys.{key}': expected n >= 1 rows of {width} features (tag {tag!r}) and n "
+                            f"residuals; got {len(entry.features)} rows of widths "
+                            f"{sorted({len(r) for r in entry.features})} and {len(entry.residuals)} residuals")
+        banks[key] = (np.array(rows, dtype=np.int64), np.array(entry.residuals, dtype=float))
+    return Neighbours(doc.source, banks, doc.gpu)

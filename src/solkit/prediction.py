@@ -200,7 +200,7 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
     path = beside if beside is not None and beside.exists() else shipped_dir() / measured.neighbours
     if not path.exists() and beside is not None:
         path = beside  # the error names the place the spec points to
-    return cal.replace(neighbours=load_neighbours(path))
+    return cal.replace(neighbours=load_neighbours(path, g.name))
 
 
 def _borrowed(g: "GPU") -> Calibration:
@@ -727,7 +727,8 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
     if cal.neighbours is not None:
-        moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms) if any_(t.neighbour != 0.0)]
+        moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
+                 if (t.neighbour != 0.0 if type(t.neighbour) is float else any_(t.neighbour != 0.0))]
         if moved:
             notes.append(_neighbour_note(moved, len(cal.neighbours), g.name))
     if any(k.op == "sdpa_attention" for k, _ in counted):
@@ -797,10 +798,11 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
 
 def _neighbour_note(moved: list[tuple[str, Any]], banked: int, gpu: str) -> str:
     """What the neighbour correction did: the kernels it moved most, by what factor (a range over a sweep)."""
-    moved = sorted(moved, key=lambda m: -float(np.max(np.abs(m[1]))))
+    if len(moved) > 1:
+        moved = sorted(moved, key=lambda m: -(abs(m[1]) if type(m[1]) is float else float(np.max(np.abs(m[1])))))
     shown = []
     for name, c in moved[:3]:
-        low, high = float(np.exp(np.min(c))), float(np.exp(np.max(c)))
+        low, high = (math.exp(c),) * 2 if type(c) is float else (float(np.exp(np.min(c))), float(np.exp(np.max(c))))
         shown.append(f"{name} x{low:.2f}" if low == high else f"{name} x{low:.2f}-{high:.2f}")
     more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
     return (f"neighbour correction from {banked:,} measured kernels on {gpu}: {', '.join(shown)}{more} "

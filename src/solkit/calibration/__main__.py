@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 from ..hardware import load_spec_file
 from .crossval import cross_validate, format_scores
 from .fitting import fit, round_calibration
-from .neighbours import BANK_DATA, BANK_FILE, bank_document, bank_rows, holdout_by_set, write_bank
+from .neighbours import BANK_DATA, bank_document, bank_file, bank_rows, holdout_by_set, write_bank
 from ..prediction import calibration
 from .data import load_measurements
 from .metrics import evaluate
@@ -110,14 +110,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "fit":
         msets = [load_measurements(path) for path in args.data]
         result = fit(msets, gpu)
-        section = measured_section(msets[0], result, " + ".join(args.data), BANK_FILE)
+        section = measured_section(msets[0], result, " + ".join(args.data), bank_file(gpu.name))
         print(_dump(section), end="")
         if args.write:
             rows = [r for path in args.bank for r in bank_rows(load_measurements(path), gpu,
                                                                  round_calibration(result.calibration))]
-            write_bank(Path(args.spec).parent / BANK_FILE, bank_document(rows, gpu.name, args.bank))
+            write_bank(Path(args.spec).parent / bank_file(gpu.name), bank_document(rows, gpu.name, args.bank))
             write_measured(args.spec, section)
-            print(f"wrote {args.spec} and its neighbour bank {BANK_FILE} ({len(rows)} cases)")
+            print(f"wrote {args.spec} and its neighbour bank {bank_file(gpu.name)} ({len(rows)} cases)")
         return 0
     if args.command == "cv":
         sample, catalogue = (load_measurements(path) for path in args.data)
@@ -133,7 +133,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         earlier = (load_measurements(args.repeat), again) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
         named_rows = [(Path(path).name, bank_rows(load_measurements(path), gpu, calibration(gpu))) for path in BANK_DATA]
-        text = sampled_report(sets, gpu, args.spec, cv_table, earlier, holdout_by_set(named_rows))
+        text = sampled_report(sets, gpu, args.spec, cv_table, earlier, holdout_by_set(named_rows, gpu, calibration(gpu)))
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -23,10 +23,8 @@ from ..sol import roofline
 from .data import MeasurementSet, group_of, workload_of
 from .fitting import ceilings
 
-__all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "BANK_FILE"]
-
-#: the bank file written beside the spec
-BANK_FILE = "h200-sxm.neighbours.json"
+__all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file", "predicted",
+           "write_bank"]
 #: the measured sets in the bank: every sampled set measured so far (fit, validation, the spent test draws),
 #: SDPA as users call it, casts, the conv/bmm fit draw and the catalogue's training two thirds (its held-out third
 #: stays out, so the validation report's held-out rows stay unseen). Never a frozen test set measured after this.
@@ -54,6 +52,7 @@ class BankRow:
     main: float  # the main kernel's modelled seconds (body x count)
     rest: float  # the case's other modelled seconds (launch floor, other kernels, gaps)
     measured: float  # seconds, shifted to the spec's launch floor
+    workload: Any = field(default=None, compare=False, repr=False)  # the case's workload (for holdout_by_set)
 
 
 def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = False) -> list[BankRow]:
@@ -83,7 +82,7 @@ def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = 
         key = bank_key(t.op, kernel.kind, kernel.precision, layout, tag) + "|" + "+".join(n for n, m in t.variants if m)
         measured = float(c.seconds or 0.0) - shift  # fit-usable cases are measured
         rows.append(BankRow(c.id, group_of(c), key, tuple(int(round(f * STEP)) for f in feats),
-                            residual(measured, main, total - main), main, total - main, measured))
+                            residual(measured, main, total - main), main, total - main, measured, w))
     return rows
 
 
@@ -122,26 +121,31 @@ def write_bank(path: Any, document: dict[str, Any]) -> None:
     Path(path).write_text("\n".join(lines), encoding="utf-8")
 
 
-def corrected(row: BankRow, bank: Neighbours) -> float:
-    """A bank row's prediction with ``bank``'s correction: rest + main x exp(c)."""
-    key, variants = row.key.rsplit("|", 1)
-    names = variants.split("+") if variants else []
-    c = bank.correction(key, [(n, True) for n in names], [f / STEP for f in row.features])
-    return row.rest + row.main * math.exp(c)
+def predicted(row: BankRow, gpu: Any, cal: Calibration) -> float:
+    """A bank row's case as ``predict`` gives it under ``cal`` (its bank, if any): every kernel, floored at T_SOL."""
+    terms = [(kernel_terms(k, gpu, cal), n) for k, n in row.workload.counted]
+    bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
+    return max(float(_combined(terms, bodies, cal)), float(roofline(row.workload, gpu).t_sol))
 
 
-def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]]) -> list[tuple[str, int, float, float, float, float]]:
-    """Per set: (name, cases, median and p90 error uncorrected, the same corrected by a bank of every other set)."""
+def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]], gpu: Any, cal: Calibration
+                   ) -> list[tuple[str, int, float, float, float, float]]:
+    """Per set: (name, cases, median and p90 error of the physical model, the same corrected by a bank of every other set).
+
+    Each case is predicted as ``predict`` does (every kernel corrected, the bound as a floor) under ``cal``'s
+    physical parameters and a bank that holds none of its set's cases.
+    """
+    physical = cal.replace(neighbours=None)
     out = []
     for i, (name, rows) in enumerate(named):
-        bank = bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other])
+        held = physical.replace(neighbours=bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other]))
         before = np.abs([math.log((r.rest + r.main) / r.measured) for r in rows])
-        after = np.abs([math.log(corrected(r, bank) / r.measured) for r in rows])
+        after = np.abs([math.log(predicted(r, gpu, held) / r.measured) for r in rows])
         a, b, c, d = (float(np.expm1(np.percentile(e, q))) for e in (before, after) for q in (50, 90))
         out.append((name, len(rows), a, b, c, d))
     return out
 
 
-def spec_bank_path(spec: Any, name: Optional[str] = None) -> Path:
-    """The bank file beside ``spec``."""
-    return Path(spec).parent / (name or BANK_FILE)
+def bank_file(gpu: str) -> str:
+    """The name of a GPU's bank file, written beside its spec: ``{gpu}.neighbours.json``."""
+    return f"{gpu}.neighbours.json"

@@ -184,9 +184,9 @@ def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", sp
                   f"max {worst:.0%}. No model can beat this floor.", ""]
     if held_by_set:
         lines += ["## The neighbour correction, held out by set", "",
-                  "Each file of the bank predicted with a bank of all the other files (so none of its cases is its own "
-                  "neighbour), beside the physical model alone. Times are shifted to the spec's launch floor, as in the "
-                  "bank.", "", "| file | cases | physical median | physical p90 | corrected median | corrected p90 |",
+                  "Each file of the bank predicted as `predict` does (every kernel corrected, floored at T_SOL) with a "
+                  "bank of all the other files (so none of its cases is its own neighbour), beside the physical model "
+                  "alone. Times are shifted to the spec's launch floor, as in the bank.", "", "| file | cases | physical median | physical p90 | corrected median | corrected p90 |",
                   "|---|---:|---:|---:|---:|---:|"]
         lines += [f"| `{name}` | {n} | {a:.1%} | {b:.1%} | {c:.1%} | {d:.1%} |" for name, n, a, b, c, d in held_by_set]
         lines.append("")

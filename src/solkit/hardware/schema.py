@@ -28,10 +28,11 @@ import datetime as _dt
 import warnings
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, StrictInt, StrictStr, ValidationError
 
 from .._validate import choice, flag
 from ..errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownSourceError, UnsupportedPrecisionError
+from ..neighbours import MAX_RESIDUAL
 from .consistency import spec_issues
 from ..precision import RATE_CLASSES, normalize, rate_class
 from .parameters import PARAMETERS, TERA, UNIT_FACTORS, Calibration, Parameter, ReadOnlyTable
@@ -262,6 +263,24 @@ class Measured(_SpecModel):
             else:
                 values[p.name] = raw * factor
         return Calibration(gpu=gpu, calibrated=True, source=f"measured on {gpu} {self.date}: {self.method}", **values)
+
+
+class BankEntry(BaseModel):
+    """One key of a neighbour bank: quantized log2 features (rows of integers) and residuals, one per row."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    features: list[list[Annotated[StrictInt, Field(ge=-(1 << 20), le=1 << 20)]]]
+    residuals: list[Annotated[float, Field(ge=-MAX_RESIDUAL, le=MAX_RESIDUAL, allow_inf_nan=False)]]
+
+
+class NeighbourBank(BaseModel):
+    """A neighbour bank file (``measured.neighbours``; ``solkit.neighbours``): the GPU it was measured on, how, and its keys."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    gpu: StrictStr
+    source: StrictStr
+    cases: StrictInt = 0
+    keys: dict[str, BankEntry]
 
 
 # ---- the GPU ---------------------------------------------------------------------------------
