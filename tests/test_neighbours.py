@@ -50,13 +50,13 @@ def test_only_the_five_nearest_count():
 
 
 def test_neighbours_tied_at_the_fifth_distance_all_count():
-    """Six neighbours: four at 0, 1, 2, 3 octaves (r = 0) and two tied at 4 (r = +1 and -1... here +1 and +0.5).
+    """Six neighbours: four at 0, 1, 2, 3 octaves (r = 0) and two tied at 4 (r = +1 and +0.5).
     Both tied ones count: weights 2, 2/3, 2/5, 2/7 and 2/9 twice; c = 2/9 x 1.5 / (0.5 + 2 + 2/3 + 2/5 + 2/7 + 4/9)
-    = (1/3) / 4.2984 = 0.077547; with the rows in any order."""
+    = (1/3) / 4.296825 = 0.077576; with the rows in any order."""
     points = [[0], [1], [2], [3], [4], [-4]]
     residuals = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5]
     total = 0.5 + 2 + 2 / 3 + 2 / 5 + 2 / 7 + 4 / 9
-    expected = (2 / 9 * 1.5) / total  # 0.077547
+    expected = (2 / 9 * 1.5) / total  # 0.077576
     assert bank(points, residuals).correction(KEY, [], [0.0]) == pytest.approx(expected, rel=1e-12)
     order = [5, 2, 0, 4, 1, 3]
     shuffled = bank([points[i] for i in order], [residuals[i] for i in order])

@@ -31,7 +31,7 @@ import numpy as np
 from .errors import SpecError
 
 __all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "load_neighbours", "bank_key",
-           "features", "residual"]
+           "variant_key", "features", "residual"]
 
 #: neighbours averaged per kernel
 K = 5
@@ -58,6 +58,11 @@ BLOCK = 1 << 22
 def bank_key(op: str, kind: str, precision: str, layout: Optional[str], tag: str) -> str:
     """The bank key of a kernel without its variants: ``op|kind|precision|layout|tag``."""
     return f"{op}|{kind}|{SHARED_PRECISIONS.get(precision, precision)}|{layout or ''}|{tag}"
+
+
+def variant_key(key: str, names: Any) -> str:
+    """A ``bank_key`` joined with the names of the variants that apply: ``op|kind|precision|layout|tag|v1+v2``."""
+    return key + "|" + "+".join(names)
 
 
 def _log2(x: Any) -> Any:
@@ -87,14 +92,18 @@ def residual(measured: float, body: float, rest: float) -> float:
 
 
 class Neighbours:
-    """A loaded bank: per key, the quantized features (n x d integers) and residuals of its measured kernels."""
+    """A loaded bank: per key, the features (n x d, in octaves) and residuals of its measured kernels.
+
+    ``banks`` gives the features quantized (integers, 1/STEP octave); they are kept in octaves, converted once.
+    """
 
     __slots__ = ("source", "gpu", "_banks", "_memo", "_size")
 
     def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
         self.gpu = gpu
-        self._banks = dict(banks)
+        self._banks = {key: (np.asarray(points, dtype=float) / STEP, np.asarray(residuals, dtype=float))
+                       for key, (points, residuals) in banks.items()}
         self._memo: dict[Any, float] = {}
         self._size = sum(len(r) for _, r in self._banks.values())
 
@@ -122,7 +131,7 @@ class Neighbours:
         """The log factor c of a kernel (``bank_key``, its variants as (name, applies), its log2 features); 0 where unbanked."""
         if all(type(m) is bool or isinstance(m, np.bool_) for _, m in variants) and not any(
                 type(f) is not float and isinstance(f, np.ndarray) for f in feats):
-            full = key + "|" + "+".join([name for name, m in variants if m])
+            full = variant_key(key, [name for name, m in variants if m])
             bank = self._banks.get(full)
             if bank is None:
                 return 0.0
@@ -148,7 +157,7 @@ class Neighbours:
                 code = code | 1 << bit
         out = np.zeros(int(np.prod(shape)))
         for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else (code,)):
-            full = key + "|" + "+".join(name for bit, (name, _) in enumerate(variants) if c >> bit & 1)
+            full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is None:
                 continue
@@ -187,16 +196,15 @@ def _distinct(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
-    """c of each quantized query row of ``q`` (m x d integers) against one key's bank.
+    """c of each quantized query row of ``q`` (m x d integers) against one key's bank (features in octaves).
 
     The K nearest are every banked kernel at most as far as the K-th nearest: kernels tied at that
     distance all count (features are quantized, so ties are common), so the bank's row order never matters.
     """
-    points, residuals = bank
-    x = points.astype(float) / STEP
+    x, residuals = bank
     out = np.empty(len(q))
-    rows = max(1, BLOCK // max(len(points), 1))
-    k = min(K, len(points))
+    rows = max(1, BLOCK // max(len(x), 1))
+    k = min(K, len(x))
     for start in range(0, len(q), rows):
         block = q[start:start + rows].astype(float) / STEP
         d = np.sqrt(((block[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))

@@ -1,6 +1,6 @@
 """The neighbour bank (``solkit.neighbours``): each measured case's miss under the fitted physical model, on its main kernel.
 
-``build_bank`` evaluates every measured primary case of the bank files with the physical model (the
+``bank_rows`` evaluates every measured primary case of the bank files with the physical model (the
 fitted ``measured:`` section, no correction), puts the case's whole miss on its main kernel (the
 longest modelled body) and files it under that kernel's key with its quantized features.
 ``holdout_by_set`` scores the correction honestly: each file's cases against a bank of the others.
@@ -9,7 +9,6 @@ longest modelled body) and files it under that kernel's key with its quantized f
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,11 +16,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..hardware.parameters import Calibration
-from ..neighbours import STEP, Neighbours, bank_key, features, residual
+from ..neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
 from ..prediction import _combined, kernel_seconds, kernel_terms
 from ..sol import roofline
 from .data import MeasurementSet, group_of, workload_of
 from .fitting import ceilings
+from .metrics import log_error
 
 __all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file", "predicted",
            "write_bank"]
@@ -69,42 +69,48 @@ def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = 
     rows = []
     for c in cases:
         w = workload_of(c)
-        counted = w.counted
-        terms = [(kernel_terms(k, gpu, physical), n) for k, n in counted]
-        bodies = [kernel_seconds(t, physical)[0] for t, _ in terms]
-        total = max(float(_combined(terms, bodies, physical)), float(roofline(w, gpu).t_sol))
+        terms, bodies, total = _modelled(w, gpu, physical)
         i = int(np.argmax([float(b) * n for b, (_, n) in zip(bodies, terms)]))
         main = float(bodies[i]) * terms[i][1]
         if not main > 0:
             continue
-        kernel, t = counted[i][0], terms[i][0]
+        kernel, t = w.counted[i][0], terms[i][0]
         tag, layout, feats = features(kernel)
-        key = bank_key(t.op, kernel.kind, kernel.precision, layout, tag) + "|" + "+".join(n for n, m in t.variants if m)
+        key = variant_key(bank_key(t.op, kernel.kind, kernel.precision, layout, tag), [n for n, m in t.variants if m])
         measured = float(c.seconds or 0.0) - shift  # fit-usable cases are measured
         rows.append(BankRow(c.id, group_of(c), key, tuple(int(round(f * STEP)) for f in feats),
                             residual(measured, main, total - main), main, total - main, measured, w))
     return rows
 
 
-def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
-    """A loaded bank of ``rows``."""
+def _modelled(w: Any, gpu: Any, cal: Calibration) -> tuple[list[Any], list[Any], float]:
+    """(terms with counts, bodies, seconds) of a workload as ``predict`` sums one: floored at T_SOL."""
+    terms = [(kernel_terms(k, gpu, cal), n) for k, n in w.counted]
+    bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
+    return terms, bodies, max(float(_combined(terms, bodies, cal)), float(roofline(w, gpu).t_sol))
+
+
+def _keyed(rows: Sequence[BankRow]) -> list[tuple[str, list[BankRow]]]:
+    """The rows grouped by key, keys sorted."""
     keyed: dict[str, list[BankRow]] = {}
     for r in rows:
         keyed.setdefault(r.key, []).append(r)
+    return sorted(keyed.items())
+
+
+def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
+    """A loaded bank of ``rows`` (residuals rounded as the file keeps them)."""
     return Neighbours(source, {k: (np.array([r.features for r in v], dtype=np.int64),
-                                   np.array([round(r.residual, 4) for r in v])) for k, v in sorted(keyed.items())})
+                                   np.array([round(r.residual, 4) for r in v])) for k, v in _keyed(rows)})
 
 
 def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> dict[str, Any]:
     """The bank file's contents (``solkit.neighbours.load_neighbours`` reads it)."""
-    keyed: dict[str, list[BankRow]] = {}
-    for r in rows:
-        keyed.setdefault(r.key, []).append(r)
     source = (f"python -m solkit.calibration fit --write: {len(rows)} measured cases on {gpu} ({', '.join(files)}), "
               f"each case's log(measured / modelled) on its main kernel under this spec's measured: section")
     return {"gpu": gpu, "source": source, "cases": len(rows),
             "keys": {k: {"features": [list(r.features) for r in v], "residuals": [round(r.residual, 4) for r in v]}
-                     for k, v in sorted(keyed.items())}}
+                     for k, v in _keyed(rows)}}
 
 
 def write_bank(path: Any, document: dict[str, Any]) -> None:
@@ -123,9 +129,7 @@ def write_bank(path: Any, document: dict[str, Any]) -> None:
 
 def predicted(row: BankRow, gpu: Any, cal: Calibration) -> float:
     """A bank row's case as ``predict`` gives it under ``cal`` (its bank, if any): every kernel, floored at T_SOL."""
-    terms = [(kernel_terms(k, gpu, cal), n) for k, n in row.workload.counted]
-    bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
-    return max(float(_combined(terms, bodies, cal)), float(roofline(row.workload, gpu).t_sol))
+    return _modelled(row.workload, gpu, cal)[2]
 
 
 def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]], gpu: Any, cal: Calibration
@@ -139,8 +143,9 @@ def holdout_by_set(named: Sequence[tuple[str, list[BankRow]]], gpu: Any, cal: Ca
     out = []
     for i, (name, rows) in enumerate(named):
         held = physical.replace(neighbours=bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other]))
-        before = np.abs([math.log((r.rest + r.main) / r.measured) for r in rows])
-        after = np.abs([math.log(predicted(r, gpu, held) / r.measured) for r in rows])
+        measured = [r.measured for r in rows]
+        before = log_error([r.rest + r.main for r in rows], measured)
+        after = log_error([predicted(r, gpu, held) for r in rows], measured)
         a, b, c, d = (float(np.expm1(np.percentile(e, q))) for e in (before, after) for q in (50, 90))
         out.append((name, len(rows), a, b, c, d))
     return out
