@@ -13,9 +13,11 @@ opt.step() with AdamW(lr=1e-4, wd=0.01, fused=True) (foreach=True if fused fails
 (DistributedDataParallel, bucket_cap_mb=25, gradient_as_bucket_view=False), "fsdp" (FSDP2 fully_shard on every
 layer, then the root; reshard_after_forward=True; no MixedPrecisionPolicy; FSDP1 FULL_SHARD if FSDP2 is missing).
 ``batch`` is per GPU. Per case: ``--warmup`` steps, ``--steps`` timed steps one at a time (synchronize, barrier,
-CUDA events around the step; the MAX over ranks per step), peak memory on rank 0, then one profiled step on ranks 0
-and 1 (grid cases only, unless --no-traces): DIR/traces/<id>-rank<r>.json.gz, summarised on rank 0 (NCCL kernels,
-their GPU time and the part no compute kernel overlaps, all kernel time, the kernel span). Rank 0 rewrites
+CUDA events around the step; the MAX over ranks per step), peak memory on rank 0. Once every case is timed, a trace
+pass builds each grid case again (unless --no-traces) and profiles one step on ranks 0 and 1:
+DIR/traces/<id>-rank<r>.json.gz, summarised on rank 0 (NCCL kernels, their GPU time and the part no compute kernel
+overlaps, all kernel time, the kernel span). No step is timed after a profiler session: one session leaves every later
+launch of the process about 1.5x slower on the host (benchmarks/programs/host_noise.py). Rank 0 rewrites
 DIR/parallel_steps.json after every case. Never imports solkit; uses ./collectives.py and ../profiling/trace_stats.py.
 """
 
@@ -385,8 +387,6 @@ class Runner:
                        tokens_per_gpu=case["batch"] * case["seq"], build_s=round(time.monotonic() - t, 3))
             rec.update(measure(tr, args, collective))
             rec.update(optimizer=tr.optimizer, optimizer_note=tr.optimizer_note, status="ok")
-            if args.traces and case["source"] == "grid":
-                rec["traces"] = self.trace(tr, case)
         except Exception as e:  # noqa: BLE001 - one failure (OOM included) must not lose the other cases
             rec.update(status="error", error=f"{type(e).__name__}: {e}"[:1000],
                        traceback=traceback.format_exc()[-2500:])
@@ -397,6 +397,25 @@ class Runner:
                 torch.cuda.empty_cache()
         rec["case_s"] = round(time.monotonic() - t, 3)
         return rec
+
+    def trace_case(self, case: dict[str, Any]) -> dict[str, Any]:
+        """The trace pass: build the case again, warm it up, profile one step (``trace``); errors are recorded."""
+        d, args = self.d, self.args
+        tr: Trainer | None = None
+        try:
+            tr = Trainer(case, d, args.small, args.warmup + 1)
+            tr.parallelize()
+            for i in range(args.warmup):
+                tr.step(i)
+            d.sync()
+            return self.trace(tr, case)
+        except Exception as e:  # noqa: BLE001 - a failed trace keeps the case's timings
+            return {"error": f"rank {d.rank}: {type(e).__name__}: {e}"[:500]}
+        finally:
+            tr = None
+            gc.collect()
+            if d.cuda:
+                torch.cuda.empty_cache()
 
     def trace(self, tr: Trainer, case: dict[str, Any]) -> dict[str, Any]:
         """Profile one more step on ranks 0 and 1 (the others run it plain); rank 0 summarises the traces."""
@@ -499,8 +518,6 @@ def main(argv: list[str] | None = None) -> int:
                "cases": [{**c, "status": "pending"} for c in cases]}
         comm.write_json(path, doc)
     runner = Runner(args, d)
-    if args.traces and d.rank in (0, 1):
-        runner.warm_profiler()
     for i, case in enumerate(cases):
         if d.rank0_says(comm.elapsed() > args.budget_s):
             rec = {**case, "status": "skipped (budget)"}
@@ -517,6 +534,19 @@ def main(argv: list[str] | None = None) -> int:
             doc["total_s"] = round(comm.elapsed(), 1)
             comm.write_json(path, doc)
             print(json.dumps(short(rec), separators=(",", ":")), flush=True)
+    traced = [i for i, c in enumerate(cases) if args.traces and c["source"] == "grid"]
+    if traced and d.rank in (0, 1):
+        runner.warm_profiler()  # after every timing (a profiler session slows later launches)
+    for i in traced:
+        if not d.rank0_says(d.rank == 0 and doc["cases"][i].get("status") == "ok"):
+            continue
+        single = cases[i]["mode"] == "single"
+        out = runner.trace_case(cases[i]) if not single or d.rank == 0 else {}
+        if single and d.world > 1:
+            dist.barrier(group=wait_group)
+        if d.rank == 0:
+            doc["cases"][i]["traces"] = out
+            comm.write_json(path, doc)
     if d.rank == 0:
         counts: dict[str, int] = {}
         for c in doc["cases"]:

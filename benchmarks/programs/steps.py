@@ -9,8 +9,11 @@ Per case (``GRID``, most important first): build the model from its config (rand
 ``--warmup`` untimed steps (+1 for ResNet, whose convolutions cuDNN autotunes), time ``--blocks`` blocks of
 ``--steps`` steps one at a time (CUDA events around the step, ``torch.cuda.synchronize()`` before it; host time
 with ``time.perf_counter`` around the call; the quietest block's medians are kept: a shared host's noisy spells
-slow whole blocks), measure the memory of the first timed step, then profile ONE more step
-with ``torch.profiler`` and summarise its trace with ``benchmarks/profiling/trace_stats.py``.
+slow whole blocks), measure the memory of the first timed step. Before the blocks, a launch probe: the host
+time per launch of 2,000 small ``torch.add`` calls (median of 5), the host's speed at that moment. Once every case
+is timed, a second pass builds each case again and profiles ONE step with ``torch.profiler``, summarised with
+``benchmarks/profiling/trace_stats.py``: no case is timed after a profiler session, because one session leaves
+every later launch of the process about 1.6x slower on the host (``host_noise.py``, data/h200_host_noise.jsonl).
 ``DIR/steps.json`` is rewritten after every case (cases not yet run are "pending"); one short JSON line per
 case goes to stdout. A case that fails (CUDA OOM included) is recorded as "error: ..." and the next one runs;
 once ``--budget-s`` seconds have passed since start, the remaining cases are "skipped (budget)".
@@ -433,6 +436,22 @@ def build(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
 # --------------------------------------------------------------------------- measuring one case
 
 
+def launch_probe(torch: Any, launches: int = 2000, repeats: int = 5) -> float:
+    """Median over ``repeats`` of the host seconds per launch of ``launches`` small ``torch.add`` calls."""
+    a, b, c = (torch.ones(1024, device="cuda") for _ in range(3))
+    for _ in range(100):
+        torch.add(a, b, out=c)
+    torch.cuda.synchronize()
+    per = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            torch.add(a, b, out=c)
+        per.append((time.perf_counter() - t0) / launches)
+        torch.cuda.synchronize()
+    return statistics.median(per)
+
+
 class Runner:
     def __init__(self, torch: Any, args: argparse.Namespace, dev: str, tmp: str) -> None:
         self.torch = torch
@@ -440,7 +459,7 @@ class Runner:
         self.dev = dev
         self.cuda = dev == "cuda"
         self.tmp = tmp
-        self.profile_on = self.cuda or args.profile_cpu
+        self.profile_on = (self.cuda or args.profile_cpu) and not args.no_profile
 
     def sync(self) -> None:
         if self.cuda:
@@ -477,6 +496,7 @@ class Runner:
         r["warmup_s"] = round(time.monotonic() - t, 3)
         r["memory_after_warmup_bytes"] = int(torch.cuda.memory_allocated()) if self.cuda else None
 
+        r["probe_us"] = round(launch_probe(torch) * 1e6, 3) if self.cuda else None
         wall: list[float] = []
         host: list[float] = []
         blocks: list[tuple[float, float]] = []  # (wall, host) medians of each block of steps
@@ -523,16 +543,28 @@ class Runner:
         r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
         r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
         r["memory_reserved_bytes"] = int(torch.cuda.memory_reserved()) if self.cuda else None
-
-        r["profile"] = None
-        if self.profile_on:
-            try:
-                r["profile"] = self.profile(bench)
-            except Exception as err:  # noqa: BLE001 - keep the timings when the profiler fails
-                r["profile"] = None
-                r["profile_error"] = f"{type(err).__name__}: {err}"[:500]
         r.update(bench.finish())
         return r
+
+    def profile_case(self, case: dict[str, Any]) -> dict[str, Any]:
+        """The profile pass: build ``case`` again, warm it up, profile one step (``profile`` or ``profile_error``)."""
+        bench: Bench | None = None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                bench = build(self.torch, case, self.dev, self.args.small)
+                for _ in range(self.args.warmup + bench.extra_warmup):
+                    bench.reset()
+                    bench.step()
+                self.sync()
+                return {"profile": self.profile(bench)}
+        except Exception as err:  # noqa: BLE001 - keep the timings when the profiler fails
+            return {"profile": None, "profile_error": f"{type(err).__name__}: {err}"[:500]}
+        finally:
+            if bench is not None:
+                bench.info.clear()
+            bench = None
+            self.free()
 
     def profile(self, bench: Bench) -> dict[str, Any]:
         torch = self.torch
@@ -704,6 +736,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="blocks of --steps steps per case, the quietest (least median wall time) kept (default 3)")
     p.add_argument("--block-pause-s", type=float, default=0.25, help="seconds between blocks (default 0.25)")
     p.add_argument("--warmup", type=int, default=3, help="untimed steps before timing (default 3; ResNet +1)")
+    p.add_argument("--profile-budget-s", type=float, default=240.0,
+                   help="profile no case once --budget-s plus this many seconds have passed (default 240)")
+    p.add_argument("--no-profile", action="store_true", help="time only: no profile pass")
     p.add_argument("--profile-cpu", action="store_true",
                    help="without CUDA, profile the CPU step anyway (tests the profile path in a dry run)")
     args = p.parse_args(argv)
@@ -764,7 +799,10 @@ def main(argv: list[str] | None = None) -> int:
             "memory": ("first timed step: torch.cuda.reset_peak_memory_stats() and memory_allocated() "
                        "(memory_before_bytes) before it, max_memory_allocated() after it (peak_memory_bytes)"
                        if dev == "cuda" else None),
-            "profiler": ("one extra step under torch.profiler.profile(activities=[CPU, CUDA], record_shapes=False), "
+            "probe": ("probe_us: before the blocks, the median of 5 repeats of the host time per launch of 2,000 "
+                      "torch.add(a, b, out=c) calls on 1,024 floats" if dev == "cuda" else None),
+            "profiler": ("after every case is timed, a second pass builds each case again (warm-up as above) and "
+                         "profiles one step (no timing ever follows a profiler session in the process): one step under torch.profiler.profile(activities=[CPU, CUDA], record_shapes=False), "
                          "torch.cuda.synchronize() before and after the step inside it; chrome trace summarised "
                          "with benchmarks/profiling/trace_stats.py, then deleted"
                          if dev == "cuda" else ("CPU activity only (--profile-cpu)" if args.profile_cpu else None)),
@@ -775,11 +813,6 @@ def main(argv: list[str] | None = None) -> int:
     write_json(args.out, doc)
     tmp = tempfile.mkdtemp(prefix="solkit_steps_")
     runner = Runner(torch, args, dev, tmp)
-    if runner.profile_on:
-        try:
-            runner.warm_profiler()
-        except Exception as err:  # noqa: BLE001
-            doc["settings"]["profiler_warm_error"] = f"{type(err).__name__}: {err}"[:300]
     log(f"{len(cases)} cases on {dev}{' (small)' if args.small else ''}")
     try:
         for i, case in enumerate(cases):
@@ -791,6 +824,20 @@ def main(argv: list[str] | None = None) -> int:
             doc["total_s"] = round(elapsed(), 1)
             write_json(args.out, doc)
             print(json.dumps(short(rec), separators=(",", ":"), default=str), flush=True)
+        if runner.profile_on:  # the profile pass, after every timing (a profiler session slows later launches)
+            try:
+                runner.warm_profiler()
+            except Exception as err:  # noqa: BLE001
+                doc["settings"]["profiler_warm_error"] = f"{type(err).__name__}: {err}"[:300]
+            for i, (case, rec) in enumerate(zip(cases, list(doc["cases"]))):
+                if rec.get("status") != "ok":
+                    continue
+                if elapsed() > args.budget_s + args.profile_budget_s:
+                    doc["cases"][i] = {**rec, "profile": None, "profile_error": "skipped (budget)"}
+                    continue
+                doc["cases"][i] = {**rec, **runner.profile_case(case)}
+                write_json(args.out, doc)
+            log(f"profile pass done at {elapsed():.0f} s")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         statuses = Counter(str(c.get("status", "")).split(":")[0] for c in doc["cases"])
