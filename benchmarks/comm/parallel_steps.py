@@ -471,6 +471,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--no-traces", dest="traces", action="store_false", help="profile no step")
     p.add_argument("--trace-max-mb", type=float, default=3.0, help="slim a gzipped trace above this (default 3)")
     p.add_argument("--budget-s", type=float, default=280.0, help="start no case after this many seconds (default 280)")
+    p.add_argument("--trace-budget-s", type=float, default=60.0,
+                   help="trace no case once --budget-s plus this many seconds have passed (default 60)")
     args = p.parse_args(argv)
     args.mode_list = [m for m in args.modes.split(",") if m]
     if not args.mode_list or any(m not in MODES for m in args.mode_list):
@@ -538,6 +540,8 @@ def main(argv: list[str] | None = None) -> int:
     if traced and d.rank in (0, 1):
         runner.warm_profiler()  # after every timing (a profiler session slows later launches)
     for i in traced:
+        if d.rank0_says(comm.elapsed() > args.budget_s + args.trace_budget_s):
+            break
         if not d.rank0_says(d.rank == 0 and doc["cases"][i].get("status") == "ok"):
             continue
         single = cases[i]["mode"] == "single"
