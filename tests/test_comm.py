@@ -183,6 +183,39 @@ def test_link_fit_recovers_known_parameters_from_synthetic_cases(tmp_path):
     assert "all_gather" not in fitted["link_latency"]  # no cases, no entry
 
 
+def test_a_chunk_off_16_byte_alignment_runs_at_the_misaligned_efficiency():
+    """all_gather of 1 GiB on 2 GPUs: chunk 2**29 bytes (aligned) at link_efficiency; 1 GiB + 16 bytes, chunk 2**29 + 8
+    (a multiple of 8, not of 16), at link_efficiency x link_misaligned; bus bytes = nbytes x (2-1)/2; all_reduce, which
+    has no link_misaligned, is unchanged. Arrays take each element's own alignment."""
+    cal = calibration(sk.load_gpu("h200"))
+    eff, lat, mis = cal.link_efficiency["all_gather"], cal.link_latency["all_gather"], cal.link_misaligned["all_gather"]
+    assert mis < 1.0 and "all_reduce" not in cal.link_misaligned
+    aligned = sk.predict(comm.all_gather(GIB, 2), "h200").seconds
+    off = sk.predict(comm.all_gather(GIB + 16, 2), "h200").seconds
+    assert aligned == pytest.approx(cal.launch_floor + lat + GIB / 2 / (eff * 450e9))
+    assert off == pytest.approx(cal.launch_floor + lat + (GIB + 16) / 2 / (eff * mis * 450e9))
+    both = sk.predict(comm.all_gather(np.array([GIB, GIB + 16]), 2), "h200").seconds
+    assert both == pytest.approx([aligned, off])
+    r_lat, r_eff = cal.link_latency["all_reduce"], cal.link_efficiency["all_reduce"]
+    # all_reduce of 1 GiB + 16 on 2 GPUs: bus bytes 2 x 1/2 x nbytes = nbytes
+    assert sk.predict(comm.all_reduce(GIB + 16, 2), "h200").seconds == pytest.approx(
+        cal.launch_floor + r_lat + (GIB + 16) / (r_eff * 450e9))
+
+
+def test_misaligned_fit_recovers_a_known_factor():
+    """Cases made with latency 20 us, efficiency 0.8 and a misaligned factor 0.6 (all_gather, 2 GPUs, 2**k + 16 bytes,
+    1 MiB .. 1 GiB): fit_misaligned finds 0.6; aligned cases alone, or fewer than 3, give no entry."""
+    from solkit.calibration.collectives import CollectiveCase, fit_misaligned
+
+    floor = calibration(sk.load_gpu("h200")).launch_floor
+    links = {"link_latency": {"all_gather": 20e-6}, "link_efficiency": {"all_gather": 0.8}}
+    cases = [CollectiveCase("all_gather", "bf16", 2.0**k + 16, 2, floor + 20e-6 + (2**k + 16) / 2 / (0.8 * 0.6 * 450e9))
+             for k in range(20, 31, 2)]
+    assert fit_misaligned(cases, links) == {"all_gather": pytest.approx(0.6)}
+    aligned = [c._replace(nbytes=2.0**20 * (i + 1) * 16) for i, c in enumerate(cases)]
+    assert fit_misaligned(aligned, links) == {} and fit_misaligned(cases[:2], links) == {}
+
+
 def test_steps_at_two_names_a_bad_collective():
     """A public helper: an unknown collective is an OptionError listing the six."""
     assert comm.steps_at_two("all_reduce") == 2.0 and comm.steps_at_two("all_gather") == 1.0  # 2(n-1), n-1 at n = 2

@@ -100,27 +100,47 @@ def test_t_sol_of_every_measured_step_is_below_it(name):
     assert len(fractions) >= 60 and max(fractions) <= 1.0
 
 
-def test_gpu_bound_steps_on_a_fourth_machine():
-    """The fit's cases re-measured on a fresh machine (data/h200_steps_fit_blocks.json, out of sample for the host
-    parameters): the GPU-bound steps within issue 13's 10% median (6.1% when committed), each case three blocks."""
-    import numpy as np
+def test_gpu_bound_steps_of_the_frozen_test_within_the_goal():
+    """The seed-2035 draw, timed after commit 4dab430 froze the step model and before any profiler ran in the process:
+    its GPU-bound steps within issue 13's 10% median (5.6% when committed), each case three blocks of 10 steps."""
+    from solkit.calibration.programs import step_errors
 
-    from solkit.calibration.programs import load_steps, step_errors
-
-    steps = load_steps("h200_steps_fit_blocks.json")
-    assert all(len(c) == 3 for c in (json_blocks(steps)))
+    steps = load_steps(STEP_TEST_DATA[0])
+    assert STEP_TEST_DATA == ("h200_steps_test_seed2035.json",) and all(c.probe_us for c in steps.cases if c.ok)
     rows = [r for r in step_errors(steps, "h200") if not r[0].cpu_bound]
     errors = np.expm1(np.abs(np.log([p / m for _, p, m in rows])))
-    print(f"GPU-bound on the fourth machine: {len(rows)} steps, median {np.median(errors):.1%}")
-    assert len(rows) >= 20 and np.median(errors) <= 0.10
+    print(f"GPU-bound on the frozen test: {len(rows)} steps, median {np.median(errors):.1%}")
+    assert len(rows) >= 15 and np.median(errors) <= 0.10
 
 
-def json_blocks(steps):
-    """Each measured case's wall-time block medians, read from the raw file."""
-    import json
+def _step_set(*cases):
+    """A StepSet of (id, wall_ms, host_ms) cases."""
+    from solkit.calibration.programs import StepSet
 
-    from solkit.calibration.programs import data_dir
+    return StepSet(created_utc="2026-12-01T00:00:00", env={}, cases=tuple(
+        {"id": i, "family": "gpt2", "mode": "prefill", "batch": 1, "seq": 8, "status": "ok", "wall_ms": w, "host_ms": h}
+        for i, w, h in cases))
 
-    raw = json.loads((data_dir() / "h200_steps_fit_blocks.json").read_text())
-    ok = {c.id for c in steps.cases if c.ok}
-    return [c["wall_ms_blocks"] for c in raw["cases"] if c["id"] in ok]
+
+def test_repeatability_by_hand():
+    """Two timings of three cases: a (CPU-bound in both: wall 10.5 < 1.1 x host 10), b (CPU-bound in both, host 20 then
+    30), c (GPU-bound in both, wall 40 then 50). Host of a: 10 vs 12.5 -> 12.5/10 - 1 = 25%; of b: 30/20 - 1 = 50%;
+    median of (25%, 50%) = 37.5%; wall of c: 50/40 - 1 = 25%."""
+    from solkit.calibration.programs import repeatability
+
+    first = _step_set(("a", 10.5, 10.0), ("b", 20.5, 20.0), ("c", 40.0, 12.0))
+    second = _step_set(("a", 13.0, 12.5), ("b", 30.5, 30.0), ("c", 50.0, 12.0), ("d", 5.0, 5.0))
+    r = repeatability(first, second)
+    assert r["CPU-bound host"][:2] == (2, pytest.approx(0.375))
+    assert r["GPU-bound wall"] == (1, pytest.approx(0.25), pytest.approx(0.25))
+
+
+def test_two_timings_of_the_fit_disagree_beyond_the_cpu_bound_goal():
+    """The fit's cases timed twice the same way (two machines, never profiled): GPU-bound wall times agree to a few
+    percent, CPU-bound host times do not agree within 20% at the p90 (51% when committed): the floor under issue 13's
+    CPU-bound goal on these shared hosts."""
+    from solkit.calibration.programs import STEP_REPEAT_DATA, repeatability
+
+    r = repeatability(load_steps(STEP_FIT_DATA[0]), load_steps(STEP_REPEAT_DATA[0]))
+    assert r["GPU-bound wall"][0] >= 20 and r["GPU-bound wall"][1] <= 0.05
+    assert r["CPU-bound host"][0] >= 20 and r["CPU-bound host"][2] > 0.20

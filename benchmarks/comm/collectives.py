@@ -180,6 +180,23 @@ def grid_cases(n: int, max_bytes: int) -> list[dict[str, Any]]:
     return out
 
 
+#: the ops whose chunks' alignment the --misaligned grid tests (all_reduce as the control)
+MISALIGNED_OPS = ("all_gather", "reduce_scatter", "all_to_all", "all_reduce")
+
+
+def misaligned_cases(n: int, max_bytes: int) -> list[dict[str, Any]]:
+    """MISALIGNED_OPS x dtype x (2**k + 8 x n bytes, 1 MiB <= 2**k <= 8 GiB): each GPU's chunk is 2**k / n + 8 bytes, a
+    multiple of 4 and of 8 but not of 16."""
+    out = []
+    for op in MISALIGNED_OPS:
+        for dtype in DTYPES:
+            for k in range(20, 34):
+                if (1 << k) > max_bytes:
+                    break
+                out.append({"op": op, "dtype": dtype, "nbytes": (1 << k) + 8 * n, "source": "misaligned"})
+    return out
+
+
 def draw_cases(seed: int, count: int, n: int, max_bytes: int) -> list[dict[str, Any]]:
     """``count`` cases from the declared space: op and dtype uniform, nbytes log-uniform on [4 KiB, max_bytes],
     rounded down to a multiple of n x element bytes. Every rank draws the same cases from the same seed."""
@@ -323,6 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="folder for collectives.json")
     p.add_argument("--grid", action="store_true", help="every op x dtype x power-of-two size")
     p.add_argument("--draw", type=int, default=None, metavar="SEED", help="random cases from the declared space")
+    p.add_argument("--misaligned", action="store_true",
+                   help="all-gather, reduce-scatter, all-to-all and all-reduce of 2**k + 8 x n bytes (chunks off 16-byte alignment)")
     p.add_argument("--cases", type=int, default=40, help="cases for --draw (default 40)")
     p.add_argument("--max-bytes", type=int, default=8 << 30, help="largest nbytes (default 8 GiB)")
     p.add_argument("--only", default=None, metavar="REGEX", help="keep cases whose id op-dtype-nbytes matches")
@@ -330,8 +349,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget-s", type=float, default=280.0,
                    help="start no case once this many seconds have passed (default 280)")
     args = p.parse_args(argv)
-    if not args.grid and args.draw is None:
-        p.error("give --grid and/or --draw SEED")
+    if not args.grid and args.draw is None and not args.misaligned:
+        p.error("give --grid, --misaligned and/or --draw SEED")
     if args.max_bytes < MIN_BYTES or args.rounds < 1:
         p.error("--max-bytes must be at least 4096 and --rounds at least 1")
     return args
@@ -341,6 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     d = DistInfo()
     cases = grid_cases(d.world, args.max_bytes) if args.grid else []
+    cases += misaligned_cases(d.world, args.max_bytes) if args.misaligned else []
     if args.draw is not None:
         cases += draw_cases(args.draw, args.cases, d.world, args.max_bytes)
     if args.only:

@@ -285,6 +285,7 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
     links = link_parameters()
     links["link_latency"] = ReadOnlyTable(links["link_latency"])
     links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])
+    links["link_misaligned"] = ReadOnlyTable(links["link_misaligned"])
     fitted = _used_keys(cal, train_terms).replace(**host_parameters(steps), **parallel_parameters(), **links)
     return FitResult(fitted, len(train), len(held), best)
 

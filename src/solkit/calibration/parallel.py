@@ -1,7 +1,8 @@
 """Parameters of split training steps fitted on measured ones: FSDP2's host time per layer and pass.
 
-``data/h200_parallel_steps_world1.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1)
-holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
+``data/h200_parallel_steps_world1_unprofiled.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1,
+timed before any profiler session; ``data/h200_parallel_steps_world1.json`` is the older run timed after one, its host
+times about 1.5x slower) holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
 (host time at least ``CPU_BOUND`` of the step), the difference is the CPU time FSDP2's hooks add:
 ``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
 a backward pass per layer (the root group's share included).
@@ -22,7 +23,7 @@ from .programs import data_dir
 __all__ = ["PARALLEL_FIT_DATA", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "PRESETS", "step_workload",
            "step_errors"]
 
-PARALLEL_FIT_DATA = "h200_parallel_steps_world1.json"
+PARALLEL_FIT_DATA = "h200_parallel_steps_world1_unprofiled.json"
 #: a step is CPU-bound when the host's time is at least this share of it
 CPU_BOUND = 0.9
 #: layers of the measured models (their configs: tests/data/hf_configs)

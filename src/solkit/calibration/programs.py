@@ -27,13 +27,17 @@ from .fitting import _round
 from .metrics import log_error
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
-           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_PROFILED_DATA", "CPU_BOUND", "programs_report"]
+           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
+           "repeatability", "programs_report"]
 
 #: the step file the host parameters are fitted on: the grid and the seed-2028 draw, timed in a process that never
 #: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case), and the frozen test draws (measured
 #: after the model was frozen)
 STEP_FIT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled.json",)
-STEP_TEST_DATA: tuple[str, ...] = ()
+STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2035.json",)
+#: the fit's cases timed again the same way in a fresh process (the same machine as the seed-2035 test, right after
+#: it; 53 of 87 within the budget): how far two timings of one program agree, the floor under any prediction
+STEP_REPEAT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled_run2.json",)
 #: the same cases timed after a profiler session in the process (run 1, the fit until 2026-12-01, and the blocks run),
 #: and the frozen seed-2029 test measured so: one torch.profiler session leaves every later launch of the process
 #: about 1.5x slower on the host (data/h200_host_noise.jsonl), so their CPU-bound steps are slower than a program
@@ -72,6 +76,7 @@ class StepCase(BaseModel):
     optimizer: Optional[dict[str, Any]] = None
     wall_ms: Optional[float] = None
     host_ms: Optional[float] = None
+    probe_us: Optional[float] = None  # the host's launch probe before the case (steps.py), when recorded
     peak_memory_bytes: Optional[int] = None
     memory_before_bytes: Optional[int] = None
     profile: Optional[StepProfile] = None
@@ -234,7 +239,8 @@ def programs_report(gpu: Any = "h200") -> str:
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         ("frozen test (measured after the model was frozen)", STEP_TEST_DATA),
+                         ("frozen test (seed 2035, measured after commit 4dab430 froze the model)", STEP_TEST_DATA),
+                         ("the fit's cases timed again (a fresh process, another machine)", STEP_REPEAT_DATA),
                          ("timed after a profiler session (host times about 1.5x a never-profiled program's; they "
                           "shape nothing)", STEP_PROFILED_DATA)):
         present = [f for f in files if (data_dir() / f).exists()]
@@ -247,6 +253,10 @@ def programs_report(gpu: Any = "h200") -> str:
                       "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
             lines += _table(step_errors(st, gpu))
             lines.append("")
+            probes = [c.probe_us for c in st.cases if c.ok and c.probe_us]
+            if probes:
+                lines += [f"The host's launch probe before each case (µs per small `torch.add` launch): median "
+                          f"{np.median(probes):.2f}, p10 {np.percentile(probes, 10):.2f}, p90 {np.percentile(probes, 90):.2f}.", ""]
         memory = [(c, m, float(c.peak_memory_bytes)) for st in sets for c in st.cases
                   if c.ok and c.peak_memory_bytes and c.mode != "infer" and (m := predicted_memory(c)) is not None]
         lines += ["Peak memory (training, and serving: prefill and decode; ResNet-50 has no memory model, and a forward "
@@ -254,10 +264,36 @@ def programs_report(gpu: Any = "h200") -> str:
                   "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
         lines += _table(memory, by_bound=False)
         lines.append("")
+        if files == STEP_REPEAT_DATA:
+            lines += _repeat_lines(load_steps(STEP_FIT_DATA[0]), sets[0])
         if files == STEP_PROFILED_DATA and len(sets) > 1:
             lines += _spread(sets[0], sets[1], "the CPUs differ: no prediction of a host-bound step can beat that spread")
             lines += _spread(sets[0], load_steps(STEP_FIT_DATA[0]), "the second was never profiled")
     return "\n".join(lines) + "\n"
+
+
+def repeatability(a: StepSet, b: StepSet) -> dict[str, tuple[int, float, float]]:
+    """How far two timings of the same cases agree: (cases, median, p90) of exp(|log(a / b)|) - 1 of the host time of the
+    cases CPU-bound in both, and of the wall time of those GPU-bound in both."""
+    other = {c.id: c for c in b.cases if c.ok}
+    pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
+    out = {}
+    for name, sel, field in (("CPU-bound host", [p for p in pairs if p[0].cpu_bound and p[1].cpu_bound], "host_ms"),
+                             ("GPU-bound wall", [p for p in pairs if not p[0].cpu_bound and not p[1].cpu_bound], "wall_ms")):
+        err = np.expm1(log_error([getattr(x, field) for x, _ in sel], [getattr(y, field) for _, y in sel]))
+        out[name] = (len(sel), float(np.median(err)), float(np.percentile(err, 90)))
+    return out
+
+
+def _repeat_lines(a: StepSet, b: StepSet) -> list[str]:
+    """The repeatability of two timings of the same cases, as report lines."""
+    r = repeatability(a, b)
+    return [f"Two timings of the same programs ({a.path.rsplit('/', 1)[-1]} and {b.path.rsplit('/', 1)[-1]}, the same "
+            "protocol, neither profiled): the host time of the "
+            f"{r['CPU-bound host'][0]} steps CPU-bound in both differs by a median of {r['CPU-bound host'][1]:.1%} "
+            f"(p90 {r['CPU-bound host'][2]:.1%}); the wall time of the {r['GPU-bound wall'][0]} GPU-bound in both by "
+            f"{r['GPU-bound wall'][1]:.1%} (p90 {r['GPU-bound wall'][2]:.1%}). A prediction of a CPU-bound step cannot "
+            "agree with one timing better than two timings agree with each other.", ""]
 
 
 def _spread(a: StepSet, b: StepSet, why: str = "the CPUs differ") -> list[str]:

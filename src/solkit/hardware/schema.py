@@ -245,6 +245,7 @@ class Measured(_SpecModel):
     host_fsdp_group_us: NonNegativeFigure = 0.0
     link_latency_us: LatencyTable = Field(default_factory=dict)
     link_efficiency: FigureTable = Field(default_factory=dict)
+    link_misaligned: FigureTable = Field(default_factory=dict)
     link_hop_us: NonNegativeFigure = 0.0
     network_hop_us: NonNegativeFigure = 0.0
     neighbours: Union[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")], None] = None
