@@ -389,16 +389,16 @@ def test_fsdp_host_time_is_charged_once_per_layer_and_pass():
     assert fsdp.host_seconds - plain.host_seconds == pytest.approx(extra, rel=1e-4)
 
 
-def test_mt_nlg_step_time_of_palm_table_3_within_17_percent():
+def test_mt_nlg_step_time_of_palm_table_3_within_15_percent():
     """PaLM Table 3's GPU row: MT-NLG 530B, 60.1 s per step of 1920 x 2048 tokens on 2240 A100s (65.43K tokens/s).
 
     Setup (Smith et al. 2022, as data/published/palm_mfu.yaml quotes it): 105 layers, hidden 20480, 128 heads,
     seq 2048, global batch 1920, 8-way tensor and 35-way pipeline parallelism (dp = 2240 / 280 = 8), bf16,
     280 DGX A100 nodes, a 1F1B schedule. Assumed (not found in stored text): micro-batch 1, activation
-    recomputation, the GPT-2 vocabulary padded to 51,200, no interleaving. Predicted 51.8 s: 16.1% fast, so the
-    issue's 15% is missed by about a point (an A100 borrowing the H200's measured efficiencies; DeepSpeed's pipeline
-    sends whole activations where Megatron's scatter/gather, modelled here, sends 1/tp).
-    """
+    recomputation, the GPT-2 vocabulary padded to 51,200, no interleaving. Predicted 53.4 s: 12.6% fast, within the
+    issue's 15% since the links carry their measured NCCL efficiencies (51.8 s, 16.1% fast, at the full link bandwidth;
+    an A100 borrows the H200's measured efficiencies; DeepSpeed's pipeline sends whole activations where Megatron's
+    scatter/gather, modelled here, sends 1/tp)."""
     data = yaml.safe_load((ROOT / "data" / "published" / "palm_mfu.yaml").read_text())
     row = next(r for r in data["rows"] if r["model"] == "Megatron-Turing NLG")
     m = models.Transformer(name="mt-nlg", family="gpt2", layers=105, d_model=20480, heads=128, vocab=51200, mlp="gelu",
@@ -407,7 +407,7 @@ def test_mt_nlg_step_time_of_palm_table_3_within_17_percent():
                                 dp=8, tp=8, pp=35, microbatches=1920 // 8)
     seconds = _quiet(step, sk.load_system("dgx-a100", nodes=280)).seconds
     measured = 1920 * 2048 / row["tokens_per_s"]  # 60.1 s
-    assert math.exp(abs(math.log(seconds / measured))) - 1 <= 0.17, seconds
+    assert math.exp(abs(math.log(seconds / measured))) - 1 <= 0.15, seconds
 
 
 def test_bound_follows_the_stream_that_sets_t_sol():

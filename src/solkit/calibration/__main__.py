@@ -149,7 +149,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not present:
             print(f"no collectives measured yet (data/{COMM_FIT_DATA}): run benchmarks/comm/run_x2.sh on 2 GPUs")
             return 1
-        text = collectives_report(present, gpu)
+        from .parallel import parallel_report_lines
+
+        text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0

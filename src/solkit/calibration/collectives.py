@@ -36,7 +36,7 @@ COMM_VALIDATION_DATA = "h200x2_collectives_validation_seed2031.json"
 #: all-gather, reduce-scatter, all-to-all and all-reduce of 2**k + 16 bytes (1 MiB .. 8 GiB): chunks off 16-byte
 #: alignment, which ``link_misaligned`` is fitted on
 COMM_MISALIGNED_DATA = "h200x2_collectives_misaligned.json"
-COMM_TEST_DATA: tuple[str, ...] = ()
+COMM_TEST_DATA: tuple[str, ...] = ("h200x2_collectives_test_seed2036.json",)
 #: test draws no longer frozen, and why: (file, reason)
 COMM_SPENT_DATA: tuple[tuple[str, str], ...] = (
     ("h200x2_collectives_test_seed2033.json", "seed 2033, measured after commit 96bd492 froze the model, before "

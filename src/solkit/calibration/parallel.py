@@ -16,14 +16,22 @@ import statistics
 from pathlib import Path
 from typing import Any, Sequence
 
+import numpy as np
+
 from ..errors import SpecError
 from .fitting import _round
 from .programs import data_dir
 
-__all__ = ["PARALLEL_FIT_DATA", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "PRESETS", "step_workload",
+__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "PRESETS", "step_workload",
            "step_errors"]
 
 PARALLEL_FIT_DATA = "h200_parallel_steps_world1_unprofiled.json"
+#: the same scripts on 2 H200s: the grid (measured with the collectives' fit), the frozen test (seed 2037, after commit
+#: 615211b froze the model) and an earlier draw (seed 2034, measured before link_misaligned existed)
+PARALLEL_X2_SETS: tuple[tuple[str, str], ...] = (
+    ("grid (2 GPUs; its single/DDP/FSDP steps shaped no parameter)", "h200x2_parallel_steps.json"),
+    ("frozen test (seed 2037, measured after commit 615211b froze the model)", "h200x2_parallel_steps_test_seed2037.json"),
+    ("spent test (seed 2034, measured before link_misaligned existed)", "h200x2_parallel_steps_test_seed2034.json"))
 #: a step is CPU-bound when the host's time is at least this share of it
 CPU_BOUND = 0.9
 #: layers of the measured models (their configs: tests/data/hf_configs)
@@ -86,3 +94,27 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = ("single", 
             p = float(predict(step_workload(c), gpu).seconds)
         out.append((c, p, math.expm1(abs(math.log(p / c["seconds"])))))
     return out
+
+
+def parallel_report_lines(gpu: Any = "h200") -> list[str]:
+    """Markdown lines: per 2-GPU steps file and mode, the cases, median and p90 error, and the median measured / predicted
+    (above 1: the model is fast), with how many steps were CPU-bound (host time >= ``CPU_BOUND`` of the step)."""
+    lines = ["# Data-parallel training steps on 2 H200s: predicted against measured", "",
+             "Error = exp(|log(predicted / measured)|) - 1 of the median step (the max over ranks). Goal (issue 14): 10%.", ""]
+    for title, name in PARALLEL_X2_SETS:
+        if not (data_dir() / name).exists():
+            continue
+        rows = step_errors(name, gpu)
+        lines += [f"## {title} (`data/{name}`)", "", "| mode | cases | CPU-bound | median | p90 | measured / predicted |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for mode in ("single", "ddp", "fsdp"):
+            mine = [(c, p, e) for c, p, e in rows if c["mode"] == mode]
+            if not mine:
+                continue
+            bound = sum(c["host_seconds"] >= CPU_BOUND * c["seconds"] for c, _, _ in mine)
+            errors = [e for _, _, e in mine]
+            ratio = statistics.median(c["seconds"] / p for c, p, _ in mine)
+            lines.append(f"| {mode} | {len(mine)} | {bound} | {statistics.median(errors):.1%} | "
+                         f"{float(np.percentile(errors, 90)):.1%} | {ratio:.2f} |")
+        lines.append("")
+    return lines
