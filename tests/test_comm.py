@@ -284,3 +284,25 @@ def test_link_parameters_are_the_fit_of_the_committed_files():
     for name in ("link_latency", "link_efficiency", "link_misaligned"):
         assert dict(getattr(cal, name)) == pytest.approx(fitted[name]), name
     assert set(cal.link_misaligned) == {"all_gather", "all_to_all", "reduce_scatter"}
+
+
+def test_hop_fit_recovers_a_known_hop_from_4_and_8_gpu_cases():
+    """Issue 15's fit, on synthetic all_reduce and all_gather cases on 4 and 8 GPUs made with latency 20 us,
+    efficiency 0.8 and a hop of 2.5 us: ring steps all_reduce 2(n-1), all_gather n-1, of which a 2-GPU ring's
+    (2 and 1) are in the latency; bus bytes 2(n-1)/n and (n-1)/n x nbytes. fit_hops finds 2.5 us; 2-GPU cases
+    alone give None."""
+    from solkit.calibration.collectives import CollectiveCase, fit_hops
+
+    floor = calibration(sk.load_gpu("h200")).launch_floor
+    links = {"link_latency": {"all_reduce": 20e-6, "all_gather": 20e-6},
+             "link_efficiency": {"all_reduce": 0.8, "all_gather": 0.8}, "link_misaligned": {}}
+    cases = []
+    for n in (4, 8):
+        for nbytes in (2.0**20, 2.0**26, 2.0**30):
+            # all_reduce: 2(n-1) - 2 extra steps; all_gather: (n-1) - 1
+            cases.append(CollectiveCase("all_reduce", "bf16", nbytes, n, floor + 20e-6 + (2 * (n - 1) - 2) * 2.5e-6
+                                        + 2 * (n - 1) / n * nbytes / (0.8 * 450e9)))
+            cases.append(CollectiveCase("all_gather", "bf16", nbytes, n, floor + 20e-6 + (n - 2) * 2.5e-6
+                                        + (n - 1) / n * nbytes / (0.8 * 450e9)))
+    assert fit_hops(cases, links) == pytest.approx(2.5e-6)
+    assert fit_hops([c._replace(n_gpus=2) for c in cases], links) is None

@@ -848,7 +848,7 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
 
     link = k.link
     assert link is not None  # callers pass collectives only
-    eff = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
+    eff: Any = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
     misaligned = cal.link_misaligned.get(link.collective, 1.0)
     if misaligned != 1.0:  # a GPU's chunk off 16-byte alignment: NCCL's copies lose their 16-byte vectors
         chunk = np.asarray(link.nbytes) / np.asarray(link.n_gpus)

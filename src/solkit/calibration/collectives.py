@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
-from ..comm import COLLECTIVES, collective
+from ..comm import COLLECTIVES, collective, steps_at_two
 from ..errors import SpecError
 from ..hardware.system import default_system
 from ..prediction import CHUNK_ALIGNMENT, calibration, predict
@@ -28,8 +28,8 @@ from .fitting import _round
 from .metrics import log_error
 from .programs import data_dir
 
-__all__ = ["CollectiveCase", "load_collectives", "fit_links", "fit_misaligned", "link_parameters", "collective_errors",
-           "collectives_report", "COMM_FIT_DATA", "COMM_VALIDATION_DATA", "COMM_MISALIGNED_DATA", "COMM_SPENT_DATA", "COMM_TEST_DATA", "NCCL_HOPS_US", "LARGE"]
+__all__ = ["CollectiveCase", "load_collectives", "fit_links", "fit_misaligned", "fit_hops", "link_parameters", "collective_errors",
+           "collectives_report", "COMM_FIT_DATA", "COMM_VALIDATION_DATA", "COMM_MISALIGNED_DATA", "COMM_SPENT_DATA", "COMM_MULTI_FIT_DATA", "COMM_TEST_DATA", "NCCL_HOPS_US", "LARGE"]
 
 COMM_FIT_DATA = "h200x2_collectives_fit.json"
 COMM_VALIDATION_DATA = "h200x2_collectives_validation_seed2031.json"
@@ -37,6 +37,9 @@ COMM_VALIDATION_DATA = "h200x2_collectives_validation_seed2031.json"
 #: alignment, which ``link_misaligned`` is fitted on
 COMM_MISALIGNED_DATA = "h200x2_collectives_misaligned.json"
 COMM_TEST_DATA: tuple[str, ...] = ("h200x2_collectives_test_seed2036.json",)
+#: the grids on 4 and 8 GPUs of one node (``benchmarks/comm/run_gpus.sh``, issue 15), which fit ``link_hop`` once
+#: measured (until then it is NCCL's own figure, ``NCCL_HOPS_US``)
+COMM_MULTI_FIT_DATA: tuple[str, ...] = ("h200x4_collectives_fit.json", "h200x8_collectives_fit.json")
 #: test draws no longer frozen, and why: (file, reason)
 COMM_SPENT_DATA: tuple[tuple[str, str], ...] = (
     ("h200x2_collectives_test_seed2033.json", "seed 2033, measured after commit 96bd492 froze the model, before "
@@ -51,6 +54,7 @@ LARGE = 2**20
 _LATENCY_GRID = np.arange(0.0, 200.0 + 1e-9, 0.25) * 1e-6
 _EFFICIENCY_GRID = np.arange(0.05, 1.0 + 1e-9, 0.005)
 _MISALIGNED_GRID = np.arange(0.2, 1.0 + 1e-9, 0.01)
+_HOP_GRID = np.arange(0.0, 20.0 + 1e-9, 0.01) * 1e-6
 
 
 class CollectiveCase(NamedTuple):
@@ -128,6 +132,30 @@ def fit_misaligned(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: 
     return out
 
 
+def fit_hops(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: Any = "h200") -> Optional[float]:
+    """``link_hop`` from cases on more than 2 GPUs of one node, the 2-GPU latency and efficiency held: the value that
+    minimizes the mean |log(pred / meas)| (a grid, 0-20 us by 0.01 us), pred = launch floor + link_latency + (ring
+    steps - a 2-GPU ring's) x link_hop + bus bytes / (efficiency x link bandwidth); None with fewer than 4 such cases."""
+    system = default_system(gpu)
+    floor = calibration(gpu).launch_floor
+    mine = [c for c in cases if 2 < c.n_gpus <= system.gpus_per_node and c.op in links["link_efficiency"]]
+    if len(mine) < 4:
+        return None
+    extra, fixed = [], []
+    for c in mine:
+        link = collective(c.op, c.nbytes, c.n_gpus, c.dtype).counted[0][0].link
+        assert link is not None  # a collective's kernel carries its traffic
+        eff = links["link_efficiency"][c.op]
+        if (c.nbytes / c.n_gpus) % CHUNK_ALIGNMENT != 0:
+            eff *= links.get("link_misaligned", {}).get(c.op, 1.0)
+        extra.append(float(link.hops(system.gpus_per_node)) - steps_at_two(c.op))
+        fixed.append(floor + links["link_latency"][c.op] + float(link.bus_bytes) / (eff * system.link_bandwidth))
+    measured = np.array([c.seconds for c in mine])
+    predicted = np.array(fixed)[None, :] + _HOP_GRID[:, None] * np.array(extra)[None, :]
+    best = float(_HOP_GRID[int(np.argmin(np.abs(np.log(predicted / measured)).mean(axis=1)))])
+    return _round(best, "link_hop")
+
+
 def link_parameters(path: Optional[str] = None, misaligned: Optional[str] = None) -> dict[str, Any]:
     """The collectives' parameters for the spec's ``measured:`` section: fitted when the fit file exists, else empty;
     ``link_misaligned`` on the misaligned grid (the grid's powers of two are all aligned)."""
@@ -138,6 +166,10 @@ def link_parameters(path: Optional[str] = None, misaligned: Optional[str] = None
     draw = data_dir() / (misaligned or COMM_MISALIGNED_DATA)
     if draw.exists():
         links["link_misaligned"] = fit_misaligned(load_collectives(draw), links)
+    more = [c for name in COMM_MULTI_FIT_DATA if (data_dir() / name).exists() for c in load_collectives(name)]
+    hop = fit_hops(load_collectives(file) + more, links)  # cases on 4 or 8 GPUs, when measured
+    if hop is not None:
+        links["link_hop"] = hop
     return links
 
 
@@ -157,15 +189,20 @@ def _row(name: str, errors: Sequence[float]) -> str:
 
 
 def collectives_report(sets: Sequence[tuple[str, str]], gpu: Any = "h200") -> str:
-    """A Markdown report: per set, per collective and size class (>= 1 MiB, smaller), median and p90 error."""
+    """A Markdown report: per set (and GPU count, where a set has several), per collective and size class (>= 1 MiB,
+    smaller), median and p90 error."""
     lines = ["# NCCL collectives on 2 H200s: predicted against measured", "",
              "Error = exp(|log(predicted / measured)|) - 1. Goal (issue 14): median <= 10% at 1 MiB and more, <= 25% below.", ""]
     for title, path in sets:
-        rows = collective_errors(load_collectives(path), gpu)
-        lines += [f"## {title} (`data/{path}`)", "", "| collective | cases | median | p90 |", "|---|---:|---:|---:|"]
-        for size, keep in (("1 MiB and more", lambda c: c.nbytes >= LARGE), ("below 1 MiB", lambda c: c.nbytes < LARGE)):
-            lines.append(_row(f"**all, {size}**", [e for c, _, e in rows if keep(c)]))
-            for op in COLLECTIVES:
-                lines.append(_row(f"{op}, {size}", [e for c, _, e in rows if c.op == op and keep(c)]))
-        lines.append("")
+        every = collective_errors(load_collectives(path), gpu)
+        counts = sorted({c.n_gpus for c, _, _ in every})
+        for n in counts:
+            rows = [r for r in every if r[0].n_gpus == n]
+            on = f", {n} GPUs" if len(counts) > 1 or n != 2 else ""
+            lines += [f"## {title}{on} (`data/{path}`)", "", "| collective | cases | median | p90 |", "|---|---:|---:|---:|"]
+            for size, keep in (("1 MiB and more", lambda c: c.nbytes >= LARGE), ("below 1 MiB", lambda c: c.nbytes < LARGE)):
+                lines.append(_row(f"**all, {size}**", [e for c, _, e in rows if keep(c)]))
+                for op in COLLECTIVES:
+                    lines.append(_row(f"{op}, {size}", [e for c, _, e in rows if c.op == op and keep(c)]))
+            lines.append("")
     return "\n".join(lines)
