@@ -17,12 +17,18 @@ conv's m, n, k, groups, channels per group and bytes read; attention's queries, 
 batch; a row-wise kernel's rows, width and bytes; any other its bytes and FLOPs. A key with no bank
 entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated GPU borrows none).
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
+
+Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
+bucket, not per element), each distinct cell is looked up once, in the order the cells of each key
+were always looked up in (so that a sweep's numbers stay bit for bit what they were), and its exp(c)
+is taken per cell (``Neighbours.factor``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import weakref
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -53,6 +59,11 @@ MAX_RESIDUAL = 10.0
 MEMO_LIMIT = 1 << 16
 #: a sweep's distinct shapes are compared with the bank in blocks of at most this many distances
 BLOCK = 1 << 22
+#: a sweep's distinct points of one key are memoized (per loaded bank) where at most this many, in at most this many memos
+BLOCK_MEMO_ROWS = 512
+BLOCK_MEMO_LIMIT = 128
+#: sweeps whose cells a loaded bank holds for ``Neighbours.factor`` at most (each until its correction is freed or used)
+SWEEPS_KEPT = 64
 
 
 def bank_key(op: str, kind: str, precision: str, layout: Optional[str], tag: str) -> str:
@@ -73,17 +84,23 @@ def _log2(x: Any) -> Any:
     return np.log2(np.maximum(x, 1.0))
 
 
-def features(kernel: Any) -> tuple[str, Optional[str], list[Any]]:
-    """(tag, layout, log2 features) of a ``Kernel``: what the bank compares it by."""
+def _sizes(kernel: Any) -> tuple[str, Optional[str], tuple[Any, ...]]:
+    """(tag, layout, the sizes ``features`` takes log2 of) of a ``Kernel``."""
     g = kernel.gemm
     if g is not None and kernel.kind == "conv" and g.channels is not None:
-        return "conv", g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch, g.channels, kernel.bytes_read)]
+        return "conv", g.layout, (g.m, g.n, g.k, g.batch, g.channels, kernel.bytes_read)
     if g is not None:
-        return "gemm", g.layout, [_log2(v) for v in (g.m, g.n, g.k, g.batch)]
+        return "gemm", g.layout, (g.m, g.n, g.k, g.batch)
     nbytes = kernel.bytes_read + kernel.bytes_written
     if kernel.rows is not None:
-        return "rows", None, [_log2(v) for v in (kernel.rows.number, kernel.rows.width, nbytes)]
-    return "flat", None, [_log2(v) for v in (nbytes, kernel.vector_flops + kernel.matrix_flops)]
+        return "rows", None, (kernel.rows.number, kernel.rows.width, nbytes)
+    return "flat", None, (nbytes, kernel.vector_flops + kernel.matrix_flops)
+
+
+def features(kernel: Any) -> tuple[str, Optional[str], list[Any]]:
+    """(tag, layout, log2 features) of a ``Kernel``: what the bank compares it by."""
+    tag, layout, sizes = _sizes(kernel)
+    return tag, layout, [_log2(v) for v in sizes]
 
 
 def residual(measured: float, body: float, rest: float) -> float:
@@ -95,20 +112,32 @@ class Neighbours:
     """A loaded bank: per key, the features (n x d, in octaves) and residuals of its measured kernels.
 
     ``banks`` gives the features quantized (integers, 1/STEP octave); they are kept in octaves, converted once.
+    Memos (of its corrections and notes, and of the sweeps whose factor ``factor`` has yet to give) live here.
     """
 
-    __slots__ = ("source", "gpu", "_banks", "_memo", "_size")
+    __slots__ = ("source", "gpu", "_banks", "_memo", "_blocks", "_size", "_swept")
 
     def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
         self.gpu = gpu
         self._banks = {key: (np.asarray(points, dtype=float) / STEP, np.asarray(residuals, dtype=float))
                        for key, (points, residuals) in banks.items()}
-        self._memo: dict[Any, float] = {}
+        self._memo: dict[Any, Any] = {}  # corrections and notes, by what they depend on
+        self._blocks: dict[tuple[str, bytes], np.ndarray] = {}  # corrections of a sweep's distinct points, by them
+        self._swept: dict[int, tuple[Any, ...]] = {}  # id of a sweep's c: (a weak reference to it, its cells)
         self._size = sum(len(r) for _, r in self._banks.values())
 
     def __len__(self) -> int:
         return self._size
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What pickles and copies keep: the bank, not its memos (a sweep's weak references do not pickle)."""
+        return {"source": self.source, "gpu": self.gpu, "_banks": self._banks, "_size": self._size}
+
+    def __setstate__(self, state: Mapping[str, Any]) -> None:
+        for name, value in state.items():
+            setattr(self, name, value)
+        self._memo, self._blocks, self._swept = {}, {}, {}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Neighbours):
@@ -127,6 +156,24 @@ class Neighbours:
         """The banked keys."""
         return tuple(self._banks)
 
+    def of_kernel(self, op: str, kernel: Any, variants: Sequence[tuple[str, Any]]) -> Any:
+        """``correction`` of a ``Kernel`` run as ``op`` with its variants (memoized by them where all are scalars)."""
+        probe: Any = (op, kernel, tuple(variants))  # a Kernel is a tuple of its fields
+        try:
+            c = self._memo.get(probe)
+        except TypeError:  # arrays: a sweep
+            c, probe = None, None
+        if c is not None:
+            return c
+        tag, layout, sizes = _sizes(kernel)
+        key = bank_key(op, kernel.kind, kernel.precision, layout, tag)
+        if any(np.ndim(size) for size in sizes):  # its features are arrays: correction's sweep, from the sizes
+            return self._sweep(key, variants, sizes, raw=True)
+        c = self.correction(key, variants, [_log2(size) for size in sizes])
+        if probe is not None and type(c) is float:
+            self._remember(probe, c)
+        return c
+
     def correction(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> Any:
         """The log factor c of a kernel (``bank_key``, its variants as (name, applies), its log2 features); 0 where unbanked."""
         if all(type(m) is bool or isinstance(m, np.bool_) for _, m in variants) and not any(
@@ -135,64 +182,255 @@ class Neighbours:
             bank = self._banks.get(full)
             if bank is None:
                 return 0.0
-            q = tuple(int(round(f * STEP)) for f in feats)
-            memo = self._memo.get((full, q))
-            if memo is None:
-                if len(self._memo) >= MEMO_LIMIT:
-                    self._memo.clear()
-                memo = self._memo[(full, q)] = float(_nearest(bank, np.array([q], dtype=np.int64))[0])
-            return memo
+            return self._one(full, bank, tuple(int(round(f * STEP)) for f in feats))
         return self._sweep(key, variants, feats)
 
-    def _sweep(self, key: str, variants: Sequence[tuple[str, Any]], feats: Sequence[Any]) -> np.ndarray:
-        shape = np.broadcast_shapes(*(np.shape(f) for f in feats), *(np.shape(m) for _, m in variants))
-        # only the features and variants that vary are spread over the sweep; the rest stay one value
-        q: list[Any] = [np.rint(np.multiply(f, STEP)).astype(np.int64).ravel() if np.ndim(f) else int(round(float(f) * STEP))
-             for f in (np.broadcast_to(f, shape) if np.ndim(f) and np.shape(f) != shape else f for f in feats)]
-        code: Any = 0
-        for bit, (_, m) in enumerate(variants):
-            if np.ndim(m):
-                code = code | (np.broadcast_to(m, shape).ravel().astype(bool).astype(np.int64) << bit)
-            elif m:
-                code = code | 1 << bit
-        out = np.zeros(int(np.prod(shape)))
-        for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else (code,)):
+    def factor(self, c: Any) -> Any:
+        """exp(c) of a correction ``of_kernel`` gave: of a sweep's distinct cells, not of each element, where it can."""
+        if type(c) is float:
+            return math.exp(c)
+        kept = self._swept.pop(id(c), None)
+        if kept is None or kept[0]() is not c:
+            return np.exp(c)
+        _, values, slots, index, size = kept
+        table = np.exp(values) if slots is None else np.ones(size)
+        if slots is not None:
+            table[slots] = np.exp(values)
+        return table[index.ravel()].reshape(c.shape)
+
+    def moves(self, c: Any) -> bool:
+        """Whether a correction moves its kernel at all (somewhere in a sweep)."""
+        return bool(np.any(self._cells(c) != 0.0)) if type(c) is not float else c != 0.0
+
+    def note(self, moved: list[tuple[str, Any]], gpu: str) -> str:
+        """What the correction did on ``gpu``: the kernels it moved most (``moved``: name, c), by what factor."""
+        probe: Any = ("note", tuple(moved), gpu)
+        try:
+            text = self._memo.get(probe)
+        except TypeError:  # a sweep: arrays are not hashable
+            text, probe = None, None
+        if text is None:
+            text = _note([(name, c, *self._range(c)) for name, c in moved], len(self), gpu)
+            if probe is not None:
+                self._remember(probe, text)
+        return text
+
+    def _cells(self, c: np.ndarray) -> np.ndarray:
+        """The values of a sweep's correction: its distinct cells' where this bank holds them, else ``c`` itself."""
+        kept = self._swept.get(id(c))
+        return kept[1] if kept is not None and kept[0]() is c else c
+
+    def _range(self, c: Any) -> tuple[Any, Any]:
+        """(least, most) of a correction (a float's: itself)."""
+        return (c, c) if type(c) is float else (np.min(self._cells(c)), np.max(self._cells(c)))
+
+    def _remember(self, probe: Any, value: Any) -> None:
+        if len(self._memo) >= MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[probe] = value
+
+    def _one(self, full: str, bank: tuple[np.ndarray, np.ndarray], q: tuple[int, ...]) -> float:
+        """c of one quantized point of the banked key ``full`` (memoized)."""
+        c = self._memo.get((full, q))
+        if c is None:
+            c = float(_nearest(bank, np.array([q], dtype=np.int64))[0])
+            self._remember((full, q), c)
+        return c
+
+    def _block(self, full: str, bank: tuple[np.ndarray, np.ndarray], points: np.ndarray) -> np.ndarray:
+        """c of quantized points (rows) of the banked key ``full``, looked up together (memoized where few)."""
+        if len(points) > BLOCK_MEMO_ROWS:
+            return _nearest(bank, points)
+        probe = (full, points.tobytes())
+        c = self._blocks.get(probe)
+        if c is None:
+            if len(self._blocks) >= BLOCK_MEMO_LIMIT:
+                self._blocks.clear()
+            c = self._blocks[probe] = _nearest(bank, points)
+        return c
+
+    def _sweep(self, key: str, variants: Sequence[tuple[str, Any]], values: Sequence[Any], raw: bool = False) -> Any:
+        """``correction`` over a sweep, each distinct cell (quantized features and variants) looked up once.
+
+        ``raw``: ``values`` are a kernel's sizes, not their log2 (``features``), and ``factor`` will want the result.
+        """
+        shape = np.broadcast_shapes(*(np.shape(v) for v in values), *(np.shape(m) for _, m in variants))
+        if 0 in shape:
+            return np.zeros(shape)
+        swept = [np.asarray(v) for v in values if np.ndim(v)]
+        flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
+        rows, counts, slots, index, size = (_grid(swept, flags, shape, raw) or
+                                            _unique([_log2(v) if raw else v for v in swept], flags, shape))
+        code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
+        for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
+            code = code | rows[:, len(swept) + i] << bit
+        fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
+        found = np.zeros(len(rows))
+        for c in np.unique(code):
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
-            if bank is None:
-                continue
-            where = np.flatnonzero(code == c) if np.ndim(code) and code.min() != code.max() else None
-            varying = [j for j, v in enumerate(q) if np.ndim(v)]
-            if not varying:
-                out[slice(None) if where is None else where] = _nearest(bank, np.array([q], dtype=np.int64))[0]
-                continue
-            cells, inverse = _distinct(np.stack([q[j] if where is None else q[j][where] for j in varying]))
-            points = np.empty((cells.shape[1], len(q)), dtype=np.int64)
-            for j, v in enumerate(q):
-                points[:, j] = v if not np.ndim(v) else cells[varying.index(j)]
-            values = _nearest(bank, points)[inverse]
-            if where is None:
-                out = values
-            else:
-                out[where] = values
-        return out.reshape(shape)
+            if bank is not None:
+                mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
+                points = _points(fixed, rows[mine, :len(swept)])
+                order = _order(rows[mine, :len(swept)], int(counts[mine].sum()))
+                found[mine[order]] = (self._block(full, bank, points[order]) if len(order) > 1 else
+                                      self._one(full, bank, tuple(points[0].tolist())))
+        table = found if slots is None else np.zeros(size)
+        if slots is not None:
+            table[slots] = found
+        out = table[index.ravel()].reshape(shape)
+        if raw:
+            self._keep(out, found, slots, index, size)
+        return out
+
+    def _keep(self, c: np.ndarray, *cells: Any) -> None:
+        """Hold a sweep's cells for ``factor`` while ``c`` lives (made read-only: its factor must stay its own)."""
+        swept, key = self._swept, id(c)
+        if len(swept) >= SWEEPS_KEPT:
+            swept.clear()
+        c.flags.writeable = False
+        swept[key] = (weakref.ref(c, lambda _: swept.pop(key, None)), *cells)
 
 
-def _distinct(q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct columns of the d x n integer array ``q``, the index of each column's among them)."""
-    low = q.min(axis=1)
-    span = q.max(axis=1) - low + 1
-    cells_total = int(min(np.prod(span.astype(float)), 1 << 62))
-    if cells_total <= min(1 << 24, 4 * q.shape[1] + 4096):  # a small grid for its points: counting, not sorting
-        strides = np.cumprod(np.concatenate(([1], span[:-1])))
-        cell = q[0] - low[0] if len(q) == 1 else (q - low[:, None]).T @ strides
-        present = np.flatnonzero(np.bincount(cell, minlength=cells_total))
-        lookup = np.empty(cells_total, dtype=np.int64)
-        lookup[present] = np.arange(present.size)
-        cells = low[:, None] + (present[None, :] // strides[:, None]) % span[:, None]
-        return cells, lookup[cell]
-    cells, inverse = np.unique(q, axis=1, return_inverse=True)
-    return cells, inverse.ravel()
+def _note(moved: list[tuple[str, Any, Any, Any]], banked: int, gpu: str) -> str:
+    """``Neighbours.note`` written out (``moved``: name, c and its least and most): the three kernels moved most."""
+    if len(moved) > 1:
+        moved = sorted(moved, key=lambda m: -(abs(m[1]) if type(m[1]) is float else float(max(abs(m[2]), abs(m[3])))))
+    shown = []
+    for name, c, least, most in moved[:3]:
+        low, high = (math.exp(c),) * 2 if type(c) is float else (float(np.exp(least)), float(np.exp(most)))
+        shown.append(f"{name} x{low:.2f}" if low == high else f"{name} x{low:.2f}-{high:.2f}")
+    more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
+    return (f"neighbour correction from {banked:,} measured kernels on {gpu}: {', '.join(shown)}{more} "
+            f"(predict(..., neighbours=False) gives the physical model alone)")
+
+
+#: 2^52: a float64 x in [0, 2^51) plus this rounds to x's nearest integer (ties to even, as np.rint), plus this
+_ROUND = float(1 << 52)
+#: a sweep of sizes is quantized by buckets of 2^BUCKET_BITS an octave (the top bits of each size's mantissa)
+BUCKET_BITS = 10
+#: a bucket is quantized as a whole where no rounding boundary lies within this much (1/STEP octaves) of it
+_MARGIN = 1e-6
+
+
+def _quantized(f: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
+    """(rint(STEP f) less their least, their least, their span) of a float64 sweep of features; None where not so."""
+    if f.dtype != np.float64:
+        return None
+    u = np.multiply(f, float(STEP))
+    u += _ROUND
+    low, high = float(u.min()), float(u.max())
+    if not (low >= _ROUND and high < 2 * _ROUND):  # negative, not finite or too large: not this way
+        return None
+    u -= low
+    return u, int(low - _ROUND), int(high - low) + 1
+
+
+def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
+    """``_quantized`` of log2 max(x, 1) (``_log2``) of a float64 sweep of sizes, a log2 per bucket, not per element.
+
+    A bucket (a size's exponent and top BUCKET_BITS mantissa bits) far from every rounding boundary
+    takes the quantized log2 of its lower edge; the sizes in the few others are quantized one by one.
+    """
+    if x.dtype != np.float64:
+        return None
+    least, most = float(x.min()), float(x.max())
+    if not (least == least and most < 2.0 ** 64):  # NaN, infinite or huge: not this way
+        return None
+    shift = 52 - BUCKET_BITS
+    first, last = (int(np.float64(max(v, 1.0)).view(np.int64)) >> shift for v in (least, most))
+    if last - first + 2 > x.size:  # more buckets than sizes
+        return None
+    edges = STEP * np.log2((np.arange(first, last + 2, dtype=np.int64) << shift).view(np.float64))
+    below, above = np.floor(edges[:-1] - _MARGIN + 0.5), np.floor(edges[1:] + _MARGIN + 0.5)
+    low = int(below[0])
+    table = np.where(below == above, below - low, -1).astype(np.intp)
+    keys = x.view(np.int64) >> shift
+    keys -= first
+    if least < 1.0:
+        np.maximum(keys, 0, out=keys)
+    u = np.take(table, keys)
+    near = np.flatnonzero(u < 0)
+    if near.size:
+        u.flat[near] = np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low
+    return u, low, int(above[-1]) - low + 1
+
+
+def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
+    """A swept feature on the grid (``raw``: from its sizes): its quantized values less a lower bound, it, their span."""
+    part = _bucketed(v) if raw else None
+    return part or _quantized(_log2(v) if raw else v)
+
+
+def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
+    """``_unique``'s answer by counting cells on a small grid (slots: the cells' places on it, in its order).
+
+    An element's cell is its quantized features and flags in mixed radix, the first feature fastest;
+    None where the grid is not small for the sweep's elements (or the features are not float64 octaves).
+    """
+    parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
+    if len(parts) < len(swept):
+        return None
+    spans = [span for _, _, span in parts] + [2] * len(flags)
+    total = int(min(np.prod(np.array(spans, dtype=float)), 1 << 62))
+    if total > min(1 << 24, 4 * int(np.prod(shape)) + 4096):
+        return None
+    cell: Optional[np.ndarray] = None
+    stride = 1
+    for u, _, span in parts:
+        if stride > 1:
+            u *= stride
+        cell = _added(cell, u, shape)
+        stride *= span
+    cell = np.zeros(shape, dtype=np.intp) if cell is None else cell
+    for flag in flags:
+        np.add(cell, stride, out=cell, where=flag)
+        stride *= 2
+    index = cell if cell.dtype == np.intp else cell.astype(np.intp)
+    counts = np.bincount(index.ravel(), minlength=total)
+    slots = np.flatnonzero(counts)
+    lows = [low for _, low, _ in parts] + [0] * len(flags)
+    columns = [low + slots // step % span for low, step, span in zip(lows, np.cumprod([1] + spans[:-1]), spans)]
+    rows = np.stack(columns, axis=1) if columns else np.zeros((len(slots), 0), dtype=np.int64)
+    return rows.astype(np.int64), counts[slots], slots, index, total
+
+
+def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``cell + u`` over the sweep's ``shape`` (in place where it can; ``cell`` None: ``u``)."""
+    if cell is None:
+        return u if u.shape == shape else np.broadcast_to(u, shape).copy()
+    if cell.dtype == u.dtype or cell.dtype == np.float64:
+        cell += u
+        return cell
+    return cell + u
+
+
+def _unique(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...]) -> tuple[Any, ...]:
+    """(distinct cells as rows: quantized features then flags, elements per cell, None, each element's cell, cells)."""
+    columns = [np.rint(np.multiply(np.broadcast_to(f, shape), STEP)).astype(np.int64).ravel() for f in swept]
+    columns += [np.broadcast_to(flag, shape).ravel().astype(np.int64) for flag in flags]
+    rows, index, counts = np.unique(np.stack(columns), axis=1, return_inverse=True, return_counts=True)
+    return rows.T, counts, None, index.reshape(shape), len(counts)
+
+
+def _points(fixed: list[Optional[int]], swept: np.ndarray) -> np.ndarray:
+    """Query rows: the fixed quantized features, the swept ones from the columns of ``swept`` in order."""
+    points = np.empty((len(swept), len(fixed)), dtype=np.int64)
+    columns = iter(swept.T)
+    for j, q in enumerate(fixed):
+        points[:, j] = next(columns) if q is None else q
+    return points
+
+
+def _order(swept: np.ndarray, elements: int) -> np.ndarray:
+    """The order a key's distinct points are looked up in: the last swept feature first where they lie on a small grid
+    for their ``elements``, else the first (the order fixes how the bank's sums round)."""
+    if swept.shape[1] == 0 or len(swept) == 1:
+        return np.arange(len(swept))
+    span = swept.max(axis=0) - swept.min(axis=0) + 1
+    if int(min(np.prod(span.astype(float)), 1 << 62)) <= min(1 << 24, 4 * elements + 4096):
+        return np.lexsort(swept.T)
+    return np.lexsort(swept.T[::-1])
 
 
 def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
@@ -206,14 +444,22 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
     rows = max(1, BLOCK // max(len(x), 1))
     k = min(K, len(x))
     for start in range(0, len(q), rows):
-        block = q[start:start + rows].astype(float) / STEP
-        d = np.sqrt(((block[:, None, :] - x[None, :, :]) ** 2).sum(axis=2))
+        d = np.sqrt(_squared(q[start:start + rows].astype(float) / STEP, x))
         kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]
         w = np.where(d <= kth, 1.0 / (d + SOFTEN), 0.0)
         c = (w @ residuals) / (w.sum(axis=1) + PRIOR)
         nearest = d.min(axis=1)
         out[start:start + rows] = c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
     return out
+
+
+def _squared(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Squared Euclidean distances (m x n) between the rows of ``a`` and of ``x``, summed feature by feature in order."""
+    total = np.square(a[:, :1] - x[:, 0])
+    for j in range(1, a.shape[1]):
+        step = a[:, j:j + 1] - x[:, j]
+        total += np.square(step, out=step)
+    return total
 
 
 def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:

@@ -68,7 +68,7 @@ from ._validate import flag
 from .errors import PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
 from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
-from .neighbours import bank_key, features, load_neighbours
+from .neighbours import load_neighbours
 from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import link_seconds, roofline
@@ -506,8 +506,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
     neighbour: Any = 0.0
     if cal.neighbours is not None and kernel.link is None:
-        tag, layout, feats = features(kernel)
-        neighbour = cal.neighbours.correction(bank_key(op, kernel.kind, kernel.precision, layout, tag), variants, feats)
+        neighbour = cal.neighbours.of_kernel(op, kernel, variants)
     return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
                        wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour)
 
@@ -593,8 +592,9 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
         body = body + latency
     if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
         body = body + terms.helper_bytes / (cal.copy_bandwidth * _lookup(cal.memory_efficiency, terms, 1.0))
-    if type(terms.neighbour) is not float or terms.neighbour:  # how its measured neighbours missed (solkit.neighbours)
-        body = body * (math.exp(terms.neighbour) if type(terms.neighbour) is float else np.exp(terms.neighbour))
+    c = terms.neighbour
+    if type(c) is not float or c:  # how its measured neighbours missed (solkit.neighbours; a sweep's exp per distinct c)
+        body = body * (math.exp(c) if type(c) is float else np.exp(c) if cal.neighbours is None else cal.neighbours.factor(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 
@@ -732,9 +732,9 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     notes: list[str] = [] if cal.calibrated else [cal.source]
     if cal.neighbours is not None:
         moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
-                 if (t.neighbour != 0.0 if type(t.neighbour) is float else any_(t.neighbour != 0.0))]
+                 if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
         if moved:
-            notes.append(_neighbour_note(moved, len(cal.neighbours), g.name))
+            notes.append(cal.neighbours.note(moved, g.name))
     if any(k.op == "sdpa_attention" for k, _ in counted):
         notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
                      f"(PyTorch 2.11's choice in fp16/bf16)")
@@ -798,19 +798,6 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     s(p, "host_seconds", result(host))
     s(p, "_rows", rows)
     return p
-
-
-def _neighbour_note(moved: list[tuple[str, Any]], banked: int, gpu: str) -> str:
-    """What the neighbour correction did: the kernels it moved most, by what factor (a range over a sweep)."""
-    if len(moved) > 1:
-        moved = sorted(moved, key=lambda m: -(abs(m[1]) if type(m[1]) is float else float(np.max(np.abs(m[1])))))
-    shown = []
-    for name, c in moved[:3]:
-        low, high = (math.exp(c),) * 2 if type(c) is float else (float(np.exp(np.min(c))), float(np.exp(np.max(c))))
-        shown.append(f"{name} x{low:.2f}" if low == high else f"{name} x{low:.2f}-{high:.2f}")
-    more = f" and {len(moved) - 3} more" if len(moved) > 3 else ""
-    return (f"neighbour correction from {banked:,} measured kernels on {gpu}: {', '.join(shown)}{more} "
-            f"(predict(..., neighbours=False) gives the physical model alone)")
 
 
 def _overlapped(k: Kernel) -> bool:
