@@ -184,9 +184,7 @@ def test_link_fit_recovers_known_parameters_from_synthetic_cases(tmp_path):
 
 
 def test_a_chunk_off_16_byte_alignment_runs_at_the_misaligned_efficiency():
-    """all_gather of 1 GiB on 2 GPUs: chunk 2**29 bytes (aligned) at link_efficiency; 1 GiB + 16 bytes, chunk 2**29 + 8
-    (a multiple of 8, not of 16), at link_efficiency x link_misaligned; bus bytes = nbytes x (2-1)/2; all_reduce, which
-    has no link_misaligned, is unchanged. Arrays take each element's own alignment."""
+    """all_gather on 2 GPUs: 1 GiB (chunk 2**29) at link_efficiency, 1 GiB + 16 (chunk 2**29 + 8) at x link_misaligned."""
     cal = calibration(sk.load_gpu("h200"))
     eff, lat, mis = cal.link_efficiency["all_gather"], cal.link_latency["all_gather"], cal.link_misaligned["all_gather"]
     assert mis < 1.0 and "all_reduce" not in cal.link_misaligned
@@ -196,6 +194,15 @@ def test_a_chunk_off_16_byte_alignment_runs_at_the_misaligned_efficiency():
     assert off == pytest.approx(cal.launch_floor + lat + (GIB + 16) / 2 / (eff * mis * 450e9))
     both = sk.predict(comm.all_gather(np.array([GIB, GIB + 16]), 2), "h200").seconds
     assert both == pytest.approx([aligned, off])
+    # n_gpus as an array: GIB + 16 over 4 GPUs, chunk 2**28 + 4 (misaligned); over 1 GPU nothing moves
+    four = sk.predict(comm.all_gather(GIB + 16, 4), "h200").seconds
+    assert sk.predict(comm.all_gather(GIB + 16, np.array([2, 4])), "h200").seconds == pytest.approx([off, four])
+    assert four > sk.predict(comm.all_gather(GIB, 4), "h200").seconds
+    assert sk.predict(comm.all_gather(GIB + 16, 1), "h200").kernel_seconds == 0
+    # below MISALIGNED_FROM = 16 MiB no penalty: 8 MiB + 16 bytes at the aligned efficiency
+    small = 2**23 + 16
+    assert sk.predict(comm.all_gather(small, 2), "h200").seconds == pytest.approx(
+        cal.launch_floor + lat + small / 2 / (eff * 450e9))
     r_lat, r_eff = cal.link_latency["all_reduce"], cal.link_efficiency["all_reduce"]
     # all_reduce of 1 GiB + 16 on 2 GPUs: bus bytes 2 x 1/2 x nbytes = nbytes
     assert sk.predict(comm.all_reduce(GIB + 16, 2), "h200").seconds == pytest.approx(
@@ -203,14 +210,13 @@ def test_a_chunk_off_16_byte_alignment_runs_at_the_misaligned_efficiency():
 
 
 def test_misaligned_fit_recovers_a_known_factor():
-    """Cases made with latency 20 us, efficiency 0.8 and a misaligned factor 0.6 (all_gather, 2 GPUs, 2**k + 16 bytes,
-    1 MiB .. 1 GiB): fit_misaligned finds 0.6; aligned cases alone, or fewer than 3, give no entry."""
+    """Synthetic all_gathers (20 us, efficiency 0.8, misaligned factor 0.6, 2**k + 16 bytes): the fit finds 0.6."""
     from solkit.calibration.collectives import CollectiveCase, fit_misaligned
 
     floor = calibration(sk.load_gpu("h200")).launch_floor
     links = {"link_latency": {"all_gather": 20e-6}, "link_efficiency": {"all_gather": 0.8}}
     cases = [CollectiveCase("all_gather", "bf16", 2.0**k + 16, 2, floor + 20e-6 + (2**k + 16) / 2 / (0.8 * 0.6 * 450e9))
-             for k in range(20, 31, 2)]
+             for k in range(24, 33, 2)]  # 16 MiB .. 4 GiB: where the factor applies
     assert fit_misaligned(cases, links) == {"all_gather": pytest.approx(0.6)}
     aligned = [c._replace(nbytes=2.0**20 * (i + 1) * 16) for i, c in enumerate(cases)]
     assert fit_misaligned(aligned, links) == {} and fit_misaligned(cases[:2], links) == {}
@@ -287,10 +293,7 @@ def test_link_parameters_are_the_fit_of_the_committed_files():
 
 
 def test_hop_fit_recovers_a_known_hop_from_4_and_8_gpu_cases():
-    """Issue 15's fit, on synthetic all_reduce and all_gather cases on 4 and 8 GPUs made with latency 20 us,
-    efficiency 0.8 and a hop of 2.5 us: ring steps all_reduce 2(n-1), all_gather n-1, of which a 2-GPU ring's
-    (2 and 1) are in the latency; bus bytes 2(n-1)/n and (n-1)/n x nbytes. fit_hops finds 2.5 us; 2-GPU cases
-    alone give None."""
+    """Synthetic 4- and 8-GPU all_reduces and all_gathers (20 us, efficiency 0.8, hop 2.5 us): fit_hops finds 2.5 us."""
     from solkit.calibration.collectives import CollectiveCase, fit_hops
 
     floor = calibration(sk.load_gpu("h200")).launch_floor

@@ -278,7 +278,7 @@ def _megatron_rows():
     return data, data["rows"]
 
 
-#: rows the model misses by more than 15% since the links were measured (2026-12-01: NCCL efficiencies of 0.63-0.84 of
+#: rows the model misses by more than 15% since the links were measured (2026-12-01: NCCL efficiencies of 0.615-0.835 of
 #: the NVLink per-direction bandwidth on 2 H200s, which an A100 borrows): the 1T row predicts 140.1 against 163 TFLOP/s
 #: (16.4%); it passed at 13.6% while the links ran at their full bandwidth with no latency
 _MEGATRON_MISSED = {1008.0: "the 1T row: 140.1 predicted against 163 published TFLOP/s per GPU (16.4%) with measured links"}

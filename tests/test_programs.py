@@ -133,6 +133,8 @@ def test_repeatability_by_hand():
     r = repeatability(first, second)
     assert r["CPU-bound host"][:2] == (2, pytest.approx(0.375))
     assert r["GPU-bound wall"] == (1, pytest.approx(0.25), pytest.approx(0.25))
+    only_cpu = repeatability(_step_set(("a", 10.5, 10.0)), _step_set(("a", 13.0, 12.5)))
+    assert only_cpu["CPU-bound host"][0] == 1 and only_cpu["GPU-bound wall"][0] == 0  # none: no error, no figure
 
 
 def test_two_timings_of_the_fit_disagree_beyond_the_cpu_bound_goal():

@@ -403,7 +403,16 @@ class Runner:
         d, args = self.d, self.args
         tr: Trainer | None = None
         try:
-            tr = Trainer(case, d, args.small, args.warmup + 1)
+            build_error: Exception | None = None
+            try:
+                tr = Trainer(case, d, args.small, args.warmup + 1)
+            except Exception as e:  # noqa: BLE001 - OOM while building: every rank must learn it first
+                build_error = e
+            if case["mode"] != "single" and d.max_all([1.0 if build_error else 0.0])[0] > 0 and build_error is None:
+                build_error = RuntimeError("the build failed on another rank")
+            if build_error is not None:
+                raise build_error
+            assert tr is not None
             tr.parallelize()
             for i in range(args.warmup):
                 tr.step(i)

@@ -31,24 +31,6 @@ CASES = (("gpt2", "prefill", 4, {"seq": 92}), ("llama", "decode", 8, {"context":
          ("bert", "train", 8, {"seq": 128}), ("resnet50", "infer", 1, {"image": 224}))
 
 
-def launch_probe(torch: Any, launches: int = 2000, repeats: int = 5) -> float:
-    """Median over ``repeats`` of the host seconds per launch of ``launches`` small ``torch.add`` calls."""
-    a = torch.ones(1024, device="cuda")
-    b = torch.ones(1024, device="cuda")
-    c = torch.empty(1024, device="cuda")
-    for _ in range(100):
-        torch.add(a, b, out=c)
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(launches):
-            torch.add(a, b, out=c)
-        per.append((time.perf_counter() - t0) / launches)
-        torch.cuda.synchronize()
-    return statistics.median(per)
-
-
 def child(config: str, rounds: int) -> int:
     """One configuration: build the cases, then rounds of (probe, block of steps) per case; JSON lines on stdout."""
     import torch
@@ -76,7 +58,7 @@ def child(config: str, rounds: int) -> int:
     start = time.monotonic()
     for r in range(rounds):
         for case_id, bench in benches:
-            probe = launch_probe(torch)
+            probe = steps.launch_probe(torch)
             host, wall = [], []
             for _ in range(10):
                 bench.reset()

@@ -13,7 +13,7 @@ slow whole blocks), measure the memory of the first timed step. Before the block
 time per launch of 2,000 small ``torch.add`` calls (median of 5), the host's speed at that moment. Once every case
 is timed, a second pass builds each case again and profiles ONE step with ``torch.profiler``, summarised with
 ``benchmarks/profiling/trace_stats.py``: no case is timed after a profiler session, because one session leaves
-every later launch of the process about 1.6x slower on the host (``host_noise.py``, data/h200_host_noise.jsonl).
+every later launch of the process about 1.5x slower on the host (``host_noise.py``, data/h200_host_noise.jsonl).
 ``DIR/steps.json`` is rewritten after every case (cases not yet run are "pending"); one short JSON line per
 case goes to stdout. A case that fails (CUDA OOM included) is recorded as "error: ..." and the next one runs;
 once ``--budget-s`` seconds have passed since start, the remaining cases are "skipped (budget)".

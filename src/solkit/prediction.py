@@ -92,6 +92,9 @@ __all__ = [
     "predict",
     "REFERENCE_GPU",
     "TILES",
+    "CHUNK_ALIGNMENT",
+    "MISALIGNED_FROM",
+    "misaligned_chunk",
 ]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
@@ -155,10 +158,12 @@ CUDNN_SDPA_ARCHITECTURES = frozenset({"hopper", "blackwell"})
 #: a collective on a GPU whose spec measured none: the link's full per-direction bandwidth, no latency
 DEFAULT_LINK_EFFICIENCY = 1.0
 DEFAULT_LINK_LATENCY = 0.0
-#: bytes a GPU's chunk of a collective must be a multiple of for NCCL's 16-byte copies (``link_misaligned`` otherwise):
-#: on 2 H200s, all-gathers of 16 MiB and more whose chunk was a multiple of 8 bytes but not 16 took 1.4-1.7x the aligned
-#: time, all-to-alls 1.7-2.4x, reduce-scatters 1.1-1.3x; all-reduces none (data/h200x2_collectives_misaligned.json)
+#: bytes a GPU's chunk of a collective must be a multiple of for NCCL's 16-byte copies (``link_misaligned`` otherwise),
+#: from a buffer of ``MISALIGNED_FROM`` bytes: on 2 H200s, all-gathers of 16 MiB and more whose chunk was a multiple of
+#: 8 bytes but not 16 took 1.4-1.7x the aligned time, all-to-alls 1.7-2.4x, reduce-scatters 1.2-1.3x in bf16 and
+#: 1.0-1.1x in fp32; all-reduces none; below 16 MiB 0.9-1.2x (data/h200x2_collectives_misaligned.json)
 CHUNK_ALIGNMENT = 16
+MISALIGNED_FROM = 1 << 24
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
 
@@ -822,12 +827,18 @@ def _link_note(system: Any, cal: Calibration) -> str:
     return where
 
 
+def misaligned_chunk(nbytes: Any, n_gpus: Any) -> Any:
+    """Whether a collective of ``nbytes`` over ``n_gpus`` pays ``link_misaligned``: its buffer of ``MISALIGNED_FROM`` bytes
+    or more, a GPU's chunk (nbytes / n_gpus) not a multiple of ``CHUNK_ALIGNMENT``."""
+    chunk = np.asarray(nbytes) / np.asarray(n_gpus)
+    return (np.mod(chunk, CHUNK_ALIGNMENT) != 0) & (np.asarray(nbytes) >= MISALIGNED_FROM)
+
+
 def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     """latency + hops beyond a 2-GPU ring's x hop latency + max(level bytes / (efficiency x level bandwidth)).
 
     The latency and efficiency are measured per collective on 2 GPUs of one node (``link_latency``,
-    ``link_efficiency``; the efficiency times ``link_misaligned`` where a GPU's chunk, nbytes / n_gpus, is not a
-    multiple of ``CHUNK_ALIGNMENT`` bytes); each further step costs ``link_hop``, and each step that crosses between nodes
+    ``link_efficiency``; the efficiency times ``link_misaligned`` where ``misaligned_chunk``); each further step costs ``link_hop``, and each step that crosses between nodes
     (``Link.network_hops``) ``network_hop`` instead (NB: neither can be fitted on 2 GPUs). The network level
     uses the collective's link efficiency (NB: no multi-node measurement here).
     """
@@ -838,8 +849,7 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     eff: Any = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
     misaligned = cal.link_misaligned.get(link.collective, 1.0)
     if misaligned != 1.0:  # a GPU's chunk off 16-byte alignment: NCCL's copies lose their 16-byte vectors
-        chunk = np.asarray(link.nbytes) / np.asarray(link.n_gpus)
-        eff = np.where(np.mod(chunk, CHUNK_ALIGNMENT) != 0, eff * misaligned, eff)
+        eff = np.where(misaligned_chunk(link.nbytes, link.n_gpus), eff * misaligned, eff)
         eff = float(eff) if np.ndim(eff) == 0 else eff
     latency = cal.link_latency.get(link.collective, DEFAULT_LINK_LATENCY)
     t = link_seconds(k, system, eff)

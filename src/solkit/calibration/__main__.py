@@ -139,11 +139,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     if args.command == "collectives":
         from .collectives import (COMM_FIT_DATA, COMM_MISALIGNED_DATA, COMM_MULTI_FIT_DATA, COMM_SPENT_DATA, COMM_TEST_DATA,
-                                  COMM_VALIDATION_DATA, collectives_report)
+                                  COMM_TEST_FROZEN, COMM_VALIDATION_DATA, collectives_report)
         from .programs import data_dir
 
         named = ([("fit", COMM_FIT_DATA), ("fit: chunks off 16-byte alignment (link_misaligned)", COMM_MISALIGNED_DATA),
-                  ("validation", COMM_VALIDATION_DATA)] + [("frozen test", t) for t in COMM_TEST_DATA]
+                  ("validation", COMM_VALIDATION_DATA)] + [(f"frozen test ({COMM_TEST_FROZEN[t]})" if t in COMM_TEST_FROZEN else "frozen test", t)
+                                                        for t in COMM_TEST_DATA]
                  + [("fit: 4 or 8 GPUs (link_hop)", t) for t in COMM_MULTI_FIT_DATA]
                  + [(f"spent test ({why})", t) for t, why in COMM_SPENT_DATA])
         present = [(title, path) for title, path in named if (data_dir() / path).exists()]

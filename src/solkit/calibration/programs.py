@@ -264,22 +264,27 @@ def programs_report(gpu: Any = "h200") -> str:
                   "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
         lines += _table(memory, by_bound=False)
         lines.append("")
-        if files == STEP_REPEAT_DATA:
+        fit_present = (data_dir() / STEP_FIT_DATA[0]).exists()
+        if files == STEP_REPEAT_DATA and fit_present:
             lines += _repeat_lines(load_steps(STEP_FIT_DATA[0]), sets[0])
         if files == STEP_PROFILED_DATA and len(sets) > 1:
             lines += _spread(sets[0], sets[1], "the CPUs differ: no prediction of a host-bound step can beat that spread")
-            lines += _spread(sets[0], load_steps(STEP_FIT_DATA[0]), "the second was never profiled")
+            if fit_present:
+                lines += _spread(sets[0], load_steps(STEP_FIT_DATA[0]), "the second was never profiled")
     return "\n".join(lines) + "\n"
 
 
 def repeatability(a: StepSet, b: StepSet) -> dict[str, tuple[int, float, float]]:
-    """How far two timings of the same cases agree: (cases, median, p90) of exp(|log(a / b)|) - 1 of the host time of the
-    cases CPU-bound in both, and of the wall time of those GPU-bound in both."""
+    """How far two timings agree: (cases, median, p90) of exp(|log(a / b)|) - 1 of the host time of the cases CPU-bound in
+    both, and of the wall time of those GPU-bound in both ((0, nan, nan) where there are none)."""
     other = {c.id: c for c in b.cases if c.ok}
     pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
     out = {}
     for name, sel, field in (("CPU-bound host", [p for p in pairs if p[0].cpu_bound and p[1].cpu_bound], "host_ms"),
                              ("GPU-bound wall", [p for p in pairs if not p[0].cpu_bound and not p[1].cpu_bound], "wall_ms")):
+        if not sel:
+            out[name] = (0, math.nan, math.nan)
+            continue
         err = np.expm1(log_error([getattr(x, field) for x, _ in sel], [getattr(y, field) for _, y in sel]))
         out[name] = (len(sel), float(np.median(err)), float(np.percentile(err, 90)))
     return out
