@@ -20,15 +20,13 @@ Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel 
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
 bucket, not per element), each distinct cell is looked up once, in the order the cells of each key
-were always looked up in (so that a sweep's numbers stay bit for bit what they were), and its exp(c)
-is taken per cell (``Neighbours.factor``).
+were always looked up in (so that a sweep's numbers stay bit for bit what they were).
 """
 
 from __future__ import annotations
 
 import json
 import math
-import weakref
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -62,8 +60,6 @@ BLOCK = 1 << 22
 #: a sweep's distinct points of one key are memoized (per loaded bank) where at most this many, in at most this many memos
 BLOCK_MEMO_ROWS = 512
 BLOCK_MEMO_LIMIT = 128
-#: sweeps whose cells a loaded bank holds for ``Neighbours.factor`` at most (each until its correction is freed or used)
-SWEEPS_KEPT = 64
 
 
 def bank_key(op: str, kind: str, precision: str, layout: Optional[str], tag: str) -> str:
@@ -112,10 +108,10 @@ class Neighbours:
     """A loaded bank: per key, the features (n x d, in octaves) and residuals of its measured kernels.
 
     ``banks`` gives the features quantized (integers, 1/STEP octave); they are kept in octaves, converted once.
-    Memos (of its corrections and notes, and of the sweeps whose factor ``factor`` has yet to give) live here.
+    Memos of its corrections and notes live here.
     """
 
-    __slots__ = ("source", "gpu", "_banks", "_memo", "_blocks", "_size", "_swept")
+    __slots__ = ("source", "gpu", "_banks", "_memo", "_blocks", "_size")
 
     def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
@@ -124,20 +120,19 @@ class Neighbours:
                        for key, (points, residuals) in banks.items()}
         self._memo: dict[Any, Any] = {}  # corrections and notes, by what they depend on
         self._blocks: dict[tuple[str, bytes], np.ndarray] = {}  # corrections of a sweep's distinct points, by them
-        self._swept: dict[int, tuple[Any, ...]] = {}  # id of a sweep's c: (a weak reference to it, its cells)
         self._size = sum(len(r) for _, r in self._banks.values())
 
     def __len__(self) -> int:
         return self._size
 
     def __getstate__(self) -> dict[str, Any]:
-        """What pickles and copies keep: the bank, not its memos (a sweep's weak references do not pickle)."""
+        """What pickles and copies keep: the bank, not its memos."""
         return {"source": self.source, "gpu": self.gpu, "_banks": self._banks, "_size": self._size}
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         for name, value in state.items():
             setattr(self, name, value)
-        self._memo, self._blocks, self._swept = {}, {}, {}
+        self._memo, self._blocks = {}, {}
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Neighbours):
@@ -185,22 +180,9 @@ class Neighbours:
             return self._one(full, bank, tuple(int(round(f * STEP)) for f in feats))
         return self._sweep(key, variants, feats)
 
-    def factor(self, c: Any) -> Any:
-        """exp(c) of a correction ``of_kernel`` gave: of a sweep's distinct cells, not of each element, where it can."""
-        if type(c) is float:
-            return math.exp(c)
-        kept = self._swept.pop(id(c), None)
-        if kept is None or kept[0]() is not c:
-            return np.exp(c)
-        _, values, slots, index, size = kept
-        table = np.exp(values) if slots is None else np.ones(size)
-        if slots is not None:
-            table[slots] = np.exp(values)
-        return table[index.ravel()].reshape(c.shape)
-
     def moves(self, c: Any) -> bool:
         """Whether a correction moves its kernel at all (somewhere in a sweep)."""
-        return bool(np.any(self._cells(c) != 0.0)) if type(c) is not float else c != 0.0
+        return bool(np.any(c != 0.0)) if type(c) is not float else c != 0.0
 
     def note(self, moved: list[tuple[str, Any]], gpu: str) -> str:
         """What the correction did on ``gpu``: the kernels it moved most (``moved``: name, c), by what factor."""
@@ -215,14 +197,9 @@ class Neighbours:
                 self._remember(probe, text)
         return text
 
-    def _cells(self, c: np.ndarray) -> np.ndarray:
-        """The values of a sweep's correction: its distinct cells' where this bank holds them, else ``c`` itself."""
-        kept = self._swept.get(id(c))
-        return kept[1] if kept is not None and kept[0]() is c else c
-
     def _range(self, c: Any) -> tuple[Any, Any]:
         """(least, most) of a correction (a float's: itself)."""
-        return (c, c) if type(c) is float else (np.min(self._cells(c)), np.max(self._cells(c)))
+        return (c, c) if type(c) is float else (np.min(c), np.max(c))
 
     def _remember(self, probe: Any, value: Any) -> None:
         if len(self._memo) >= MEMO_LIMIT:
@@ -252,7 +229,7 @@ class Neighbours:
     def _sweep(self, key: str, variants: Sequence[tuple[str, Any]], values: Sequence[Any], raw: bool = False) -> Any:
         """``correction`` over a sweep, each distinct cell (quantized features and variants) looked up once.
 
-        ``raw``: ``values`` are a kernel's sizes, not their log2 (``features``), and ``factor`` will want the result.
+        ``raw``: ``values`` are a kernel's sizes, not their log2 (``features``).
         """
         shape = np.broadcast_shapes(*(np.shape(v) for v in values), *(np.shape(m) for _, m in variants))
         if 0 in shape:
@@ -278,18 +255,7 @@ class Neighbours:
         table = found if slots is None else np.zeros(size)
         if slots is not None:
             table[slots] = found
-        out = table[index.ravel()].reshape(shape)
-        if raw:
-            self._keep(out, found, slots, index, size)
-        return out
-
-    def _keep(self, c: np.ndarray, *cells: Any) -> None:
-        """Hold a sweep's cells for ``factor`` while ``c`` lives (made read-only: its factor must stay its own)."""
-        swept, key = self._swept, id(c)
-        if len(swept) >= SWEEPS_KEPT:
-            swept.clear()
-        c.flags.writeable = False
-        swept[key] = (weakref.ref(c, lambda _: swept.pop(key, None)), *cells)
+        return table[index.ravel()].reshape(shape)
 
 
 def _note(moved: list[tuple[str, Any, Any, Any]], banked: int, gpu: str) -> str:

@@ -598,8 +598,8 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
         body = body + terms.helper_bytes / (cal.copy_bandwidth * _lookup(cal.memory_efficiency, terms, 1.0))
     c = terms.neighbour
-    if type(c) is not float or c:  # how its measured neighbours missed (solkit.neighbours; a sweep's exp per distinct c)
-        body = body * (math.exp(c) if type(c) is float else np.exp(c) if cal.neighbours is None else cal.neighbours.factor(c))
+    if type(c) is not float or c:  # how its measured neighbours missed (solkit.neighbours)
+        body = body * (math.exp(c) if type(c) is float else np.exp(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 
@@ -839,7 +839,8 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
 
     The latency and efficiency are measured per collective on 2 GPUs of one node (``link_latency``,
     ``link_efficiency``; the efficiency times ``link_misaligned`` where ``misaligned_chunk``); each further step costs ``link_hop``, and each step that crosses between nodes
-    (``Link.network_hops``) ``network_hop`` instead (NB: neither can be fitted on 2 GPUs). The network level
+    (``Link.network_hops``) ``network_hop`` instead (NB: NCCL's own figures; 2 GPUs cannot fit them, ``link_hop`` is
+    fitted once 4- or 8-GPU collectives are measured, ``calibration.collectives.fit_hops``). The network level
     uses the collective's link efficiency (NB: no multi-node measurement here).
     """
     from .comm import steps_at_two

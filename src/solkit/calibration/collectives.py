@@ -95,6 +95,12 @@ def _bus(case: CollectiveCase) -> float:
     return float(link.bus_bytes)
 
 
+def _best(predicted: np.ndarray, measured: np.ndarray) -> tuple[int, ...]:
+    """The grid index (all axes but the last, the cases') of the least mean |log(predicted / measured)|."""
+    loss = np.abs(np.log(predicted / measured)).mean(axis=-1)
+    return tuple(int(i) for i in np.unravel_index(np.argmin(loss), loss.shape))
+
+
 def fit_links(cases: Sequence[CollectiveCase], gpu: Any = "h200") -> dict[str, Any]:
     """``link_latency`` and ``link_efficiency`` per collective (seconds, fraction), with NCCL's hop latencies."""
     system = default_system(gpu)
@@ -109,8 +115,7 @@ def fit_links(cases: Sequence[CollectiveCase], gpu: Any = "h200") -> dict[str, A
         transfer = np.array([_bus(c) for c in mine]) / system.link_bandwidth  # seconds at the full link rate
         # predicted[l, e, case] = floor + latency l + transfer / efficiency e
         predicted = floor + _LATENCY_GRID[:, None, None] + transfer[None, None, :] / _EFFICIENCY_GRID[None, :, None]
-        loss = np.abs(np.log(predicted / measured)).mean(axis=2)
-        li, ei = np.unravel_index(np.argmin(loss), loss.shape)
+        li, ei = _best(predicted, measured)
         latency[op] = _round(float(_LATENCY_GRID[li]), "link_latency")
         efficiency[op] = _round(float(_EFFICIENCY_GRID[ei]), "link_efficiency")
     hops = {name: us * 1e-6 for name, us in NCCL_HOPS_US.items()}
@@ -130,7 +135,7 @@ def fit_misaligned(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: 
         measured = np.array([c.seconds for c in mine])
         transfer = np.array([_bus(c) for c in mine]) / (system.link_bandwidth * links["link_efficiency"][op])
         predicted = floor + links["link_latency"][op] + transfer[None, :] / _MISALIGNED_GRID[:, None]
-        best = float(_MISALIGNED_GRID[int(np.argmin(np.abs(np.log(predicted / measured)).mean(axis=1)))])
+        best = float(_MISALIGNED_GRID[_best(predicted, measured)[0]])
         if best < 1.0:
             out[op] = _round(best, "link_misaligned")
     return out
@@ -156,8 +161,7 @@ def fit_hops(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: Any = 
         fixed.append(floor + links["link_latency"][c.op] + float(link.bus_bytes) / (eff * system.link_bandwidth))
     measured = np.array([c.seconds for c in mine])
     predicted = np.array(fixed)[None, :] + _HOP_GRID[:, None] * np.array(extra)[None, :]
-    best = float(_HOP_GRID[int(np.argmin(np.abs(np.log(predicted / measured)).mean(axis=1)))])
-    return _round(best, "link_hop")
+    return _round(float(_HOP_GRID[_best(predicted, measured)[0]]), "link_hop")
 
 
 def link_parameters(path: Optional[str] = None, misaligned: Optional[str] = None) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from ..errors import SpecError
 from .fitting import _round
 from .programs import data_dir
 
-__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "PRESETS", "step_workload",
+__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "MODES", "PRESETS", "step_workload",
            "step_errors"]
 
 PARALLEL_FIT_DATA = "h200_parallel_steps_world1_unprofiled.json"
@@ -32,6 +32,8 @@ PARALLEL_X2_SETS: tuple[tuple[str, str], ...] = (
     ("grid (2 GPUs; its single/DDP/FSDP steps shaped no parameter)", "h200x2_parallel_steps.json"),
     ("frozen test (seed 2037, measured after commit 615211b froze the model)", "h200x2_parallel_steps_test_seed2037.json"),
     ("spent test (seed 2034, measured before link_misaligned existed)", "h200x2_parallel_steps_test_seed2034.json"))
+#: the modes of benchmarks/comm/parallel_steps.py: the plain step, DDP, FSDP2
+MODES = ("single", "ddp", "fsdp")
 #: a step is CPU-bound when the host's time is at least this share of it
 CPU_BOUND = 0.9
 #: layers of the measured models (their configs: tests/data/hf_configs)
@@ -76,7 +78,7 @@ def step_workload(case: dict[str, Any]) -> Any:
     return training_step(fwd, dp=world, zero=3 if case["mode"] == "fsdp" else 0)
 
 
-def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = ("single", "ddp", "fsdp")) -> list[tuple[dict, float, float]]:
+def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES) -> list[tuple[dict, float, float]]:
     """(case, predicted seconds, error exp(|log(pred / meas)|) - 1) of every measured case of ``modes``."""
     import warnings
 
@@ -107,7 +109,7 @@ def parallel_report_lines(gpu: Any = "h200") -> list[str]:
         rows = step_errors(name, gpu)
         lines += [f"## {title} (`data/{name}`)", "", "| mode | cases | CPU-bound | median | p90 | measured / predicted |",
                   "|---|---:|---:|---:|---:|---:|"]
-        for mode in ("single", "ddp", "fsdp"):
+        for mode in MODES:
             mine = [(c, p, e) for c, p, e in rows if c["mode"] == mode]
             if not mine:
                 continue

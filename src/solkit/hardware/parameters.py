@@ -90,7 +90,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("host_fsdp_group", "us", False, False, 1, "host time of FSDP2's hooks per sharded layer per pass (unshard, reshard, copies)"),
     Parameter("link_latency", "us", True, False, 2, "a collective's fixed time on 2 GPUs of one node (launch, handshake), per collective"),
     Parameter("link_efficiency", "", True, False, 3, "share of the link's per-direction bandwidth a large collective's bus bytes reach, per collective"),
-    Parameter("link_misaligned", "", True, False, 2, "the efficiency's factor when a GPU's chunk (nbytes / n_gpus) is not a multiple of 16 bytes, per collective"),
+    Parameter("link_misaligned", "", True, False, 2, "the efficiency's factor for a buffer of 16 MiB or more whose chunk per GPU (nbytes / n_gpus) is not a multiple of 16 bytes, per collective (prediction.misaligned_chunk)"),
     Parameter("link_hop", "us", False, False, 2, "what each ring step beyond a 2-GPU ring's adds inside a node"),
     Parameter("network_hop", "us", False, False, 2, "what each ring step beyond a 2-GPU ring's adds when the group spans nodes"),
 )
