@@ -86,7 +86,9 @@ def test_training_step_attention_and_norm():
 
 def test_models_feed_the_rest_of_the_library():
     """A model step goes through roofline, predict and mfu like any workload."""
-    step = models.training_step(models.preset("llama3-8b").forward(batch=1, seq=4096))
+    # batch 4: at batch 1 the eager step's elementwise traffic (autograd's included) and AdamW's pass over the
+    # fp32 states outweigh its GEMMs on an H100
+    step = models.training_step(models.preset("llama3-8b").forward(batch=4, seq=4096))
     r = sk.roofline(step, "h100")
     assert r.bound == "compute"
     assert sk.predict(step, "h200").seconds > sk.roofline(step, "h200").t_sol

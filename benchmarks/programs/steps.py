@@ -27,6 +27,7 @@ import math
 import contextlib
 import datetime as _dt
 import gc
+import gzip
 import importlib.util
 import json
 import os
@@ -557,7 +558,7 @@ class Runner:
                     bench.reset()
                     bench.step()
                 self.sync()
-                return {"profile": self.profile(bench)}
+                return {"profile": self.profile(bench, case["id"])}
         except Exception as err:  # noqa: BLE001 - keep the timings when the profiler fails
             return {"profile": None, "profile_error": f"{type(err).__name__}: {err}"[:500]}
         finally:
@@ -566,7 +567,7 @@ class Runner:
             bench = None
             self.free()
 
-    def profile(self, bench: Bench) -> dict[str, Any]:
+    def profile(self, bench: Bench, case_id: str = "case") -> dict[str, Any]:
         torch = self.torch
         bench.reset()
         self.sync()
@@ -575,7 +576,8 @@ class Runner:
         err_path = path + ".stderr"
         try:
             with stderr_to(err_path):
-                with torch.profiler.profile(activities=self.activities(), record_shapes=False) as prof:
+                keep = self.args.keep_traces
+                with torch.profiler.profile(activities=self.activities(), record_shapes=bool(keep)) as prof:
                     self.sync()
                     bench.step()
                     self.sync()
@@ -584,6 +586,10 @@ class Runner:
                 export_s = time.monotonic() - t
             del prof
             trace_bytes = os.path.getsize(path)
+            if keep:  # the whole trace, gzipped, for counting its kernels against solkit's (shapes recorded)
+                os.makedirs(keep, exist_ok=True)
+                with open(path, "rb") as src, gzip.open(os.path.join(keep, f"{case_id}.json.gz"), "wb") as dst:
+                    shutil.copyfileobj(src, dst)
             trace = trace_stats.load(path)
         finally:
             stderr_text = tail_of(err_path)
@@ -739,6 +745,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile-budget-s", type=float, default=240.0,
                    help="profile no case once --budget-s plus this many seconds have passed (default 240)")
     p.add_argument("--no-profile", action="store_true", help="time only: no profile pass")
+    p.add_argument("--keep-traces", default=None, metavar="DIR",
+                   help="keep each profiled step's chrome trace (shapes recorded) as DIR/<case id>.json.gz")
     p.add_argument("--profile-cpu", action="store_true",
                    help="without CUDA, profile the CPU step anyway (tests the profile path in a dry run)")
     args = p.parse_args(argv)

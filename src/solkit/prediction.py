@@ -73,7 +73,7 @@ from .ops.registry import calibration_keys
 from .precision import PRECISIONS, rate_class
 from .sol import link_seconds, roofline
 from ._timeline import IDENTITY, Join, Map, clocks, compose, join, launch, power
-from .workload import FSDP_GROUP_OP, Kernel, Pipeline, Workload, as_workload
+from .workload import FSDP_GROUP_OP, Kernel, Pipeline, Workload, as_workload, issued_launches
 
 if TYPE_CHECKING:  # pragma: no cover
     from .hardware.schema import GPU, Measured
@@ -911,4 +911,4 @@ def program_host_overhead(w: Workload, cal: Calibration) -> Any:
         return 0.0
     layers = getattr(origin, "layers", 0)
     preamble = cal.host_program if getattr(origin, "preamble", False) else 0.0
-    return per_launch + (preamble + cal.host_layer * layers) / max(len(w), 1)
+    return per_launch + (preamble + cal.host_layer * layers) / max(issued_launches(w), 1.0)

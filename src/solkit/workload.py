@@ -27,7 +27,7 @@ from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "Autograd", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
@@ -164,6 +164,17 @@ class Pipeline(NamedTuple):
     def bubble(self) -> int:
         """Microbatches of idle time: ceil((stages - 1) / interleave)."""
         return -(-(self.stages - 1) // self.interleave)
+
+
+class Autograd(NamedTuple):
+    """A workload's ``origin``: what eager autograd launches for its backward beyond each kernel's own gradient
+    (``models.training.backward``): ``launches`` of its one gradient kernel (cuDNN's SDPA backward runs 3, LayerNorm's
+    2) and ``extra`` kernels after the gradients (accumulations of a tensor's gradients, casts, slices' zero-fills);
+    ``gradient=False``: its kernels have none (buffer updates), the backward is ``extra`` alone."""
+
+    extra: Optional["Workload"] = None
+    launches: Optional[int] = None
+    gradient: bool = True
 
 
 class OpCall(NamedTuple):
@@ -416,6 +427,11 @@ def _sum(counted: tuple[tuple[Kernel, int], ...], figure: str) -> Num:
         value = getattr(k, figure)
         total = _add(total, value if count == 1 else value * count)  # pragma: no mutate (x * 1 is x)
     return total
+
+
+def issued_launches(w: "Workload") -> float:
+    """Launches the CPU issues for ``w``: each kernel's count times its ``launches`` (a sweep: its largest)."""
+    return float(sum(count * float(np.max(k.launches)) for k, count in w.counted))
 
 
 def _launch_count(w: "Workload") -> int:

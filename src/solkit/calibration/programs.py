@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import SpecError
-from ..workload import Workload
+from ..workload import Workload, issued_launches
 from .fitting import _round
 from .metrics import log_error
 
@@ -184,7 +184,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
                 continue
             w = workload_of_step(case)
             preamble = float(getattr(w.origin, "preamble", False))
-            row = (preamble, float(_layers(w)), float(len(w)), case.host_ms * 1e-3)  # type: ignore[operator]
+            row = (preamble, float(_layers(w)), issued_launches(w), case.host_ms * 1e-3)  # type: ignore[operator]
             (train if case.mode == "train" else infer).append(row)
     if len(infer) < 3 or not train:
         raise SpecError(f"fit_host needs at least 3 CPU-bound inference steps and 1 training step, got {len(infer)} "

@@ -15,6 +15,11 @@ Two styles (``kernels=``):
   (and bias) from fp32 and its input when that is not already ``dtype``; the embedding, the
   residual stream and the norms stay fp32 (embedding and LayerNorm are not autocast to 16 bits; a
   16-bit branch added to the fp32 stream gives fp32), and a causal LM's loss upcasts the logits.
+  Built for training, each construct also carries what eager autograd launches beyond its kernels'
+  own gradients (``Autograd``, read off H200 profiles): a tensor's gradients from two consumers added
+  (the residual stream, shared q/k/v and gate/up inputs), RMSNorm's and gelu_new's second products and
+  sums, rotary's slice zero-fills and casts, GPT-2's split gradient concatenated, cuDNN SDPA's backward
+  as 3 launches (5 with grouped KV heads; its forward as 2 with attention dropout), LayerNorm's as 2.
 
 Every workload records its ``origin`` (``ModelCall``), so ``training_step`` can rebuild the forward
 as training runs it (dropout, the loss) and knows the parameters to cast and update.
@@ -22,7 +27,7 @@ as training runs it (dropout, the loss) and knows the parameters to cast and upd
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -31,13 +36,13 @@ from ..errors import OptionError, ShapeError
 from ..ops import (add, attention, concat, copy, dropout, elementwise, embedding, fill, gather, gelu, layernorm, matmul,
                    nll_loss, pointwise, reduce, rmsnorm, silu, softmax)
 from ..precision import normalize, storage_bytes
-from ..workload import Workload, chain
+from ..workload import Autograd, Workload, chain
 from ._common import count_text, naming_overflow
 from .architecture import Transformer
 from .transformer import SWIGLU_FLOPS
 
 __all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "activations", "Activations", "ROPE_TABLE_KERNELS",
-           "GELU_NEW_KERNELS"]
+           "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES", "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES"]
 
 KERNEL_STYLES = ("eager", "fused")
 #: quantization of the layers' linear layers: name -> (weight precision, GEMM input precision). Weight-only
@@ -54,6 +59,12 @@ ROPE_TABLE_KERNELS = 12
 #: one kernel per operation (name, tensors of T x ffn read), seen in the H200 profiles (pow, tanh, 3 muls by a scalar...)
 GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
 _FP32 = "fp32"
+#: launches of cuDNN's SDPA backward as eager PyTorch runs it on an H200 (profiles: the dO.O row sums, the flash
+#: backward kernel, dQ converted to 16 bits); with grouped KV heads two more reduce dK and dV over each group
+SDPA_BACKWARD_LAUNCHES = 3
+SDPA_GQA_BACKWARD_LAUNCHES = 5
+#: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
+LAYERNORM_BACKWARD_LAUNCHES = 2
 
 
 class ModelCall(NamedTuple):
@@ -112,6 +123,26 @@ class _Program:
     def add(self, *parts: Workload) -> None:
         self.parts.extend(parts)
 
+    @property
+    def autograd(self) -> bool:
+        """Built for eager training: its constructs carry what autograd launches beyond each kernel's gradient."""
+        return self.eager and self.call.training
+
+    def construct(self, start: int, name: str, extra: Sequence[Workload] = (), launches: Optional[int] = None) -> None:
+        """The parts added since ``start`` as one workload whose backward (eager training) also launches ``extra``
+        (zero model FLOPs: a backward's model FLOPs stay twice its forward's) and runs its gradient kernel as
+        ``launches`` launches (``Autograd``)."""
+        if not self.autograd or not (extra or launches):
+            return
+        inner = tuple((w, 1) for w in self.parts[start:])
+        del self.parts[start:]
+        more = Workload.of(f"{name} autograd", tuple((k._replace(model_flops=0.0), n) for w in extra for k, n in w.counted))
+        self.parts.append(Workload.of(name, inner, origin=Autograd(more if extra else None, launches)))
+
+    def accumulate(self, elements: Any, dtype: str, what: str) -> Workload:
+        """autograd adding a tensor's gradients from two consumers (``add_``): reads both, writes one."""
+        return add(elements, dtype).renamed(f"{what} gradient accumulate", kernels=True)
+
     def save(self, elements: Any, dtype: str) -> None:
         """A tensor autograd keeps for the backward pass (``memory``'s activations)."""
         self.saved = self.saved + elements * storage_bytes(dtype)
@@ -158,12 +189,15 @@ class _Program:
             return self.cd
         if self.m.norm == "layernorm":  # native_layer_norm, autocast to fp32 under AMP
             self.cast(rows * d, x_dtype, self.stream)
+            start = len(self.parts)
             self.add(layernorm(rows, d, self.stream))
+            self.construct(start, "layernorm", launches=LAYERNORM_BACKWARD_LAUNCHES)
             self.save(rows * d, self.stream)
             self.save(rows, _FP32)
             return self.stream
         # HF LlamaRMSNorm: x.to(fp32); pow(2); mean(-1); + eps; rsqrt; x * r; .to(x dtype); weight * (...)
         n = rows * d
+        start = len(self.parts)
         self.cast(n, x_dtype, _FP32)
         self.add(pointwise(n, n, _FP32, flops_per_element=1, name="rmsnorm pow"),
                  reduce(n, rows, _FP32).renamed("rmsnorm mean", kernels=True),
@@ -173,6 +207,16 @@ class _Program:
         self.cast(n, _FP32, x_dtype)
         out = _promote(self.wd, x_dtype)
         self.add(pointwise(n, n, x_dtype, out_dtype=out, other_elements=d, other_dtype=self.wd, name="rmsnorm weight"))
+        # autograd (H200 profiles): the two products' second gradients and their sums over rows (the weight's) and
+        # over d (r's), rsqrt's and pow's second kernels (pow(r, 3); the exponent's product), x's two gradients added
+        self.construct(start, "rmsnorm", (
+            pointwise(n, n, out, other_elements=n, other_dtype=x_dtype, name="rmsnorm weight-grad mul"),
+            reduce(n, d, out).renamed("rmsnorm weight-grad sum", kernels=True),
+            pointwise(n, n, _FP32, other_elements=n, other_dtype=_FP32, name="rmsnorm r-grad mul"),
+            reduce(n, rows, _FP32).renamed("rmsnorm r-grad sum", kernels=True),
+            pointwise(rows, rows, _FP32, name="rmsnorm rsqrt-grad pow"),
+            pointwise(n, n, _FP32, name="rmsnorm pow-grad mul"),
+            self.accumulate(n, _FP32, "rmsnorm x")))
         self.save(n, _FP32)  # x in fp32 (pow's and the scale's input)
         self.save(n, x_dtype)  # the normalized x (the weight's product)
         return out
@@ -181,10 +225,13 @@ class _Program:
         """x + branch: the promoted precision (fp32 stream + 16-bit branch = fp32)."""
         out = _promote(x_dtype, branch_dtype)
         n = rows * self.m.d_model
+        start = len(self.parts)
         if x_dtype == branch_dtype:
             self.add(add(n, x_dtype).renamed("residual add", kernels=True))
         else:
             self.add(pointwise(n, n, branch_dtype, out_dtype=out, other_elements=n, other_dtype=x_dtype, name="residual add"))
+        # x also fed the block (its norm, or its first projections): autograd adds the two gradients of x
+        self.construct(start, "residual", (self.accumulate(n, x_dtype, "residual stream"),))
         return out
 
     def dropout_of(self, elements: Any, dtype: str) -> None:
@@ -219,11 +266,19 @@ class _Program:
         n, table = rows * width, seq * self.m.n_head_dim  # q [B,H,S,D] * cos [1,1,S,D]
         cos = self.stream  # the table takes the hidden states' precision
         out = _promote(x_dtype, cos)
+        start = len(self.parts)
         self.add(pointwise(n, n, x_dtype, out_dtype=out, other_elements=table, other_dtype=cos, name="rotary mul"),
                  pointwise(n / 2, n / 2, x_dtype, name="rotary neg"),
                  concat(n, x_dtype).renamed("rotary cat", kernels=True),
                  pointwise(n, n, x_dtype, out_dtype=out, other_elements=table, other_dtype=cos, name="rotary mul"),
                  pointwise(n, 0, out, other_elements=2 * n, other_dtype=out, name="rotary add"))
+        # autograd (H200 profiles): each product's gradient cast back to x's precision; rotate_half's two slices'
+        # gradients, each a zeroed tensor and a copy into its half; the result copied out of the heads' layout
+        casts = [copy(n, dtype=out, out_dtype=x_dtype).renamed("rotary grad cast", kernels=True)] * 2 if out != x_dtype else []
+        halves = [fill(n, x_dtype).renamed("rotary slice-grad zeros", kernels=True),
+                  copy(n / 2, dtype=x_dtype).renamed("rotary slice-grad copy", kernels=True)] * 2
+        self.construct(start, "rotary", (*casts, *halves, copy(n, dtype=x_dtype).renamed("rotary grad layout copy",
+                                                                                          kernels=True)))
         return out
 
     def attention_block(self, b: Any, s: Any, x_dtype: str) -> str:
@@ -232,12 +287,17 @@ class _Program:
         t, d, q, kv = b * s, m.d_model, m.q_width, m.kv_width
         biased = m.bias != "none"
         h = self.norm(t, x_dtype) if m.norm_position == "pre" else x_dtype
+        start = len(self.parts)
         if not self.eager or m.family == "gpt2":  # one GEMM: fused QKV, GPT-2's c_attn
             dq = dk = self.linear(t, q + 2 * kv, d, h, biased, "qkv")
+            # autograd: split's gradient concatenates dq, dk and dv
+            self.construct(start, "qkv", (concat(t * (q + 2 * kv), dq).renamed("qkv split-grad cat", kernels=True),))
         else:
             dq = self.linear(t, q, d, h, biased, "q_proj")
             dk = self.linear(t, kv, d, h, biased, "k_proj")
             self.linear(t, kv, d, h, biased, "v_proj")
+            # autograd: the input's three gradients added
+            self.construct(start, "q, k, v", (self.accumulate(t * d, h, "q, k, v input"),) * 2)
         if m.positions == "rotary" and self.eager:
             dq, dk = self.rotary(t, s, q, dq), self.rotary(t, s, kv, dk)
         context = call.context
@@ -255,8 +315,15 @@ class _Program:
             self.cast(t * q, dq, self.cd)
             self.cast(t * kv, dk, self.cd)
         kv_read = call.kv_dtype if call.phase != "forward" else None  # attention reads the cache as stored
-        self.add(attention(b, m.heads, s, s + context, head_dim=m.n_head_dim, kv_heads=m.n_kv_heads, causal=m.causal,
-                           impl=call.impl, dtype=self.cd, kv_dtype=kv_read))
+        start = len(self.parts)
+        att = attention(b, m.heads, s, s + context, head_dim=m.n_head_dim, kv_heads=m.n_kv_heads, causal=m.causal,
+                        impl=call.impl, dtype=self.cd, kv_dtype=kv_read)
+        if self.autograd and m.attention_dropout > 0 and call.impl == "sdpa":  # cuDNN unpacks its dropout seed first
+            att = Workload.of(att.name, tuple((k._replace(launches=2.0), n) for k, n in att.counted), att.call)
+        self.add(att)
+        if call.impl == "sdpa":
+            self.construct(start, "attention", launches=SDPA_GQA_BACKWARD_LAUNCHES if m.n_kv_heads < m.heads
+                           else SDPA_BACKWARD_LAUNCHES)
         self.save(t * (q + 2 * kv), self.cd)  # q, k and v (the output is o_proj's input, saved there)
         self.save(b * m.heads * s, _FP32)  # the log-sum-exp per query row
         o = self.linear(t, d, q, self.cd, m.bias == "all", "o_proj")
@@ -341,10 +408,16 @@ class _Program:
             return self.norm(t, x) if m.norm_position == "post" else x
         if m.gated:
             if self.eager:  # HF: gate_proj, up_proj, act(gate), * up
+                start = len(self.parts)
                 self.linear(t, f, d, h, biased, "gate_proj")
                 self.linear(t, f, d, h, biased, "up_proj")
+                self.construct(start, "gate, up", (self.accumulate(t * d, h, "gate, up input"),))
                 act = silu if m.mlp == "swiglu" else gelu
-                self.add(act(t * f, self.cd), pointwise(t * f, 2 * t * f, self.cd, name="act * up"))
+                self.add(act(t * f, self.cd))
+                start = len(self.parts)
+                self.add(pointwise(t * f, 2 * t * f, self.cd, name="act * up"))
+                # autograd: the product's second gradient
+                self.construct(start, "act * up", (pointwise(t * f, 2 * t * f, self.cd, name="act * up second grad"),))
                 self.save(3 * t * f, self.cd)  # gate, act(gate) and up
             else:
                 self.linear(t, 2 * f, d, h, biased, "gate_up")  # x [T,d] @ w [d,2*ffn] -> [T,2*ffn]
@@ -355,13 +428,26 @@ class _Program:
             self.linear(t, f, d, h, biased, "up")  # x [T,d] @ w [d,ffn] -> [T,ffn]
             if self.eager and m.family == "gpt2":  # NewGELUActivation: the tanh form in Python, eight kernels
                 n = t * f
-                for name, inputs in GELU_NEW_KERNELS:
-                    self.add(pointwise(n, inputs * n, self.cd, name=f"gelu_new {name}"))
+                start = len(self.parts)
+                if self.amp:  # autocast runs pow in fp32: x cast first
+                    self.cast(n, self.cd, _FP32)
+                act_dtype = _FP32 if self.amp else self.cd  # the tanh form runs in fp32 after pow's upcast
+                for i, (name, inputs) in enumerate(GELU_NEW_KERNELS):
+                    half = i == len(GELU_NEW_KERNELS) - 2  # 0.5 * x, on x as it came
+                    self.add(pointwise(n, inputs * n, self.cd if half else act_dtype, name=f"gelu_new {name}"))
+                # autograd (H200 profiles): pow's and the last product's second kernels, the product's gradient cast
+                # back (AMP), x's gradients from its three uses added
+                casts = (copy(n, dtype=_FP32, out_dtype=self.cd).renamed("gelu_new grad cast", kernels=True),) if self.amp else ()
+                self.construct(start, "gelu_new", (pointwise(n, n, _FP32, name="gelu_new pow-grad pow"),
+                                                   pointwise(n, 2 * n, _FP32, name="gelu_new pow-grad mul"),
+                                                   pointwise(n, 2 * n, self.cd, name="gelu_new product second grad"),
+                                                   *casts, self.accumulate(n, self.cd, "gelu_new x")))
                 self.save(4 * n, self.cd)  # x, x**3, the tanh's argument and output
             else:
+                act_dtype = self.cd
                 self.add(gelu(t * f, self.cd))
                 self.save(t * f, self.cd)  # gelu's input
-        o = self.linear(t, d, f, self.cd, biased, "down")  # h [T,ffn] @ w [ffn,d] -> [T,d]
+        o = self.linear(t, d, f, self.cd if m.gated else act_dtype, biased, "down")  # h [T,ffn] @ w [ffn,d] -> [T,d]
         self.dropout_of(t * d, o)
         x = self.residual(t, x_dtype, o)
         return self.norm(t, x) if m.norm_position == "post" else x

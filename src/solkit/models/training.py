@@ -25,7 +25,7 @@ from ..errors import OptionError
 from ..ops import adamw, fill, foreach
 from ..ops.registry import REGISTRY
 from ..precision import normalize
-from ..workload import Kernel, Node, Workload, as_workload
+from ..workload import Autograd, Kernel, Node, Workload, as_workload
 
 __all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
            "CHUNKS_PER_LAUNCH", "SGD_PASSES"]
@@ -48,6 +48,16 @@ SGD_PASSES = ((2, 1, 2), (1, 1, 1), (2, 1, 1), (2, 1, 2))
 def backward(forward: Workload) -> Workload:
     """The backward pass of ``forward``: each operator's gradient, last operator first; repeated parts stay counted."""
     w = as_workload(forward, "forward")
+    if type(w.origin) is Autograd:  # eager autograd's own launches around the gradients
+        how = w.origin
+        if not how.gradient:
+            if how.extra is None:
+                raise OptionError(f"{w.name!r}: an Autograd origin without a gradient needs its extra kernels")
+            return how.extra
+        grad = backward(Workload.of(w.name, w.parts, w.call))
+        if how.launches is not None:
+            grad = Workload.of(grad.name, tuple((k._replace(launches=float(how.launches)), n) for k, n in grad.counted))
+        return grad if how.extra is None else Workload.of(grad.name, ((grad, 1), (how.extra, 1)))
     if w.call is not None:
         return REGISTRY[w.call.op].gradient(w.call, w.name)
     parts: list[tuple[Node, int]] = []
