@@ -67,6 +67,7 @@ def _load(name: str, path: str) -> Any:
 
 comm = _load("collectives", os.path.join(HERE, "collectives.py"))  # init_dist, environment, write_json
 trace_stats = _load("trace_stats", os.path.join(HERE, os.pardir, "profiling", "trace_stats.py"))
+steps = _load("steps", os.path.join(HERE, os.pardir, "programs", "steps.py"))  # launch_probe
 
 MODELS = {  # name: (config file, class, path to the layer list, tokens-per-GPU cap for draws, seq range, batch range)
     "bert-base": ("bert-base-uncased.json", "BertForMaskedLM", "bert.encoder.layer", 32768, (64, 512), (1, 64)),
@@ -319,6 +320,9 @@ def measure(tr: Trainer, args: argparse.Namespace, collective: bool) -> dict[str
     for i in range(args.warmup):
         tr.step(i)
     d.sync()
+    probe = steps.launch_probe(torch) if d.cuda else None  # the host's speed now (predict(host_probe_us=))
+    if probe is not None and collective:
+        probe = d.max_all([probe])[0]  # the slowest rank's
     if d.cuda:
         torch.cuda.reset_peak_memory_stats()
     before = int(torch.cuda.memory_allocated()) if d.cuda else None
@@ -345,6 +349,7 @@ def measure(tr: Trainer, args: argparse.Namespace, collective: bool) -> dict[str
         dev_s = d.max_all(dev_s)
     return {"seconds": statistics.median(dev_s), "steps_seconds": dev_s, "host_seconds": statistics.median(host_s),
             "host_sync_seconds": statistics.median(sync_s), "memory_before_bytes": before,
+            "probe_us": round(probe * 1e6, 3) if probe is not None else None,
             "peak_memory_bytes": int(torch.cuda.max_memory_allocated()) if d.cuda else None}
 
 

@@ -16,12 +16,12 @@ __version__ = "0.3.0"
 
 
 #: imported on first use: the pydantic schema (GPUs and systems), and the profile readers (json, csv, gzip, decimal)
-_LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "Profile": "profile",
+_LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "host_probe": "profile", "Profile": "profile",
          "load_system": "hardware.system", "list_systems": "hardware.system", "System": "hardware.system"}
 
 
 def __getattr__(name: str):
-    """``GPU``, the systems, ``load_profile``, ``measure`` and ``Profile`` are imported on first use."""
+    """``GPU``, the systems, ``load_profile``, ``measure``, ``host_probe`` and ``Profile`` are imported on first use."""
     if name in _LAZY:
         import importlib
 
@@ -48,6 +48,7 @@ __all__ = [
     "Comparison",
     "errors",
     "hfu",
+    "host_probe",
     "list_gpus",
     "list_systems",
     "load_gpu",

@@ -65,7 +65,7 @@ import numpy as np
 from ._display import fmt_seconds, html_table, plain
 from ._num import Num, any_, broadcast_to, ceil, floor, maximum, minimum, not_, product, result, shape_of, where
 from ._validate import flag
-from .errors import PerformanceWarning, SpecError
+from .errors import ArgumentTypeError, OptionError, PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
 from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from .neighbours import load_neighbours
@@ -715,7 +715,8 @@ class Prediction:
         return html_table(header, rows, f"Prediction of {self.workload} on {self.gpu}") + notes
 
 
-def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True) -> Prediction:
+def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True,
+            host_probe_us: Any = None) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
 
     Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
@@ -723,18 +724,26 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     Collectives take ``collective_seconds``; an eager program's CPU issue time and collectives
     overlapped on NCCL's streams run through the four-clock timeline of ``solkit._timeline``.
     ``neighbours=False``: the physical model alone, without the GPU's neighbour correction (``solkit.neighbours``).
+    ``host_probe_us``: your machine's launch probe (``solkit.profile.host_probe()``, µs per small launch): an eager
+    program's host time scales by it over the probe of the machine the host parameters were fitted on.
     """
     w = as_workload(workload)
     flag("warn", warn)
     flag("neighbours", neighbours)
+    probe = _host_probe(host_probe_us)
     bound = roofline(w, gpu)
     g = bound._g
     cal = calibration(g)
     if not neighbours and cal.neighbours is not None:
         cal = cal.replace(neighbours=None)
+    fit_probe = cal.host_probe
+    if probe is not None:
+        cal = host_scaled(cal, probe, g.name)
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
+    if probe is not None:
+        notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / {fit_probe * 1e6:.3g} us")
     if cal.neighbours is not None:
         moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
                  if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
@@ -893,6 +902,28 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
     if type(origin) is Join and origin.at == "end":
         m = compose(m, join(origin.streams))
     return m
+
+
+def _host_probe(value: Any) -> Optional[float]:
+    """A validated launch probe in seconds (given in µs), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ArgumentTypeError(f"host_probe_us must be a number of microseconds (solkit.profile.host_probe()), got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise OptionError(f"host_probe_us must be a positive, finite number of microseconds, got {value!r}")
+    return float(value) * 1e-6
+
+
+def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibration:
+    """``cal`` with its host parameters scaled by ``probe`` (seconds per probe launch) over the fit machine's probe."""
+    if not cal.host_probe:
+        raise OptionError(f"host_probe_us: {gpu}'s spec records no launch probe (measured.host_probe_us) to scale the host "
+                          "time against; leave host_probe_us unset")
+    f = probe / cal.host_probe
+    return cal.replace(host_launch=cal.host_launch * f, host_launch_training=cal.host_launch_training * f,
+                       host_layer=cal.host_layer * f, host_program=cal.host_program * f,
+                       host_fsdp_group=cal.host_fsdp_group * f, host_probe=probe)
 
 
 def program_host_overhead(w: Workload, cal: Calibration) -> Any:

@@ -296,4 +296,5 @@ def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, fl
 
     sets = list(steps) if steps is not None else [load_steps(name) for name in STEP_FIT_DATA]
     host = fit_host(sets)
-    return {name: getattr(host, name) for name in ("host_program", "host_layer", "host_launch", "host_launch_training")}
+    return {name: getattr(host, name) for name in ("host_program", "host_layer", "host_launch", "host_launch_training",
+                                                    "host_probe")}

@@ -78,8 +78,9 @@ def step_workload(case: dict[str, Any]) -> Any:
     return training_step(fwd, dp=world, zero=3 if case["mode"] == "fsdp" else 0)
 
 
-def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES) -> list[tuple[dict, float, float]]:
-    """(case, predicted seconds, error exp(|log(pred / meas)|) - 1) of every measured case of ``modes``."""
+def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, probe: bool = False) -> list[tuple[dict, float, float]]:
+    """(case, predicted seconds, error exp(|log(pred / meas)|) - 1) of every measured case of ``modes``; ``probe``: each
+    given the launch probe it recorded (``predict(host_probe_us=)``; ``parallel_steps.py`` records one since 2026-12-01)."""
     import warnings
 
     from ..prediction import predict
@@ -93,7 +94,7 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES) -> l
             continue  # a wrapper over one GPU is no split: solkit has no such step
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            p = float(predict(step_workload(c), gpu).seconds)
+            p = float(predict(step_workload(c), gpu, host_probe_us=c.get("probe_us") if probe else None).seconds)
         out.append((c, p, math.expm1(abs(math.log(p / c["seconds"])))))
     return out
 

@@ -166,6 +166,7 @@ class HostFit(BaseModel):
     host_layer: float
     host_launch: float
     host_launch_training: float
+    host_probe: float  # the median launch probe of the fitted cases (0: none recorded)
     inference_cases: int
     training_cases: int
 
@@ -175,16 +176,24 @@ def _layers(w: Workload) -> int:
 
 
 def fit_host(sets: Sequence[StepSet]) -> HostFit:
-    """Least squares of the host time of CPU-bound inference steps on (preamble, layers, launches); training's launches."""
+    """Least squares of the host time of CPU-bound inference steps on (preamble, layers, launches); training's launches.
+
+    Each case's host time is first brought to the fit's median launch probe (host x median probe / its probe, where
+    the case recorded one): the parameters are those of a machine at ``host_probe``, and ``predict(host_probe_us=)``
+    scales them to another.
+    """
     infer: list[tuple[float, float, float, float]] = []
     train: list[tuple[float, float, float, float]] = []
+    probes = [c.probe_us for s in sets for c in s.cases if c.ok and c.probe_us]
+    reference = float(np.median(probes)) if probes else None
     for s in sets:
         for case in s.cases:
             if not case.cpu_bound:
                 continue
             w = workload_of_step(case)
             preamble = float(getattr(w.origin, "preamble", False))
-            row = (preamble, float(_layers(w)), issued_launches(w), case.host_ms * 1e-3)  # type: ignore[operator]
+            speed = reference / case.probe_us if reference and case.probe_us else 1.0
+            row = (preamble, float(_layers(w)), issued_launches(w), case.host_ms * 1e-3 * speed)  # type: ignore[operator]
             (train if case.mode == "train" else infer).append(row)
     if len(infer) < 3 or not train:
         raise SpecError(f"fit_host needs at least 3 CPU-bound inference steps and 1 training step, got {len(infer)} "
@@ -196,7 +205,9 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
                                 for preamble, layers, launches, host in train]))
     return HostFit(host_program=_round(program, "host_program"), host_layer=_round(layer, "host_layer"),
                    host_launch=_round(launch, "host_launch"),
-                   host_launch_training=_round(max(training, 0.0), "host_launch_training"), inference_cases=len(infer),
+                   host_launch_training=_round(max(training, 0.0), "host_launch_training"),
+                   host_probe=_round(reference * 1e-6, "host_probe") if reference else 0.0,
+                   inference_cases=len(infer),
                    training_cases=len(train))
 
 
@@ -215,14 +226,16 @@ def _nonnegative_least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, ...
     return tuple(float(v) for v in best[1])
 
 
-def step_errors(s: StepSet, gpu: Any) -> list[tuple[StepCase, float, float]]:
-    """(case, predicted seconds, measured seconds) of every measured case."""
+def step_errors(s: StepSet, gpu: Any, probe: bool = False) -> list[tuple[StepCase, float, float]]:
+    """(case, predicted seconds, measured seconds) of every measured case; ``probe``: each given its launch probe
+    (``predict(host_probe_us=)``; cases without one are left out)."""
     from ..prediction import predict
 
     out = []
     for case in s.cases:
-        if case.ok:
-            out.append((case, float(predict(workload_of_step(case), gpu, warn=False).seconds), case.wall_ms * 1e-3))  # type: ignore[operator]
+        if case.ok and (case.probe_us or not probe):
+            p = predict(workload_of_step(case), gpu, warn=False, host_probe_us=case.probe_us if probe else None)
+            out.append((case, float(p.seconds), case.wall_ms * 1e-3))  # type: ignore[operator]
     return out
 
 
@@ -256,7 +269,10 @@ def programs_report(gpu: Any = "h200") -> str:
             probes = [c.probe_us for c in st.cases if c.ok and c.probe_us]
             if probes:
                 lines += [f"The host's launch probe before each case (µs per small `torch.add` launch): median "
-                          f"{np.median(probes):.2f}, p10 {np.percentile(probes, 10):.2f}, p90 {np.percentile(probes, 90):.2f}.", ""]
+                          f"{np.median(probes):.2f}, p10 {np.percentile(probes, 10):.2f}, p90 {np.percentile(probes, 90):.2f}. "
+                          "Each case predicted with its probe (`predict(host_probe_us=)`):", "",
+                          "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
+                lines += _table(step_errors(st, gpu, probe=True)) + [""]
         memory = [(c, m, float(c.peak_memory_bytes)) for st in sets for c in st.cases
                   if c.ok and c.peak_memory_bytes and c.mode != "infer" and (m := predicted_memory(c)) is not None]
         lines += ["Peak memory (training, and serving: prefill and decode; ResNet-50 has no memory model, and a forward "

@@ -87,6 +87,8 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("host_launch_training", "us", False, False, 2, "host time per launch of an eager PyTorch training step"),
     Parameter("host_layer", "us", False, False, 1, "host time per layer of an eager model's forward (its modules' Python)"),
     Parameter("host_program", "us", False, False, 1, "host time per eager program before its first launch (the model's preamble)"),
+    Parameter("host_probe", "us", False, False, 2, "the launch probe on the machine the host parameters were fitted on (median "
+              "host time of one small torch.add launch, profile.host_probe): predict(host_probe_us=) scales the host by yours over it"),
     Parameter("host_fsdp_group", "us", False, False, 1, "host time of FSDP2's hooks per sharded layer per pass (unshard, reshard, copies)"),
     Parameter("link_latency", "us", True, False, 2, "a collective's fixed time on 2 GPUs of one node (launch, handshake), per collective"),
     Parameter("link_efficiency", "", True, False, 3, "share of the link's per-direction bandwidth a large collective's bus bytes reach, per collective"),
@@ -122,6 +124,7 @@ class Calibration:
     host_layer: float = 0.0  # s per layer of the forward
     host_program: float = 0.0  # s per program
     host_fsdp_group: float = 0.0  # s per FSDP-sharded layer per pass
+    host_probe: float = 0.0  # s per torch.add launch on the fit's machine (0: not measured)
     link_latency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # s per collective
     link_efficiency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # per collective
     link_misaligned: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # per collective (1: none)

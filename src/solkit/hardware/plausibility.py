@@ -70,6 +70,7 @@ RANGES: Mapping[str, Range] = MappingProxyType({
     "measured.small_channel_penalty": Range(1, 100, "", ""),
     "measured.overlap_exponent": Range(1, 1000, "", "write inf for a plain maximum"),
     "measured.host_fsdp_group_us": Range(0, 100_000, "us", "ms typed into a us field?"),
+    "measured.host_probe_us": Range(0, 1000, "us", "ms typed into a us field?"),
     "measured.link_latency_us.*": Range(0, 10_000, "us", "ns typed into a us field?"),
     "measured.link_efficiency.*": Range(0.01, 1, "", "an efficiency is a fraction of at most 1"),
     "measured.link_misaligned.*": Range(0.01, 1, "", "a factor on an efficiency: a fraction of at most 1"),

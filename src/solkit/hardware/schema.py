@@ -243,6 +243,7 @@ class Measured(_SpecModel):
     host_layer_us: NonNegativeFigure = 0.0
     host_program_us: NonNegativeFigure = 0.0
     host_fsdp_group_us: NonNegativeFigure = 0.0
+    host_probe_us: NonNegativeFigure = 0.0
     link_latency_us: LatencyTable = Field(default_factory=dict)
     link_efficiency: FigureTable = Field(default_factory=dict)
     link_misaligned: FigureTable = Field(default_factory=dict)

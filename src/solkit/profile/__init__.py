@@ -9,6 +9,7 @@ and ``measure`` (run a function under torch.profiler; needs torch).
 from __future__ import annotations
 
 from .measure import measure
+from .probe import host_probe
 from .profile import L2_RESIDENT, Profile, ProfiledCall, ProfileKernel, load_profile
 
-__all__ = ["load_profile", "measure", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT"]
+__all__ = ["load_profile", "measure", "host_probe", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT"]
