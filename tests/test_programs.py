@@ -100,17 +100,26 @@ def test_t_sol_of_every_measured_step_is_below_it(name):
     assert len(fractions) >= 60 and max(fractions) <= 1.0
 
 
-def test_gpu_bound_steps_of_the_frozen_test_within_the_goal():
-    """The seed-2035 draw, timed after commit 4dab430 froze the step model and before any profiler ran in the process:
-    its GPU-bound steps within issue 13's 10% median (5.6% when committed), each case three blocks of 10 steps."""
+def _errors(rows):
+    return np.expm1(np.abs(np.log([p / m for _, p, m in rows])))
+
+
+def test_the_frozen_test_within_the_goal():
+    """The seed-2041 draw (90 steps), timed after commit f08f101 froze the step model (eager autograd's launches, the
+    host probe) and before any profiler ran in the process. Each case given the launch probe it recorded: all within
+    issue 13's 10% median (6.2% when committed; p90 23.8%), the GPU-bound within 10% / 20% (5.1% / 12.8%). Without the
+    probe (a slow machine: its probes' median 8.09 us against the fit's 5.67) the CPU-bound steps run over (22.8%)."""
     from solkit.calibration.programs import step_errors
 
     steps = load_steps(STEP_TEST_DATA[0])
-    assert STEP_TEST_DATA == ("h200_steps_test_seed2035.json",) and all(c.probe_us for c in steps.cases if c.ok)
-    rows = [r for r in step_errors(steps, "h200") if not r[0].cpu_bound]
-    errors = np.expm1(np.abs(np.log([p / m for _, p, m in rows])))
-    print(f"GPU-bound on the frozen test: {len(rows)} steps, median {np.median(errors):.1%}")
-    assert len(rows) >= 15 and np.median(errors) <= 0.10
+    assert STEP_TEST_DATA == ("h200_steps_test_seed2041.json",) and all(c.probe_us for c in steps.cases if c.ok)
+    probed = step_errors(steps, "h200", probe=True)
+    assert len(probed) == 90 and np.median(_errors(probed)) <= 0.10
+    gpu = _errors([r for r in probed if not r[0].cpu_bound])
+    assert len(gpu) >= 20 and np.median(gpu) <= 0.10 and np.percentile(gpu, 90) <= 0.20
+    plain_cpu = _errors([r for r in step_errors(steps, "h200") if r[0].cpu_bound])
+    probed_cpu = _errors([r for r in probed if r[0].cpu_bound])
+    assert np.median(probed_cpu) < np.median(plain_cpu)  # the probe is what brings the slow machine's host in
 
 
 def _step_set(*cases):

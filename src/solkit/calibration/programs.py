@@ -27,14 +27,17 @@ from .fitting import _round
 from .metrics import log_error
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
-           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
+           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
            "repeatability", "programs_report"]
 
 #: the step file the host parameters are fitted on: the grid and the seed-2028 draw, timed in a process that never
 #: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case), and the frozen test draws (measured
 #: after the model was frozen)
 STEP_FIT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled.json",)
-STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2035.json",)
+STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2041.json",)
+#: earlier frozen draws, spent: seed 2040 (measured after commit e8e0d6a froze eager autograd's launch counts, then
+#: looked at to choose the host probe's use) and seed 2035 (measured after commit 4dab430 froze the model before both)
+STEP_SPENT_DATA: tuple[str, ...] = ("h200_steps_test_seed2040.json", "h200_steps_test_seed2035.json")
 #: the fit's cases timed again the same way in a fresh process (the same machine as the seed-2035 test, right after
 #: it; 53 of 87 within the budget): how far two timings of one program agree, the floor under any prediction
 STEP_REPEAT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled_run2.json",)
@@ -252,7 +255,10 @@ def programs_report(gpu: Any = "h200") -> str:
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         ("frozen test (seed 2035, measured after commit 4dab430 froze the model)", STEP_TEST_DATA),
+                         ("frozen test (seed 2041, measured after commit f08f101 froze the model: eager autograd's "
+                          "launches, the host probe)", STEP_TEST_DATA),
+                         ("spent tests (seed 2040: measured after commit e8e0d6a froze the launch counts, then used to choose "
+                          "how the probe enters; seed 2035: measured after commit 4dab430, before both)", STEP_SPENT_DATA),
                          ("the fit's cases timed again (a fresh process, another machine)", STEP_REPEAT_DATA),
                          ("timed after a profiler session (host times about 1.5x a never-profiled program's; they "
                           "shape nothing)", STEP_PROFILED_DATA)):
