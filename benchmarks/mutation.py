@@ -33,6 +33,8 @@ GROUPS = {
     "roofline (solkit.sol)": ("src/solkit/sol.py",),
     "predictor (solkit.prediction)": ("src/solkit/prediction.py",),
     "collectives (solkit.comm)": ("src/solkit/comm.py",),
+    "eager programs (models.program, training, resnet: the kernels and autograd launches of whole steps)": (
+        "src/solkit/models/program.py", "src/solkit/models/training.py", "src/solkit/models/resnet.py"),
 }
 #: functions that only format output (reprs, HTML, dicts, frames): reported apart, not part of any score
 DISPLAY = re.compile(r"(__repr__|_repr_html_|to_dict|to_frame|describe)$")
@@ -40,7 +42,8 @@ TESTS = ("tests/test_ops.py", "tests/test_ops_program.py", "tests/test_registry.
          "tests/test_workload.py", "tests/test_api.py",
          "tests/test_flop_counter.py", "tests/test_models.py", "tests/test_fusion.py", "tests/test_reliability.py",
          "tests/test_predict.py", "tests/test_predict_rows.py", "tests/test_calibration.py", "tests/test_display.py",
-         "tests/test_comm.py", "tests/test_parallel.py", "tests/test_moe.py")
+         "tests/test_comm.py", "tests/test_parallel.py", "tests/test_moe.py", "tests/test_autograd_launches.py",
+         "tests/test_model_step.py", "tests/test_transformer.py")
 #: the calibration tests that refit (seconds each) are left out; the others check every measured case's prediction
 DESELECT = "not committed_spec and not fit_uses and not writer"
 #: (process isolation, groups) of each mutmut pass: the tests run in workers forked from one process that has

@@ -14,6 +14,7 @@ from solkit import models, ops
 from solkit.calibration.programs import STEP_FIT_DATA, data_dir, fit_host, load_steps
 from solkit.errors import ArgumentTypeError, OptionError, OptionalDependencyError, ShapeError
 from solkit.prediction import calibration
+from solkit.workload import issued_launches
 
 GPT2_INFER = models.preset("gpt2").forward(batch=1, seq=64)  # a small eager program: CPU-bound on an H200
 
@@ -34,6 +35,7 @@ def test_probe_scales_host_time():
     assert float(slow.host_seconds) == pytest.approx(2 * float(plain.host_seconds), rel=1e-9)
     assert float(slow.seconds) > float(plain.seconds)  # the program is CPU-bound: the step slows with its host
     assert any("launch probe" in n for n in slow.notes)
+    assert not any("launch probe" in n for n in sk.predict(ops.matmul(64, 64, 64), "h200", host_probe_us=9.0).notes)
     same = sk.predict(GPT2_INFER, "h200", host_probe_us=reference)
     assert float(same.seconds) == pytest.approx(float(plain.seconds), rel=1e-12)
 
@@ -85,3 +87,37 @@ def test_host_probe_needs_torch(monkeypatch):
         sk.host_probe()
     with pytest.raises(ShapeError, match="launches"):
         sk.host_probe(launches=0)
+
+
+def test_host_probe_is_the_protocol_steps_py_records():
+    # the measuring scripts never import solkit, so steps.py keeps its own copy of the probe: the same tensors
+    # (1,024 fp32 on the GPU), 100 untimed launches, 5 repeats of 2,000 timed ones, the median
+    import inspect
+    from pathlib import Path
+
+    from solkit.profile import probe
+
+    text = (Path(__file__).resolve().parents[1] / "benchmarks" / "programs" / "steps.py").read_text()
+    assert "def launch_probe(torch: Any, launches: int = 2000, repeats: int = 5) -> float:" in text
+    assert f"torch.ones({probe.PROBE_ELEMENTS}, device=\"cuda\")" in text
+    assert f"for _ in range({probe.PROBE_WARMUP}):" in text and "statistics.median(per)" in text
+    defaults = {k: v.default for k, v in inspect.signature(probe.host_probe).parameters.items()}
+    assert defaults == {"launches": 2000, "repeats": 5}
+
+
+def test_training_host_time_by_hand():
+    # BERT-base's training step (batch 2 x 128): the CPU issues host_program + 12 x host_layer + launches x
+    # host_launch_training, launches = what the step issues (eager autograd's included); with a probe of twice the
+    # fit's, twice that
+    cal = calibration(sk.load_gpu("h200"))
+    step = models.training_step(models.preset("bert-base").forward(batch=2, seq=128))
+    launches = issued_launches(step)
+    host = cal.host_program + 12 * cal.host_layer + launches * cal.host_launch_training
+    assert float(sk.predict(step, "h200").host_seconds) == pytest.approx(host, rel=1e-9)
+    doubled = sk.predict(step, "h200", host_probe_us=2 * cal.host_probe * 1e6)
+    assert float(doubled.host_seconds) == pytest.approx(2 * host, rel=1e-9)
+
+
+def test_host_probe_arguments():
+    with pytest.raises(ArgumentTypeError, match="launches must be one positive integer"):
+        sk.host_probe(launches=[100, 200])

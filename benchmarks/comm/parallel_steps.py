@@ -67,7 +67,6 @@ def _load(name: str, path: str) -> Any:
 
 comm = _load("collectives", os.path.join(HERE, "collectives.py"))  # init_dist, environment, write_json
 trace_stats = _load("trace_stats", os.path.join(HERE, os.pardir, "profiling", "trace_stats.py"))
-steps = _load("steps", os.path.join(HERE, os.pardir, "programs", "steps.py"))  # launch_probe
 
 MODELS = {  # name: (config file, class, path to the layer list, tokens-per-GPU cap for draws, seq range, batch range)
     "bert-base": ("bert-base-uncased.json", "BertForMaskedLM", "bert.encoder.layer", 32768, (64, 512), (1, 64)),
@@ -320,7 +319,7 @@ def measure(tr: Trainer, args: argparse.Namespace, collective: bool) -> dict[str
     for i in range(args.warmup):
         tr.step(i)
     d.sync()
-    probe = steps.launch_probe(torch) if d.cuda else None  # the host's speed now (predict(host_probe_us=))
+    probe = comm._steps_module().launch_probe(torch) if d.cuda else None  # the host's speed now (predict(host_probe_us=))
     if probe is not None and collective:
         probe = d.max_all([probe])[0]  # the slowest rank's
     if d.cuda:

@@ -725,7 +725,8 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     overlapped on NCCL's streams run through the four-clock timeline of ``solkit._timeline``.
     ``neighbours=False``: the physical model alone, without the GPU's neighbour correction (``solkit.neighbours``).
     ``host_probe_us``: your machine's launch probe (``solkit.profile.host_probe()``, µs per small launch): an eager
-    program's host time scales by it over the probe of the machine the host parameters were fitted on.
+    program's host time scales by it over the probe of the machine the host parameters were fitted on (NB:
+    ``host_fsdp_group`` too, though it was fitted on steps that recorded no probe).
     """
     w = as_workload(workload)
     flag("warn", warn)
@@ -742,8 +743,6 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
-    if probe is not None:
-        notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / {fit_probe * 1e6:.3g} us")
     if cal.neighbours is not None:
         moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
                  if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
@@ -795,8 +794,11 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
         # without host time, as _combined: the launch floor, then a gap per launch after the first
         seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
     if per_launch:
+        if probe is not None:
+            notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / "
+                         f"{fit_probe * 1e6:.3g} us")
         share = np.max(host) / max(float(np.max(seconds)), 1e-300)
-        notes.append(f"eager program: the CPU issues {len(w):,} launches in {fmt_seconds(np.max(host))} "
+        notes.append(f"eager program: the CPU issues {issued_launches(w):,.0f} launches in {fmt_seconds(np.max(host))} "
                      f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
                      f"{'CPU-bound (the GPU waits for launches)' if share > 0.9 else 'GPU-bound'}")
     p = object.__new__(Prediction)

@@ -27,7 +27,7 @@ from ._validate import _show, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "Autograd", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "Autograd", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
@@ -168,9 +168,10 @@ class Pipeline(NamedTuple):
 
 class Autograd(NamedTuple):
     """A workload's ``origin``: what eager autograd launches for its backward beyond each kernel's own gradient
-    (``models.training.backward``): ``launches`` of its one gradient kernel (cuDNN's SDPA backward runs 3, LayerNorm's
-    2) and ``extra`` kernels after the gradients (accumulations of a tensor's gradients, casts, slices' zero-fills);
-    ``gradient=False``: its kernels have none (buffer updates), the backward is ``extra`` alone."""
+    (``models.training.backward``): ``launches`` of each kernel of its gradient (a one-kernel operator's: cuDNN's SDPA
+    backward runs 3, LayerNorm's 2) and ``extra`` kernels after the gradients (accumulations of a tensor's gradients,
+    casts, slices' zero-fills); ``gradient=False``: its kernels have none (buffer updates, tables built without grad),
+    the backward is ``extra`` alone, or nothing."""
 
     extra: Optional["Workload"] = None
     launches: Optional[int] = None
@@ -430,12 +431,19 @@ def _sum(counted: tuple[tuple[Kernel, int], ...], figure: str) -> Num:
 
 
 def issued_launches(w: "Workload") -> float:
-    """Launches the CPU issues for ``w``: each kernel's count times its ``launches`` (a sweep: its largest)."""
+    """Launches the CPU issues for ``w``: each kernel's count times its ``launches`` (NB: a sweep whose kernels' launches
+    vary takes the largest; no eager program solkit builds has such kernels)."""
     return float(sum(count * float(np.max(k.launches)) for k, count in w.counted))
 
 
+def with_kernels(w: "Workload", name: Optional[str] = None, **changes: Any) -> "Workload":
+    """``w``'s distinct kernels, flattened with their counts, each with ``changes`` (e.g. ``model_flops=0.0``,
+    ``launches=3.0``); its ``call`` kept, so its backward is still its operator's."""
+    return Workload.of(w.name if name is None else name, tuple((k._replace(**changes), n) for k, n in w.counted), w.call)
+
+
 def _launch_count(w: "Workload") -> int:
-    """Launches of the whole workload: the sum of its distinct kernels' counts."""
+    """Kernel runs of the whole workload: the sum of its distinct kernels' counts (a kernel's own ``launches`` once)."""
     return sum(count for _, count in w.counted)
 
 
@@ -489,10 +497,11 @@ class Workload:
         n = len(self)
         if n > MAX_LISTED:
             raise ShapeError(f"{self.name}: kernels would list {n:,} launches, more than {MAX_LISTED:,}; iterate "
-                             f"w.counted ((kernel, count) pairs) instead, and len(w) for the launch count")
+                             f"w.counted ((kernel, count) pairs) instead, and len(w) for the count of kernel runs")
         return tuple(_launches(self.parts))
 
     def __len__(self) -> int:
+        """Kernel runs (a kernel of ``launches`` > 1 counts once; ``issued_launches`` counts what the CPU issues)."""
         return _launch_count(self)
 
     def repeat(self, count: Any, name: Optional[str] = None) -> "Workload":

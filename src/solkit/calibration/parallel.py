@@ -80,7 +80,8 @@ def step_workload(case: dict[str, Any]) -> Any:
 
 def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, probe: bool = False) -> list[tuple[dict, float, float]]:
     """(case, predicted seconds, error exp(|log(pred / meas)|) - 1) of every measured case of ``modes``; ``probe``: each
-    given the launch probe it recorded (``predict(host_probe_us=)``; ``parallel_steps.py`` records one since 2026-12-01)."""
+    given the launch probe it recorded (``predict(host_probe_us=)``; ``parallel_steps.py`` records one since 2026-12-01;
+    cases without one are left out)."""
     import warnings
 
     from ..prediction import predict
@@ -92,6 +93,8 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, prob
         world = int(c.get("world_size", 1))
         if c["mode"] not in modes or (c["mode"] != "single" and world == 1):
             continue  # a wrapper over one GPU is no split: solkit has no such step
+        if probe and not c.get("probe_us"):
+            continue  # with probes, as programs.step_errors: a case that recorded none is left out
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             p = float(predict(step_workload(c), gpu, host_probe_us=c.get("probe_us") if probe else None).seconds)

@@ -7,8 +7,10 @@ memory and a profile summary (kernel count and time). ``workload_of_step`` build
 with ``solkit.models``; ``fit_host`` fits the predictor's host-time parameters
 (``host_program``, ``host_layer``, ``host_launch``, ``host_launch_training``) on the cases whose
 step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time): least squares of the
-host time on (1, layers, launches) for inference, then the training launch cost as the median of
-what is left per launch. Only the fit files shape the parameters; the test files are reported.
+host time on (1, layers, issued launches) for inference, then the training launch cost as the median of
+what is left per launch, each case's host time first brought to the fit's median launch probe
+(``host_probe``; ``predict(host_probe_us=)`` scales back to another machine). Only the fit files shape the
+parameters; the test files are reported, with and without each case's probe.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_m
            "repeatability", "programs_report"]
 
 #: the step file the host parameters are fitted on: the grid and the seed-2028 draw, timed in a process that never
-#: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case), and the frozen test draws (measured
+#: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case); then the frozen test draw (measured
 #: after the model was frozen)
 STEP_FIT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled.json",)
 STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2041.json",)

@@ -10,7 +10,9 @@ The workload is what ONE GPU runs, its collectives included (``solkit.comm``), w
   in line; the vocab-parallel embedding adds one (forward), the head's input gradient one (backward), the
   vocab-parallel cross-entropy three of tokens x 4 bytes (max, sum of exponentials, target logit). With
   ``sp`` (sequence parallelism) each all-reduce is a reduce-scatter and an all-gather of the same buffer.
-  With ``checkpointing`` the recomputed forward repeats the forward's two per layer.
+  With ``checkpointing`` the recomputed forward repeats the forward's two per layer. NB: an eager (Hugging Face)
+  forward keeps eager autograd's launches on each shard (``workload.Autograd``), as eager TP over HF modules runs;
+  Megatron's fused layers launch fewer (build the forward with ``kernels="fused"``).
 - **pipeline parallelism** (``pp``): the GPU holds layers/pp layers (rounded up), and runs ``microbatches``
   forward+backward microbatches in a 1F1B schedule, which takes count + pp - 1 microbatches of time (the
   bubble, ``solkit.workload.Pipeline``), each sending its activations forward and its gradients back

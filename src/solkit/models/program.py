@@ -36,7 +36,7 @@ from ..errors import OptionError, ShapeError
 from ..ops import (add, attention, concat, copy, dropout, elementwise, embedding, fill, gather, gelu, layernorm, matmul,
                    nll_loss, pointwise, reduce, rmsnorm, silu, softmax)
 from ..precision import normalize, storage_bytes
-from ..workload import Autograd, Workload, chain
+from ..workload import Autograd, Workload, chain, with_kernels
 from ._common import count_text, naming_overflow
 from .architecture import Transformer
 from .transformer import SWIGLU_FLOPS
@@ -60,7 +60,8 @@ ROPE_TABLE_KERNELS = 12
 GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
 _FP32 = "fp32"
 #: launches of cuDNN's SDPA backward as eager PyTorch runs it on an H200 (profiles: the dO.O row sums, the flash
-#: backward kernel, dQ converted to 16 bits); with grouped KV heads two more reduce dK and dV over each group
+#: backward kernel, dQ converted to 16 bits); with grouped KV heads two more reduce dK and dV over each group.
+#: NB: read off Hopper, applied on every GPU (where SDPA picks flash, not cuDNN, its backward launches differ)
 SDPA_BACKWARD_LAUNCHES = 3
 SDPA_GQA_BACKWARD_LAUNCHES = 5
 #: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
@@ -128,16 +129,19 @@ class _Program:
         """Built for eager training: its constructs carry what autograd launches beyond each kernel's gradient."""
         return self.eager and self.call.training
 
-    def construct(self, start: int, name: str, extra: Sequence[Workload] = (), launches: Optional[int] = None) -> None:
+    def construct(self, start: int, name: str, extra: Sequence[Workload] = (), launches: Optional[int] = None,
+                  gradient: bool = True) -> None:
         """The parts added since ``start`` as one workload whose backward (eager training) also launches ``extra``
-        (zero model FLOPs: a backward's model FLOPs stay twice its forward's) and runs its gradient kernel as
-        ``launches`` launches (``Autograd``)."""
-        if not self.autograd or not (extra or launches):
+        (zero model FLOPs: a backward's model FLOPs stay twice its forward's), runs its gradient kernel as
+        ``launches`` launches, or (``gradient=False``) has no gradient kernels (``Autograd``)."""
+        if not self.autograd or not (extra or launches or not gradient):
             return
-        inner = tuple((w, 1) for w in self.parts[start:])
+        # a part without a gradient (built under torch.no_grad) is no model work: zero model FLOPs, so the step's stay
+        # 3x its forward's
+        inner = tuple((w if gradient else with_kernels(w, model_flops=0.0), 1) for w in self.parts[start:])
         del self.parts[start:]
         more = Workload.of(f"{name} autograd", tuple((k._replace(model_flops=0.0), n) for w in extra for k, n in w.counted))
-        self.parts.append(Workload.of(name, inner, origin=Autograd(more if extra else None, launches)))
+        self.parts.append(Workload.of(name, inner, origin=Autograd(more if extra else None, launches, gradient)))
 
     def accumulate(self, elements: Any, dtype: str, what: str) -> Workload:
         """autograd adding a tensor's gradients from two consumers (``add_``): reads both, writes one."""
@@ -253,9 +257,11 @@ class _Program:
             # positions [seq] gathered once per sequence position, broadcast over the batch
             self.add(embedding(seq, m.max_positions, d, table).renamed("position embedding", kernels=True),
                      pointwise(rows * d, rows * d + seq * d, table, name="position add"))
-        elif self.eager:  # the cos/sin table, once per forward
+        elif self.eager:  # the cos/sin table, once per forward (under torch.no_grad: no gradient)
+            start = len(self.parts)
             for _ in range(ROPE_TABLE_KERNELS):
                 self.add(pointwise(seq * m.n_head_dim, seq * m.n_head_dim, _FP32, name="rotary table"))
+            self.construct(start, "rotary table", gradient=False)
         if m.embedding_norm:
             out = self.norm(rows, out)
         self.dropout_of(rows * d, out)
@@ -319,7 +325,7 @@ class _Program:
         att = attention(b, m.heads, s, s + context, head_dim=m.n_head_dim, kv_heads=m.n_kv_heads, causal=m.causal,
                         impl=call.impl, dtype=self.cd, kv_dtype=kv_read)
         if self.autograd and m.attention_dropout > 0 and call.impl == "sdpa":  # cuDNN unpacks its dropout seed first
-            att = Workload.of(att.name, tuple((k._replace(launches=2.0), n) for k, n in att.counted), att.call)
+            att = with_kernels(att, launches=2.0)
         self.add(att)
         if call.impl == "sdpa":
             self.construct(start, "attention", launches=SDPA_GQA_BACKWARD_LAUNCHES if m.n_kv_heads < m.heads
@@ -435,14 +441,17 @@ class _Program:
                 for i, (name, inputs) in enumerate(GELU_NEW_KERNELS):
                     half = i == len(GELU_NEW_KERNELS) - 2  # 0.5 * x, on x as it came
                     self.add(pointwise(n, inputs * n, self.cd if half else act_dtype, name=f"gelu_new {name}"))
-                # autograd (H200 profiles): pow's and the last product's second kernels, the product's gradient cast
-                # back (AMP), x's gradients from its three uses added
+                # autograd (H200 profiles, 14 launches): pow's and the last product's second kernels, that product's
+                # gradient cast back (AMP), and x's gradients from its three uses added twice: one add_ here, the other
+                # stood for by the gradient kernel of "+ 1" (which autograd passes through without a kernel)
                 casts = (copy(n, dtype=_FP32, out_dtype=self.cd).renamed("gelu_new grad cast", kernels=True),) if self.amp else ()
                 self.construct(start, "gelu_new", (pointwise(n, n, _FP32, name="gelu_new pow-grad pow"),
                                                    pointwise(n, 2 * n, _FP32, name="gelu_new pow-grad mul"),
-                                                   pointwise(n, 2 * n, self.cd, name="gelu_new product second grad"),
+                                                   pointwise(n, 2 * n, act_dtype, name="gelu_new product second grad"),
                                                    *casts, self.accumulate(n, self.cd, "gelu_new x")))
-                self.save(4 * n, self.cd)  # x, x**3, the tanh's argument and output
+                # kept for the backward: x (the pow's fp32 copy under AMP), the tanh's output, 1 + tanh, 0.5 x
+                self.save(3 * n, act_dtype)
+                self.save(n, self.cd)
             else:
                 act_dtype = self.cd
                 self.add(gelu(t * f, self.cd))

@@ -19,7 +19,7 @@ from .._validate import broadcast, checked_call, choice, dim, flag
 from ..ops import add, batchnorm, conv2d, copy, elementwise, matmul, nll_loss, pointwise, pool2d, softmax
 from ..errors import ShapeError
 from ..precision import normalize
-from ..workload import Autograd, Workload, chain, overflow
+from ..workload import Autograd, Workload, chain, overflow, with_kernels
 from ._common import naming_overflow
 
 __all__ = ["resnet50", "STAGES", "ResNetCall", "RESNET50_PARAMS", "RESNET50_TENSORS"]
@@ -202,8 +202,10 @@ def _batchnorm_buffers(channels: Any) -> Workload:
     semaphore = fill(2, "fp32").renamed("bn semaphore zero", kernels=True)  # 2 x int32: 8 B, as 2 x fp32
     parts = (pointwise(1, 1, "fp64", name="bn num_batches_tracked += 1"), semaphore,  # an int64 counter: 8 B like fp64
              pointwise(2 * channels, 4 * channels, "fp32", name="bn running stats update"))
-    grad = Workload.of("bn semaphore zero (backward)", tuple((k._replace(model_flops=0.0), n) for k, n in semaphore.counted))
-    return Workload.of("bn buffers", tuple((w, 1) for w in parts), origin=Autograd(grad, gradient=False))
+    # buffer updates are no model work: zero model FLOPs (the step's stay 3x its forward's)
+    buffers = tuple((with_kernels(w, model_flops=0.0), 1) for w in parts)
+    grad = with_kernels(semaphore, "bn semaphore zero (backward)", model_flops=0.0)
+    return Workload.of("bn buffers", buffers, origin=Autograd(grad, gradient=False))
 
 
 def fused_resnet50(call: ResNetCall) -> Workload:

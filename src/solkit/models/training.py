@@ -25,7 +25,7 @@ from ..errors import OptionError
 from ..ops import adamw, fill, foreach
 from ..ops.registry import REGISTRY
 from ..precision import normalize
-from ..workload import Autograd, Kernel, Node, Workload, as_workload
+from ..workload import Autograd, Kernel, Node, Workload, as_workload, with_kernels
 
 __all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
            "CHUNKS_PER_LAUNCH", "SGD_PASSES"]
@@ -51,12 +51,10 @@ def backward(forward: Workload) -> Workload:
     if type(w.origin) is Autograd:  # eager autograd's own launches around the gradients
         how = w.origin
         if not how.gradient:
-            if how.extra is None:
-                raise OptionError(f"{w.name!r}: an Autograd origin without a gradient needs its extra kernels")
-            return how.extra
+            return how.extra if how.extra is not None else Workload.of(f"{w.name} backward (none)", ())
         grad = backward(Workload.of(w.name, w.parts, w.call))
         if how.launches is not None:
-            grad = Workload.of(grad.name, tuple((k._replace(launches=float(how.launches)), n) for k, n in grad.counted))
+            grad = with_kernels(grad, launches=float(how.launches))
         return grad if how.extra is None else Workload.of(grad.name, ((grad, 1), (how.extra, 1)))
     if w.call is not None:
         return REGISTRY[w.call.op].gradient(w.call, w.name)
@@ -134,7 +132,7 @@ def training_step(
 
     split = split_of(dp, tp, pp, sp, ep, zero, overlap, bucket_mb, interleave)
     origin = w.origin
-    if origin is None:
+    if origin is None or type(origin) is Autograd:  # ops, or one construct of a model's eager program
         if split.parallel:
             first = next(k for k in ("tp", "pp", "dp", "zero") if getattr(split, k) not in (1, 0) or k == "zero")
             raise OptionError(f"{first}={getattr(split, first)}: a parallel split needs a forward built by solkit.models "

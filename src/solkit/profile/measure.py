@@ -21,11 +21,11 @@ from .profile import Profile, load_profile
 __all__ = ["measure"]
 
 
-def _torch() -> Any:
+def _torch(what: str = "solkit.measure") -> Any:
     try:
         import torch  # type: ignore[import-not-found]
     except ImportError as exc:
-        raise OptionalDependencyError("solkit.measure needs PyTorch: pip install 'solkit[torch]' (or a CUDA build "
+        raise OptionalDependencyError(f"{what} needs PyTorch: pip install 'solkit[torch]' (or a CUDA build "
                                       "of torch)") from exc
     return torch
 

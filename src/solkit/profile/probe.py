@@ -16,8 +16,10 @@ import statistics
 import time
 from typing import Any
 
+import numpy as np
+
 from .._validate import dim
-from ..errors import MeasurementError
+from ..errors import ArgumentTypeError, MeasurementError
 from .measure import _torch
 
 __all__ = ["host_probe", "PROBE_ELEMENTS", "PROBE_WARMUP"]
@@ -27,11 +29,17 @@ PROBE_ELEMENTS = 1024
 PROBE_WARMUP = 100
 
 
+def _count(name: str, value: Any) -> int:
+    """A positive whole number of launches or repeats (one, not an array)."""
+    if np.ndim(value) != 0:
+        raise ArgumentTypeError(f"{name} must be one positive integer, got an array of shape {np.shape(value)}")
+    return int(dim(name, value))
+
+
 def host_probe(launches: Any = 2000, repeats: Any = 5) -> float:
     """Median over ``repeats`` of the host µs per launch of ``launches`` small ``torch.add`` calls on the current GPU."""
-    n = int(dim("launches", launches))
-    rounds = int(dim("repeats", repeats))
-    torch = _torch()
+    n, rounds = _count("launches", launches), _count("repeats", repeats)
+    torch = _torch("solkit.host_probe")
     if not torch.cuda.is_available():
         raise MeasurementError("host_probe needs a CUDA GPU: torch.cuda.is_available() is False")
     a, b, c = (torch.ones(PROBE_ELEMENTS, device="cuda") for _ in range(3))
