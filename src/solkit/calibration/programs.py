@@ -33,10 +33,11 @@ __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_m
            "repeatability", "programs_report"]
 
 #: the step file the host parameters are fitted on: the grid and the seed-2028 draw, timed in a process that never
-#: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case); then the frozen test draw (measured
-#: after the model was frozen)
+#: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case); then the frozen test draws, each
+#: measured after a commit froze the model: seed 2042 after be3dbc7 (the model as it stands), seed 2041 after f08f101
+#: (before the review's mending of be3dbc7: the rotary table's gradient, gelu_new's fp32)
 STEP_FIT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled.json",)
-STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2041.json",)
+STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2042.json", "h200_steps_test_seed2041.json")
 #: earlier frozen draws, spent: seed 2040 (measured after commit e8e0d6a froze eager autograd's launch counts, then
 #: looked at to choose the host probe's use) and seed 2035 (measured after commit 4dab430 froze the model before both)
 STEP_SPENT_DATA: tuple[str, ...] = ("h200_steps_test_seed2040.json", "h200_steps_test_seed2035.json")
@@ -257,8 +258,9 @@ def programs_report(gpu: Any = "h200") -> str:
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         ("frozen test (seed 2041, measured after commit f08f101 froze the model: eager autograd's "
-                          "launches, the host probe)", STEP_TEST_DATA),
+                         ("frozen tests (seed 2042, measured after commit be3dbc7 froze the model as it stands; seed 2041, "
+                          "after commit f08f101: eager autograd's launches and the host probe, before the review's "
+                          "mending)", STEP_TEST_DATA),
                          ("spent tests (seed 2040: measured after commit e8e0d6a froze the launch counts, then used to choose "
                           "how the probe enters; seed 2035: measured after commit 4dab430, before both)", STEP_SPENT_DATA),
                          ("the fit's cases timed again (a fresh process, another machine)", STEP_REPEAT_DATA),
