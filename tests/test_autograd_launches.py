@@ -170,3 +170,16 @@ def test_rotary_and_residual_constructs_by_hand():
     assert residual.bytes == 2_621_440
     grad = backward(residual)
     assert (grad.bytes, issued_launches(grad)) == (7_340_032, 2)
+
+
+def test_gelu_new_runs_in_the_forwards_precision_without_amp():
+    # GPT-2 trained in bf16 without autocast: no fp32 copy for pow, every gelu_new kernel and its autograd extras in
+    # bf16 (2 B). At T = 1 x 64 tokens, n = 64 x 3,072 = 196,608 elements, the extras' bytes: pow (n read, n written:
+    # 4n), the pow's second product (2n read, n written: 6n), the last product's second gradient (6n), x's gradients
+    # added (2n read, n written: 6n): 22n = 22 x 196,608 = 4,325,376 B
+    step = models.training_step(models.preset("gpt2").forward(batch=1, seq=64), amp=False)
+    forward = step.parts[0][0].parts[0][0]
+    layers = next(node for node, _ in forward.parts if isinstance(node, Workload) and node.name == "layers")
+    gelu = next(node for node, _ in layers.parts[0][0].parts if isinstance(node, Workload) and node.name == "gelu_new")
+    assert issued_launches(gelu) == 8 and {k.precision for k in gelu.kernels} == {"bf16"}
+    assert gelu.origin.extra.bytes == 4_325_376

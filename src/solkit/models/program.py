@@ -445,8 +445,8 @@ class _Program:
                 # gradient cast back (AMP), and x's gradients from its three uses added twice: one add_ here, the other
                 # stood for by the gradient kernel of "+ 1" (which autograd passes through without a kernel)
                 casts = (copy(n, dtype=_FP32, out_dtype=self.cd).renamed("gelu_new grad cast", kernels=True),) if self.amp else ()
-                self.construct(start, "gelu_new", (pointwise(n, n, _FP32, name="gelu_new pow-grad pow"),
-                                                   pointwise(n, 2 * n, _FP32, name="gelu_new pow-grad mul"),
+                self.construct(start, "gelu_new", (pointwise(n, n, act_dtype, name="gelu_new pow-grad pow"),
+                                                   pointwise(n, 2 * n, act_dtype, name="gelu_new pow-grad mul"),
                                                    pointwise(n, 2 * n, act_dtype, name="gelu_new product second grad"),
                                                    *casts, self.accumulate(n, self.cd, "gelu_new x")))
                 # kept for the backward: x (the pow's fp32 copy under AMP), the tanh's output, 1 + tanh, 0.5 x
