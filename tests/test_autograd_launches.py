@@ -93,6 +93,10 @@ def test_rotary_grad_extras_bytes():
     assert k_extra.bytes == 6_291_456
 
 
+#: random steps profiled after the eager-autograd constructs were frozen (3 timed steps, 1 block: for counting only)
+HELD_OUT_PROFILES = "h200_steps_profiled_seed2043.json"
+
+
 def _traced(name: str) -> list[tuple[str, str, float]]:
     """(family, case id, traced kernels / modelled launches) of the profiled training steps in ``name``."""
     out = []
@@ -116,6 +120,10 @@ def test_training_launches_match_profiles(family, low, high):
     assert len(ratios) >= 8
     assert abs(statistics.median(ratios) - 1.0) <= 0.03
     assert all(low <= r <= high for r in ratios)
+    # held out: the seed-2043 draw, profiled after the constructs were frozen (commit 7110620), which shaped nothing:
+    # its 10 training steps read BERT 1.005-1.041x, GPT-2 1.015x, Llama 1.004-1.025x, ResNet-50 1.015-1.027x
+    held = [r for fam, _, r in _traced(HELD_OUT_PROFILES) if fam == family]
+    assert held and all(low <= r <= high for r in held)
 
 
 def test_resnet_batchnorm_buffers():

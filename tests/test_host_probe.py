@@ -49,9 +49,10 @@ def test_probe_leaves_kernels_alone():
 @pytest.mark.parametrize("value, error, words", [
     ("fast", ArgumentTypeError, "host_probe_us must be a number"),
     (True, ArgumentTypeError, "host_probe_us must be a number"),
-    (0.0, OptionError, "positive, finite"),
-    (-3.0, OptionError, "positive, finite"),
-    (float("nan"), OptionError, "positive, finite"),
+    (0.0, OptionError, "positive finite"),
+    (-3.0, OptionError, "positive finite"),
+    (float("nan"), OptionError, "positive finite"),
+    ([5.0, 6.0], ArgumentTypeError, "one number of microseconds"),
 ])
 def test_bad_probe(value, error, words):
     with pytest.raises(error, match=words):

@@ -64,7 +64,7 @@ import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
 from ._num import Num, any_, broadcast_to, ceil, floor, maximum, minimum, not_, product, result, shape_of, where
-from ._validate import flag
+from ._validate import flag, positive
 from .errors import ArgumentTypeError, OptionError, PerformanceWarning, SpecError
 from .hardware import as_gpu, load_spec_file, shipped_dir
 from .hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
@@ -782,7 +782,8 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     single = w.origin is None and len(counted) == 1 and counted[0][0].link is None  # one plain kernel: no schedule
     seconds = _combined(terms, bodies, cal) if single or not _scheduled(w) else None
     host: Any = 0.0
-    per_launch = program_host_overhead(w, cal)
+    issued = issued_launches(w)
+    per_launch = program_host_overhead(w, cal, issued)
     if per_launch or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
         extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None
@@ -798,7 +799,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
             notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / "
                          f"{fit_probe * 1e6:.3g} us")
         share = np.max(host) / max(float(np.max(seconds)), 1e-300)
-        notes.append(f"eager program: the CPU issues {issued_launches(w):,.0f} launches in {fmt_seconds(np.max(host))} "
+        notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(np.max(host))} "
                      f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
                      f"{'CPU-bound (the GPU waits for launches)' if share > 0.9 else 'GPU-bound'}")
     p = object.__new__(Prediction)
@@ -907,14 +908,17 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
 
 
 def _host_probe(value: Any) -> Optional[float]:
-    """A validated launch probe in seconds (given in µs), or None."""
+    """A validated launch probe in seconds (given in µs: one positive number, solkit.profile.host_probe()), or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ArgumentTypeError(f"host_probe_us must be a number of microseconds (solkit.profile.host_probe()), got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise OptionError(f"host_probe_us must be a positive, finite number of microseconds, got {value!r}")
-    return float(value) * 1e-6
+    probe = positive("host_probe_us", value, OptionError)
+    if type(probe) is not float:
+        raise ArgumentTypeError(f"host_probe_us must be one number of microseconds, got an array of shape {np.shape(probe)}")
+    return probe * 1e-6
+
+
+#: the host-time parameters a launch probe scales: every host_* parameter of the spec but the probe itself
+HOST_TIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.name.startswith("host_") and p.name != "host_probe")
 
 
 def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibration:
@@ -923,12 +927,10 @@ def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibr
         raise OptionError(f"host_probe_us: {gpu}'s spec records no launch probe (measured.host_probe_us) to scale the host "
                           "time against; leave host_probe_us unset")
     f = probe / cal.host_probe
-    return cal.replace(host_launch=cal.host_launch * f, host_launch_training=cal.host_launch_training * f,
-                       host_layer=cal.host_layer * f, host_program=cal.host_program * f,
-                       host_fsdp_group=cal.host_fsdp_group * f, host_probe=probe)
+    return cal.replace(**{name: getattr(cal, name) * f for name in HOST_TIME_PARAMETERS}, host_probe=probe)
 
 
-def program_host_overhead(w: Workload, cal: Calibration) -> Any:
+def program_host_overhead(w: Workload, cal: Calibration, issued: Optional[float] = None) -> Any:
     """Host seconds per launch when ``w`` is an eager program built by ``solkit.models`` (0 otherwise).
 
     The CPU's time to issue an eager program: ``host_program`` (a Hugging Face model's preamble:
@@ -944,4 +946,5 @@ def program_host_overhead(w: Workload, cal: Calibration) -> Any:
         return 0.0
     layers = getattr(origin, "layers", 0)
     preamble = cal.host_program if getattr(origin, "preamble", False) else 0.0
-    return per_launch + (preamble + cal.host_layer * layers) / max(issued_launches(w), 1.0)
+    launches = issued_launches(w) if issued is None else issued
+    return per_launch + (preamble + cal.host_layer * layers) / max(launches, 1.0)

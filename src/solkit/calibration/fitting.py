@@ -296,5 +296,4 @@ def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, fl
 
     sets = list(steps) if steps is not None else [load_steps(name) for name in STEP_FIT_DATA]
     host = fit_host(sets)
-    return {name: getattr(host, name) for name in ("host_program", "host_layer", "host_launch", "host_launch_training",
-                                                    "host_probe")}
+    return {name: getattr(host, name) for name in type(host).model_fields if name.startswith("host_")}

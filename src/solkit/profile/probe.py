@@ -16,9 +16,7 @@ import statistics
 import time
 from typing import Any
 
-import numpy as np
-
-from .._validate import dim
+from .._validate import whole
 from ..errors import ArgumentTypeError, MeasurementError
 from .measure import _torch
 
@@ -29,16 +27,9 @@ PROBE_ELEMENTS = 1024
 PROBE_WARMUP = 100
 
 
-def _count(name: str, value: Any) -> int:
-    """A positive whole number of launches or repeats (one, not an array)."""
-    if np.ndim(value) != 0:
-        raise ArgumentTypeError(f"{name} must be one positive integer, got an array of shape {np.shape(value)}")
-    return int(dim(name, value))
-
-
 def host_probe(launches: Any = 2000, repeats: Any = 5) -> float:
     """Median over ``repeats`` of the host µs per launch of ``launches`` small ``torch.add`` calls on the current GPU."""
-    n, rounds = _count("launches", launches), _count("repeats", repeats)
+    n, rounds = whole("launches", launches, ArgumentTypeError), whole("repeats", repeats, ArgumentTypeError)
     torch = _torch("solkit.host_probe")
     if not torch.cuda.is_available():
         raise MeasurementError("host_probe needs a CUDA GPU: torch.cuda.is_available() is False")
