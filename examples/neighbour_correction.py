@@ -3,7 +3,7 @@
     python examples/neighbour_correction.py
 
 The H200's spec ships 10,135 measured kernels; ``sk.predict`` scales each kernel's body by how its
-nearest measured neighbours missed (``solkit.neighbours``), and ``predict(..., neighbours=False)``
+nearest measured neighbours missed (``solkit.prediction.neighbours``), and ``predict(..., neighbours=False)``
 gives the physical model alone. The cases below come from the frozen seed-2032 test draw
 (``data/h200_sample_test_seed2032.json``, measured after the model was frozen, in no fit and not in
 the bank): the ones the correction moved most, and how far each prediction lands from the measurement.

@@ -252,12 +252,13 @@ MEASURED: list[tuple[tuple, Any, Optional[type], str]] = [
     (("memory_efficiency", "softmax"), 47.3, SpecError, "47.3"),
     (("memory_efficiency", "im2col"), 1.57, SpecError, "1.57"),
     (("memory_efficiency", "gemm"), 0.01, None, ""),  # the range's floor
-    (("misaligned_gemm_penalty",), 4774, SpecError, "4774"),  # above 100
-    (("misaligned_gemm_penalty",), 0.004774, SpecError, "0.004774"),  # below 1: a speed-up
-    (("misaligned_gemm_penalty",), 0.99, SpecError, "0.99"),
-    (("misaligned_gemm_penalty",), 1.0, None, ""),  # no penalty
-    (("small_channel_penalty",), 5758, SpecError, "5758"),
-    (("small_channel_penalty",), 0.5, SpecError, "0.5"),
+    # the retired penalties (always 1 since the fit models them otherwise): any value is refused, naming the key
+    (("misaligned_gemm_penalty",), 4774, SpecError, "retired"),
+    (("misaligned_gemm_penalty",), 0.004774, SpecError, "retired"),
+    (("misaligned_gemm_penalty",), 0.99, SpecError, "retired"),
+    (("misaligned_gemm_penalty",), 1.0, SpecError, "retired"),  # even the value it always had
+    (("small_channel_penalty",), 5758, SpecError, "retired"),
+    (("small_channel_penalty",), 0.5, SpecError, "retired"),
     (("overlap_exponent",), 0.5, SpecError, "0.5"),  # p < 1: more than the sum
     (("overlap_exponent",), 2000, SpecError, "2000"),  # above 1000
     (("overlap_exponent",), 0, SpecError, "overlap_exponent"),

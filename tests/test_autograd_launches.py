@@ -76,7 +76,7 @@ def test_inference_is_unchanged_by_autograd():
     fwd = models.preset("llama3.2-1b").forward(batch=1, seq=128)
 
     def walk(w: Workload) -> bool:
-        return type(w.origin) is Autograd or any(walk(n) for n, _ in w.parts if isinstance(n, Workload))
+        return w.autograd is not None or any(walk(n) for n, _ in w.parts if isinstance(n, Workload))
 
     assert not walk(fwd)
 
@@ -89,7 +89,7 @@ def test_rotary_grad_extras_bytes():
     layer = _layer("llama3.2-1b", 1, 512)
     rotary = [node for node, _ in layer.parts if isinstance(node, Workload) and node.name == "rotary"]
     assert len(rotary) == 2
-    k_extra = rotary[1].origin.extra
+    k_extra = rotary[1].autograd.extra
     assert k_extra.bytes == 6_291_456
 
 
@@ -151,7 +151,7 @@ def test_step_model_flops_stay_three_times_the_forward(forward):
 
 
 def test_training_step_of_one_construct_is_a_bare_step():
-    # one construct of a layer (its origin an Autograd, not a model call) steps like a workload built from ops
+    # one construct of a layer (its autograd set, no recipe) steps like a workload built from ops
     rmsnorm = next(node for node, _ in _layer("llama3.2-1b", 1, 128).parts
                    if isinstance(node, Workload) and node.name == "rmsnorm")
     step = models.training_step(rmsnorm, optimizer=None)
@@ -190,4 +190,4 @@ def test_gelu_new_runs_in_the_forwards_precision_without_amp():
     layers = next(node for node, _ in forward.parts if isinstance(node, Workload) and node.name == "layers")
     gelu = next(node for node, _ in layers.parts[0][0].parts if isinstance(node, Workload) and node.name == "gelu_new")
     assert issued_launches(gelu) == 8 and {k.precision for k in gelu.kernels} == {"bf16"}
-    assert gelu.origin.extra.bytes == 4_325_376
+    assert gelu.autograd.extra.bytes == 4_325_376

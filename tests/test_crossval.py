@@ -31,10 +31,9 @@ def test_parameter_count_counts_fitted_entries_only():
     cal = Calibration(gpu="x", calibrated=True, source="t", matmul_rate={"bf16": 1.0, "fp8": 2.0}, copy_bandwidth=1.0,
                       read_bandwidth=None, launch_floor=1.0, kernel_gap=0.0, kernel_latency={"a": 1.0, "b": 2.0},
                       compute_efficiency={"a": 0.5}, memory_efficiency={"a": 0.5, "b": 0.4, "c": 0.3},
-                      wave_latency={}, kstep_latency={"a": 1.0}, block_bandwidth={}, misaligned_gemm_penalty=1.0,
-                      small_channel_penalty=1.0, overlap_exponent=2.0)
-    # fitted: latencies 2 + compute 1 + memory 3 + k-step 1 entries, the gap and the exponent = 9 (the penalties
-    # stay 1 and the matmul rates, bandwidths and floor are measured, not fitted)
+                      wave_latency={}, kstep_latency={"a": 1.0}, block_bandwidth={}, overlap_exponent=2.0)
+    # fitted: latencies 2 + compute 1 + memory 3 + k-step 1 entries, the gap and the exponent = 9 (the matmul rates,
+    # bandwidths and floor are measured, not fitted)
     assert parameter_count(cal) == 9
 
 

@@ -293,7 +293,7 @@ def test_a_racy_entry_is_checked_by_content(tmp_path, monkeypatch):
     first = os.stat(path)
     assert sk.load_gpu(path).memory_bandwidth == 4.8e12
     path.write_text((SHIPPED / "h200-sxm.yaml").read_text().replace("bandwidth_tb_s: 4.8 ", "bandwidth_tb_s: 5.8 ", 1))
-    monkeypatch.setattr(loader, "_stat", lambda p, what: first)  # the same key, as within a coarse ctime tick
+    monkeypatch.setattr(loader, "stat_spec", lambda p, what: first)  # the same key, as within a coarse ctime tick
     assert sk.load_gpu(path).memory_bandwidth == 5.8e12
 
 

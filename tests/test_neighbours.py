@@ -1,4 +1,4 @@
-"""The neighbour correction (solkit.neighbours): weights, fading, keys, sweeps, the bank file and its use by predict."""
+"""The neighbour correction (solkit.prediction.neighbours): weights, fading, keys, sweeps, the bank file and its use by predict."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ import pytest
 import solkit as sk
 from solkit import ops
 from solkit.errors import SpecError
-from solkit.neighbours import PRIOR, REACH, SOFTEN, STEP, Neighbours, bank_key, features, load_neighbours, residual
+from solkit.prediction.bank import load_neighbours
+from solkit.prediction.neighbours import PRIOR, REACH, SOFTEN, STEP, Neighbours, bank_key, features, residual
 from solkit.prediction import calibration, kernel_terms
 
 SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"

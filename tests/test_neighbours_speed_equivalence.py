@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import solkit as sk
-from solkit import neighbours as nb
+from solkit.prediction import neighbours as nb
 from solkit import ops
-from solkit.neighbours import STEP, Neighbours, bank_key, features, variant_key
+from solkit.prediction.neighbours import STEP, Neighbours, bank_key, features, variant_key
 from solkit.prediction import calibration, kernel_terms, sdpa_backend
 
 

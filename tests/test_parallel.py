@@ -12,7 +12,8 @@ import yaml
 
 import solkit as sk
 from solkit import models, ops, planning
-from solkit._timeline import Join, clocks, compose, power
+from solkit.prediction.timeline import clocks, compose, power
+from solkit.workload import Join
 from solkit.comm import collective
 from solkit.errors import ArgumentTypeError, OptionError, ShapeError, SolkitError
 from solkit.prediction import program_map
@@ -38,7 +39,7 @@ def test_gradient_stream_waits_for_the_compute_before_it_and_the_join_waits_for_
     """compute 10, a 30 us bucket on the gradient stream, compute 10, join: the bucket runs 10 -> 40, the step ends at 40."""
     a, b = _kernel("a"), _kernel("b")
     bucket = collective("all_reduce", 2**20, 2, overlap="gradients").counted[0][0]
-    w = Workload.of("bwd", ((a, 1), (bucket, 1), (b, 1)), origin=Join(("gradients",)))
+    w = Workload.of("bwd", ((a, 1), (bucket, 1), (b, 1)), schedule=Join(("gradients",)))
     host, compute, gradients, prefetch = clocks(program_map(w, {id(a): 10.0, id(b): 10.0, id(bucket): 30.0}, 0.0, 0.0))
     assert (compute, gradients, prefetch) == (40.0, 40.0, 0.0)  # max(10 + 10, 10 + 30) = 40 after the join
     # without the join the compute stream ends at 20 and the bucket at 40
@@ -51,7 +52,7 @@ def test_prefetch_stream_runs_beside_the_compute_and_a_start_join_waits_for_it()
     a, b = _kernel("a"), _kernel("b")
     gather = collective("all_gather", 2**20, 2, overlap="prefetch").counted[0][0]
     first = Workload.of("first", ((gather, 1), (a, 1)))
-    second = Workload.of("second", ((b, 1),), origin=Join(("prefetch",), "start"))
+    second = Workload.of("second", ((b, 1),), schedule=Join(("prefetch",), "start"))
     w = Workload.of("fwd", ((first, 1), (second, 1)))
     _, compute, _, prefetch = clocks(program_map(w, {id(a): 10.0, id(b): 10.0, id(gather): 30.0}, 0.0, 0.0))
     assert (compute, prefetch) == (40.0, 30.0)
@@ -81,7 +82,7 @@ def test_repeated_units_match_the_event_by_event_simulation(bodies, n, host):
     c1, c2, rs, ag = (_kernel(x) for x in "cdef")
     gather = collective("all_gather", 2**20, 2, overlap="prefetch").counted[0][0]
     bucket = collective("reduce_scatter", 2**20, 2, overlap="gradients").counted[0][0]
-    unit = Workload.of("unit", ((gather, 1), (c1, 1), (bucket, 1), (c2, 1)), origin=Join(("prefetch",), "start"))
+    unit = Workload.of("unit", ((gather, 1), (c1, 1), (bucket, 1), (c2, 1)), schedule=Join(("prefetch",), "start"))
     body = {id(gather): bodies[0], id(c1): bodies[1], id(bucket): bodies[2], id(c2): bodies[3]}
     events = [("join", ("prefetch",)), ("prefetch", bodies[0]), ("compute", bodies[1]), ("gradients", bodies[2]),
               ("compute", bodies[3])] * n
@@ -95,12 +96,12 @@ def test_a_pipeline_takes_the_time_of_count_plus_its_bubble():
     """1F1B over 3 stages, 4 microbatches: the time of 4 + 2 microbatches; interleave 2: of 4 + ceil(2 / 2) = 5."""
     unit = ops.matmul(4096, 4096, 4096)
     assert Pipeline(3).bubble == 2 and Pipeline(3, 2).bubble == 1 and Pipeline(8, 3).bubble == 3  # ceil(7 / 3)
-    piped = Workload.of("pipe", ((unit, 4),), origin=Pipeline(3))
+    piped = Workload.of("pipe", ((unit, 4),), schedule=Pipeline(3))
     plain = Workload.of("six", ((unit, 6),))
     one = sk.predict(plain, "h200").seconds - sk.predict(Workload.of("five", ((unit, 5),)), "h200").seconds
     assert sk.predict(piped, "h200").seconds == pytest.approx(sk.predict(plain, "h200").seconds)
     assert piped.flops == 4 * unit.flops  # the bubble is time, not work: 4 x 2 x 4096**3 FLOPs
-    interleaved = Workload.of("pipe", ((unit, 4),), origin=Pipeline(3, 2))
+    interleaved = Workload.of("pipe", ((unit, 4),), schedule=Pipeline(3, 2))
     assert sk.predict(interleaved, "h200").seconds == pytest.approx(sk.predict(piped, "h200").seconds - one)
 
 
@@ -195,8 +196,8 @@ def test_pipeline_stage_holds_its_share_of_layers_and_sends_activations():
     step = models.training_step(m.forward(batch=4, seq=1024), pp=2, microbatches=4)
     count, kernels = _named(step, "pipeline send/recv")
     assert count == 4 * 2 and kernels[0].link.nbytes == 4096 * 2048 * 2
-    pipelines = [node for node, _ in step.parts if isinstance(node.origin, Pipeline)]
-    assert pipelines and pipelines[0].origin.stages == 2
+    pipelines = [node for node, _ in step.parts if isinstance(node.schedule, Pipeline)]
+    assert pipelines and pipelines[0].schedule.stages == 2
 
 
 def test_overlap_hides_ddp_buckets_behind_the_backward():
@@ -454,5 +455,5 @@ def test_the_timeline_and_the_plain_sum_agree_on_absent_kernels():
     busy = Kernel("busy", "elementwise", "bf16", bytes_read=np.array([1e6, 1e6]))
     absent = Kernel("absent", "elementwise", "bf16", bytes_read=np.array([0.0, 1e6]))
     plain = Workload.of("w", ((busy, 1), (absent, 1)))
-    joined = Workload.of("w", ((busy, 1), (absent, 1)), origin=Join(("gradients",)))
+    joined = Workload.of("w", ((busy, 1), (absent, 1)), schedule=Join(("gradients",)))
     assert np.allclose(sk.predict(joined, "h200").seconds, sk.predict(plain, "h200").seconds)

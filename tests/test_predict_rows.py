@@ -208,7 +208,7 @@ def test_variant_keys_and_row_ops_come_from_the_registry():
     """Every op the predictor names (row widths, wide rows) is a registered operator, and every variant key a kernel
     can resolve to is a calibration key its operator declares."""
     from solkit.ops.registry import REGISTRY, calibration_keys
-    from solkit.prediction import ROW_VECTOR, WIDE_ROW_OPS
+    from solkit.stacks.torch211 import ROW_VECTOR, WIDE_ROW_OPS
 
     assert set(ROW_VECTOR) | set(WIDE_ROW_OPS) <= set(REGISTRY)
     keys = set(calibration_keys())

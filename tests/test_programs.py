@@ -10,7 +10,7 @@ from solkit.workload import issued_launches
 from solkit import models
 from solkit.calibration.programs import (STEP_FIT_DATA, STEP_TEST_DATA, _nonnegative_least_squares, fit_host,
                                          load_steps, workload_of_step)
-from solkit._timeline import clocks, compose, power
+from solkit.prediction.timeline import clocks, compose, power
 from solkit.prediction import calibration, program_map
 from solkit.workload import Kernel, Workload
 
@@ -88,7 +88,7 @@ def test_step_files_build_their_programs():
     seen = set()
     for case in steps.cases:
         w = workload_of_step(case)
-        assert w.origin is not None and len(w) > 0
+        assert w.recipe is not None and len(w) > 0
         seen.add((case.family, case.mode))
     assert {("bert", "train"), ("gpt2", "decode"), ("llama", "prefill"), ("resnet50", "train")} <= seen
 

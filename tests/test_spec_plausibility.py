@@ -270,15 +270,14 @@ def _with_measured(**changes: Any) -> dict[str, Any]:
         ({"compute_efficiency": {"gemm": 1.2}}, "field 'measured.compute_efficiency.gemm': 1.2 is outside the "
                                                 "plausible range 0.01 to 1"),
         ({"memory_efficiency": {"copy": 96.1}}, "field 'measured.memory_efficiency.copy': 96.1 is outside"),
-        ({"misaligned_gemm_penalty": 0.5}, "field 'measured.misaligned_gemm_penalty': 0.5 is outside the plausible "
-                                           "range 1 to 100"),
+        ({"misaligned_gemm_penalty": 0.5}, "field 'measured.misaligned_gemm_penalty': retired in solkit 0.4"),
         ({"overlap_exponent": 0.5}, "field 'measured.overlap_exponent': 0.5 is outside the plausible range 1 to 1000"),
         ({"launch_floor_us": 4480.0}, "field 'measured.launch_floor_us': 4480 us is outside the plausible range "
                                       "0.1 to 100 us (1000x too large: ns typed into a us field?)"),
         ({"kernel_latency_us": {"gemm": 2000.0}}, "field 'measured.kernel_latency_us.gemm': 2000 us is outside"),
     ],
     ids=["matmul above peak", "matmul below a tenth", "fp32 above vector", "no such peak", "copy in GB/s",
-         "read above", "copy /10", "efficiency 1.2", "efficiency percent", "penalty below 1", "overlap below 1",
+         "read above", "copy /10", "efficiency 1.2", "efficiency percent", "retired penalty", "overlap below 1",
          "launch floor in ns", "latency in ns"],
 )
 def test_measured_against_datasheet(tmp_path, changes, expected):

@@ -13,7 +13,7 @@ import numpy as np
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
 __all__ = ["dim", "whole", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
-           "name_text"]
+           "name_text", "shown"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -23,7 +23,7 @@ def _as_array(name: str, value: Any) -> np.ndarray:
     if isinstance(value, (bool, np.bool_)):
         raise ArgumentTypeError(f"{name} must be a number, got the bool {value!r}")
     if isinstance(value, (str, bytes)):
-        raise ArgumentTypeError(f"{name} must be a number, got the string {_show(value)}")
+        raise ArgumentTypeError(f"{name} must be a number, got the string {shown(value)}")
     if value is None:
         raise ArgumentTypeError(f"{name} must be a number, got None")
     if isinstance(value, numbers.Number) and not isinstance(value, numbers.Real):
@@ -33,7 +33,7 @@ def _as_array(name: str, value: Any) -> np.ndarray:
     except OverflowError:
         raise _too_large(name) from None
     except Exception as exc:  # ragged lists and the like
-        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {_show(value)}") from exc
+        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {shown(value)}") from exc
     if arr.dtype == object and arr.size and all(_is_real(x) for x in arr.reshape(-1)):
         try:  # Python ints beyond int64 (2**64 and up), or mixed with floats: float64, never wrapped
             arr = arr.astype(np.float64)
@@ -42,7 +42,7 @@ def _as_array(name: str, value: Any) -> np.ndarray:
     if arr.dtype == np.bool_:
         raise ArgumentTypeError(f"{name} must hold numbers, got an array of bools")
     if arr.dtype.kind not in "iuf":
-        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {_show(value)} (dtype {arr.dtype})")
+        raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {shown(value)} (dtype {arr.dtype})")
     return arr
 
 
@@ -55,7 +55,7 @@ def _too_large(name: str) -> ShapeError:
     return ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got an integer beyond that")
 
 
-def _show(value: Any) -> str:
+def shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -233,4 +233,4 @@ def name_text(argument: str, value: Any) -> str:
         return value
     if isinstance(value, str):
         return str(value)
-    raise ArgumentTypeError(f"{argument} must be a string, got {_show(value)}")
+    raise ArgumentTypeError(f"{argument} must be a string, got {shown(value)}")

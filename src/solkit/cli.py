@@ -28,7 +28,7 @@ import json
 import os
 import sys
 import warnings
-from typing import Any, Callable, NoReturn, Sequence
+from typing import Any, NoReturn, Sequence
 
 import numpy as np
 

@@ -20,7 +20,7 @@ Hugging Face transformers runs in eager PyTorch (with its host time); "fused" a 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 

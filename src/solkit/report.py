@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
+from ._optional import require_pandas
 from ._validate import flag
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware import as_gpu
@@ -85,9 +86,8 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``.
     """
     from .prediction import predict as _predict
-    from .sol import _pandas
 
-    pd = _pandas()
+    pd = require_pandas()
     op = _callable(op)
     g = as_gpu(gpu)
     predicted = flag("predicted", predicted)

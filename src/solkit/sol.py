@@ -21,10 +21,11 @@ import sys
 import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
+from ._optional import require_pandas
 from ._impossible import above_one, below_bound
 from ._num import Num, broadcast_to, maximum, result
 from ._validate import dim, finite_result, flag, positive
-from .errors import MeasurementError, OptionalDependencyError, OptionError, ShapeError
+from .errors import MeasurementError, OptionError, ShapeError
 from .hardware import as_gpu, load_gpu
 from .precision import normalize, rate_class
 from .workload import Kernel, Workload, as_workload
@@ -44,14 +45,6 @@ __all__ = [
     "achieved_flops",
     "achieved_bandwidth",
 ]
-
-
-def _pandas() -> Any:
-    try:
-        import pandas as pd
-    except ImportError as exc:  # pragma: no cover - exercised only without pandas
-        raise OptionalDependencyError("to_frame() needs pandas: pip install 'solkit[pandas]'") from exc
-    return pd
 
 
 def _ratio(flops: Num, nbytes: Num) -> Num:
@@ -102,8 +95,8 @@ class Roofline:
     times are computed at once; the other figures when first read.
     """
 
-    __slots__ = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "t_link", "system", "_w", "_g", "_sys", "_sparse",
-                 "_times", "_lazy")
+    __slots__ = ("workload", "gpu", "t_sol", "t_compute", "t_memory", "t_link", "system", "gpu_spec", "system_spec", "_w",
+                 "_sparse", "_times", "_lazy")
     _FIELDS = ("workload", "gpu", "system", "t_sol", "t_compute", "t_memory", "t_link", "bound", "intensity", "ridge_point",
                "flops", "executed_flops", "bytes")
 
@@ -114,9 +107,9 @@ class Roofline:
     t_memory: Any
     t_link: Any  # collectives' time on the links (0 without collectives)
     system: Any  # the system's name where collectives needed one, else None
+    gpu_spec: "GPU"  # the loaded spec of the GPU
+    system_spec: Any  # the System the collectives ran on (None without collectives and without a System given)
     _w: Workload
-    _g: "GPU"
-    _sys: Any  # the System the collectives ran on (None without collectives and without a System given)
     _sparse: bool
     _times: list[Any]
     _lazy: dict[str, Any]
@@ -178,7 +171,7 @@ class Roofline:
     @property
     def ridge_point(self) -> float:
         """Intensity (FLOP/byte) where the roofs of the workload's precision meet (fp32 vector for vector-only work)."""
-        w, g = self._w, self._g
+        w, g = self._w, self.gpu_spec
         if any(np.any(k.matrix_flops > 0) for k, _ in w.counted):
             return g.peak_flops(w.precision, "matrix", sparse=self._sparse) / g.memory_bandwidth
         return g.ridge_point("fp32", "vector")
@@ -201,7 +194,7 @@ class Roofline:
 
     def to_frame(self) -> Any:
         """A pandas DataFrame, one row per configuration of a sweep (needs ``pip install 'solkit[pandas]'``)."""
-        pd = _pandas()
+        pd = require_pandas()
         shape = np.shape(self.t_sol)
         columns = {
             "t_sol_s": self.t_sol,
@@ -345,8 +338,8 @@ def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     s(r, "t_memory", broadcast_to(total_m, shape))
     s(r, "t_link", total_l if not shape and type(total_l) is float else broadcast_to(total_l, shape))
     s(r, "_w", w)
-    s(r, "_g", g)
-    s(r, "_sys", system)
+    s(r, "gpu_spec", g)
+    s(r, "system_spec", system)
     s(r, "_sparse", sparse)
     s(r, "_times", times)
     if shape or (total_l if type(total_l) is float else np.any(total_l)):

@@ -18,16 +18,16 @@ launches, and a total beyond float64 (about 1.8e308) is a ShapeError, never an i
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Union
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Protocol, Union, runtime_checkable
 
 import numpy as np
 
 from ._num import Num, broadcast_to, shape_of
-from ._validate import _show, name_text
+from ._validate import shown, name_text
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Pipeline", "Autograd", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Schedule", "Autograd", "Program", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
            "overflow", "is_overflow"]
 
 #: what a kernel is, for the predictor's efficiency model: GEMMs, implicit-GEMM convolutions,
@@ -89,7 +89,7 @@ class Link(NamedTuple):
     beside tensor parallelism of 8 has stride 8, one GPU per 8-GPU node); ``overlap``: "" runs in line
     on the compute stream, "gradients" on NCCL's stream after the compute issued before it (DDP's
     buckets, FSDP's reduce-scatters), "prefetch" on another, independent of the compute (FSDP's
-    all-gathers of the next layer) (``solkit._timeline``).
+    all-gathers of the next layer) (``solkit.prediction.timeline``).
     """
 
     collective: str
@@ -152,9 +152,16 @@ class Link(NamedTuple):
 FSDP_GROUP_OP = "fsdp_unshard"
 
 
+class Join(NamedTuple):
+    """A workload's ``schedule``: the compute stream waits for ``streams`` at the workload's start or end (``at``)."""
+
+    streams: tuple[str, ...]
+    at: str = "end"
+
+
 class Pipeline(NamedTuple):
-    """A workload's ``origin``: its one part is a pipeline stage's microbatch (forward and backward) run ``count`` times
-    in a 1F1B schedule of ``stages`` stages, which takes the time of count + ceil((stages - 1) / interleave)
+    """A workload's ``schedule``: its one part is a pipeline stage's microbatch (forward and backward) run ``count``
+    times in a 1F1B schedule of ``stages`` stages, which takes the time of count + ceil((stages - 1) / interleave)
     microbatches (the bubble; ``interleave`` virtual stages per GPU shrink it)."""
 
     stages: int
@@ -166,8 +173,12 @@ class Pipeline(NamedTuple):
         return -(-(self.stages - 1) // self.interleave)
 
 
+#: how a workload's parts run in time beyond one after another (``predict``'s timeline reads it)
+Schedule = Union[Join, Pipeline]
+
+
 class Autograd(NamedTuple):
-    """A workload's ``origin``: what eager autograd launches for its backward beyond each kernel's own gradient
+    """A workload's ``autograd``: what eager autograd launches for its backward beyond each kernel's own gradient
     (``models.training.backward``): ``launches`` of each kernel of its gradient (a one-kernel operator's: cuDNN's SDPA
     backward runs 3, LayerNorm's 2) and ``extra`` kernels after the gradients (accumulations of a tensor's gradients,
     casts, slices' zero-fills); ``gradient=False``: its kernels have none (buffer updates, tables built without grad),
@@ -176,6 +187,38 @@ class Autograd(NamedTuple):
     extra: Optional["Workload"] = None
     launches: Optional[int] = None
     gradient: bool = True
+
+
+@runtime_checkable
+class Program(Protocol):
+    """A workload's ``recipe``: what a program built by ``solkit.models`` (or captured) tells ``predict``, the
+    calibration and ``training_step`` (``models.program.ModelCall`` and ``models.resnet.ResNetCall`` implement it).
+
+    ``kernels``: "eager" (one launch per ATen kernel, issued by the CPU: host time per launch, layer and program)
+    or "fused" (a fused engine: no host time modelled); ``training``: built as a training step runs it;
+    ``layers``: the repeated blocks the host's per-layer time counts; ``preamble``: Python runs before the
+    first launch (a Hugging Face model's masks, positions, cache); ``params``: the model's parameters.
+    ``training_step``: the step of this forward (``models.training_step`` documents the arguments; ``split``
+    is a ``models.parallel.Split``).
+    """
+
+    @property
+    def kernels(self) -> str: ...
+
+    @property
+    def training(self) -> bool: ...
+
+    @property
+    def layers(self) -> int: ...
+
+    @property
+    def preamble(self) -> bool: ...
+
+    @property
+    def params(self) -> int: ...
+
+    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool,
+                      split: Any) -> "Workload": ...
 
 
 class OpCall(NamedTuple):
@@ -210,7 +253,7 @@ def _figure(kernel: str, name: str, value: Any) -> Num:
         raise overflow(ShapeError(f"{kernel}: {name} must be a finite number >= 0 that float64 can hold "
                                   f"(below 1.8e308), got an integer beyond that")) from None
     except (TypeError, ValueError):
-        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {_show(value)}") from None
+        raise ArgumentTypeError(f"{kernel}: {name} must be a number or an array of numbers, got {shown(value)}") from None
     arr = arr.astype(np.float64, copy=False)
     if not arr.size:
         raise ShapeError(f"{kernel}: {name} must hold at least one value, got an empty array of shape {arr.shape}")
@@ -315,15 +358,15 @@ class Kernel(_KernelFields):
             raise ArgumentTypeError(f"name must be a non-empty string, got {name!r}")
         if type(kind) is not str or kind not in _KINDS:
             if not isinstance(kind, str):
-                raise ArgumentTypeError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {_show(kind)}")
+                raise ArgumentTypeError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {shown(kind)}")
             raise OptionError(f"kind must be one of {', '.join(KERNEL_KINDS)}, got {kind!r}")
         if gemm is not None and type(gemm) is not Gemm:
-            raise ArgumentTypeError(f"gemm must be a solkit.workload.Gemm or None, got {_show(gemm)}")
+            raise ArgumentTypeError(f"gemm must be a solkit.workload.Gemm or None, got {shown(gemm)}")
         if rows is not None and type(rows) is not Rows:
-            raise ArgumentTypeError(f"rows must be a solkit.workload.Rows or None, got {_show(rows)}")
+            raise ArgumentTypeError(f"rows must be a solkit.workload.Rows or None, got {shown(rows)}")
         if link is not None and (type(link) is not Link or kind != "collective"):
             raise ArgumentTypeError(f"link must be a solkit.workload.Link on a kernel of kind 'collective', got "
-                                    f"{_show(link)} on kind {kind!r}")
+                                    f"{shown(link)} on kind {kind!r}")
         precision = precision if type(precision) is str and precision in PRECISIONS else normalize(precision, "precision")
         vector_precision = (vector_precision if type(vector_precision) is str and vector_precision in PRECISIONS
                             else normalize(vector_precision, "vector_precision"))
@@ -354,7 +397,7 @@ class Kernel(_KernelFields):
         n = _figure(name, "launches", launches)
         if isinstance(n, np.ndarray):
             if n.size and not (n.min() >= 1 and (np.floor(n) == n).all()):
-                raise ShapeError(f"{name}: launches must be a whole number >= 1, got {_show(n)}")
+                raise ShapeError(f"{name}: launches must be a whole number >= 1, got {shown(n)}")
         elif not (n >= 1 and n.is_integer()):
             raise ShapeError(f"{name}: launches must be a whole number >= 1, got {n!r}")
         if useful is not executed:
@@ -450,12 +493,14 @@ def _launch_count(w: "Workload") -> int:
 class Workload:
     """Kernels run one after another (an operator, a layer, a model step); repeated parts held once with a count."""
 
-    __slots__ = ("name", "parts", "call", "origin", "_counted", "_shape")
+    __slots__ = ("name", "parts", "call", "recipe", "autograd", "schedule", "_counted", "_shape")
 
     name: str
     parts: tuple[tuple[Node, int], ...]  # (a kernel or a sub-workload, how many times it runs in a row)
     call: Optional[OpCall]  # the registered operator that built it, if one did
-    origin: Any  # the model call that built it (solkit.models), if one did: training_step rebuilds from it
+    recipe: Optional[Program]  # the program it is (a model call of solkit.models), if one: predict and training_step read it
+    autograd: Optional[Autograd]  # what eager autograd launches for its backward beyond its kernels' gradients, if known
+    schedule: Optional[Schedule]  # how its parts run beyond one after another (a Join, a Pipeline), if not so
     _counted: Optional[tuple[tuple[Kernel, int], ...]]  # derived on first use
     _shape: Optional[tuple[int, ...]]
 
@@ -464,16 +509,17 @@ class Workload:
         if not isinstance(kernels, (tuple, list)) or isinstance(kernels, Kernel):
             raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {kernels!r}")
         if not kernels or not all(isinstance(k, Kernel) for k in kernels):
-            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {_show(kernels)}")
-        _init(self, name, tuple((k, 1) for k in kernels), None)
+            raise ArgumentTypeError(f"kernels must be a non-empty sequence of Kernel, got {shown(kernels)}")
+        _init(self, name, tuple((k, 1) for k in kernels))
         _check_parts(self, "kernels")
 
     @classmethod
-    def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None,
-           origin: Any = None) -> "Workload":
-        """A workload from validated (kernel or workload, count) parts (for ops and models)."""
+    def of(cls, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None, *,
+           recipe: Optional[Program] = None, autograd: Optional[Autograd] = None,
+           schedule: Optional[Schedule] = None) -> "Workload":
+        """A workload from validated (kernel or workload, count) parts (for ops and models), with what built it."""
         w = object.__new__(cls)
-        _init(w, name, parts, call, origin)
+        _init(w, name, parts, call, recipe, autograd, schedule)
         return w
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -510,9 +556,9 @@ class Workload:
             if isinstance(count, (int, np.integer)) and not isinstance(count, (bool, np.bool_)) and count >= 1:
                 count = int(count)
             elif isinstance(count, (bool, np.bool_, str, bytes)) or count is None or not isinstance(count, (int, float, np.number)):
-                raise ArgumentTypeError(f"count must be a positive integer, got {_show(count)}")
+                raise ArgumentTypeError(f"count must be a positive integer, got {shown(count)}")
             else:
-                raise ShapeError(f"count must be a positive integer, got {_show(count)}")
+                raise ShapeError(f"count must be a positive integer, got {shown(count)}")
         label = f"{self.name} x {count}" if name is None else name_text("name", name)
         launches = len(self) * count
         if launches > MAX_LAUNCHES:
@@ -527,8 +573,9 @@ class Workload:
         if type(name) is not str:
             name = name_text("name", name)
         if kernels and len(self.parts) == 1 and isinstance(self.parts[0][0], Kernel) and self.parts[0][1] == 1:
-            return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call, self.origin)
-        return Workload.of(name, self.parts, self.call, self.origin)
+            return Workload.of(name, ((self.parts[0][0].renamed(name), 1),), self.call, recipe=self.recipe,
+                               autograd=self.autograd, schedule=self.schedule)
+        return Workload.of(name, self.parts, self.call, recipe=self.recipe, autograd=self.autograd, schedule=self.schedule)
 
     def __add__(self, other: Any) -> "Workload":
         """``a + b``: a then b (a Kernel is taken as a one-kernel workload)."""
@@ -621,12 +668,15 @@ class Workload:
                 f"executed_flops={show(self.executed_flops)}, bytes={show(self.bytes)})")
 
 
-def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall], origin: Any = None) -> None:
+def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None,
+          recipe: Optional[Program] = None, autograd: Optional[Autograd] = None, schedule: Optional[Schedule] = None) -> None:
     setattr_ = object.__setattr__
     setattr_(w, "name", name)
     setattr_(w, "parts", parts)
     setattr_(w, "call", call)
-    setattr_(w, "origin", origin)
+    setattr_(w, "recipe", recipe)
+    setattr_(w, "autograd", autograd)
+    setattr_(w, "schedule", schedule)
     setattr_(w, "_counted", parts if all(type(n) is Kernel for n, _ in parts) else None)
     setattr_(w, "_shape", None)
 

@@ -8,8 +8,7 @@ Fitted on the training cases only (``fit_cases``: a sampled fit set whole, two t
 hand-picked catalogue): the kernel gap; per kernel kind and per operator or variant key with at
 least ``MIN_CASES_PER_KEY`` training cases, a latency, a memory efficiency, a compute efficiency
 (where a kernel is compute-bound), a wave latency, a k-step latency (GEMMs and convs) and a row
-bandwidth (row-wise kernels); the misaligned-GEMM and small-channel penalties and the overlap
-exponent. The fit is coordinate descent over ``GRIDS``, ``PASSES`` passes in a fixed order,
+bandwidth (row-wise kernels); the overlap exponent. The fit is coordinate descent over ``GRIDS``, ``PASSES`` passes in a fixed order,
 minimizing, per source, the mean over its cases of e + TAIL_WEIGHT * max(e - TAIL_START, 0) with
 e = |log(predicted / measured)| (the hinge keeps the tail in view), averaged over the sources (the
 sampled files together, the catalogue: its real-model shapes weigh as much as the random draws).
@@ -42,7 +41,6 @@ __all__ = ["ceilings", "fit", "FitResult", "GRIDS", "MIN_CASES_PER_KEY", "PASSES
 
 EFFICIENCY_GRID = np.geomspace(0.03, 1.0, 90)  # an efficiency is a share of a measured ceiling: at most 1 (a spec check)
 LATENCY_GRID = np.linspace(0.0, 20e-6, 81)
-PENALTY_GRID = np.geomspace(1.0, 40.0, 60)
 WAVE_LATENCY_GRID = np.linspace(0.0, 8e-6, 65)
 KSTEP_LATENCY_GRID = np.linspace(0.0, 0.4e-6, 81)
 BLOCK_BANDWIDTH_GRID = np.geomspace(1e8, 1e12, 61)  # one block's bytes/s: 0.1 GB/s to 1 TB/s
@@ -57,15 +55,11 @@ GRIDS: dict[str, np.ndarray] = {
     "wave_latency": WAVE_LATENCY_GRID,
     "kstep_latency": KSTEP_LATENCY_GRID,
     "block_bandwidth": BLOCK_BANDWIDTH_GRID,
-    "misaligned_gemm_penalty": PENALTY_GRID,
-    "small_channel_penalty": PENALTY_GRID,
     "overlap_exponent": OVERLAP_GRID,
 }
 #: an operator key gets its own entries only with this many training cases (fewer would fit noise)
 MIN_CASES_PER_KEY = 10
-#: the fitted parameters that are one number (the rest are per-key tables). The misaligned-GEMM and
-#: small-channel penalties are no longer fitted (they stay 1): the "misaligned" GEMM variant's compute
-#: efficiency and the conv's k-tile padding model what they did, and the fit set them to 1.07 and 1.0
+#: the fitted parameters that are one number (the rest are per-key tables)
 SCALARS = ("kernel_gap", "overlap_exponent")
 #: the loss per case: |log error| plus TAIL_WEIGHT times what exceeds TAIL_START (a 25% error)
 TAIL_START = float(np.log(1.25))
@@ -131,8 +125,7 @@ class _Kernels:
             return np.array([getattr(t, name) for t in rows], dtype=dtype)
 
         self.t_compute, self.t_memory, self.launches = column("t_compute"), column("t_memory"), column("launches")
-        self.present, self.misaligned = column("present", bool), column("misaligned", bool)
-        self.small = column("small_channels", bool)
+        self.present = column("present", bool)
         self.waves, self.block_bytes, self.k_steps = column("waves"), column("block_bytes"), column("k_steps")
         self.helper_bytes = column("helper_bytes")
         self.keys: list[str] = sorted({t.op for t in rows} | {t.kind for t in rows} |
@@ -158,8 +151,6 @@ class _Kernels:
     def predicted(self, cal: Calibration) -> np.ndarray:
         """Predicted seconds of every case (``solkit.prediction.combine`` for all at once)."""
         compute = self.t_compute / self.lookup(cal.compute_efficiency, 1.0)
-        compute = np.where(self.misaligned, compute * cal.misaligned_gemm_penalty, compute)
-        compute = np.where(self.small, compute * cal.small_channel_penalty, compute)
         memory_efficiency = self.lookup(cal.memory_efficiency, 1.0)
         memory = self.t_memory / memory_efficiency
         body = soft_max(compute, memory, cal.overlap_exponent)
@@ -240,8 +231,7 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
     sets = [msets] if isinstance(msets, MeasurementSet) else list(msets)
     base = Calibration(gpu=gpu.name, calibrated=True, source="fit", **ceilings(sets[0]), kernel_gap=0.0,
                        kernel_latency={}, compute_efficiency={}, memory_efficiency={}, wave_latency={}, kstep_latency={}, block_bandwidth={},
-                       misaligned_gemm_penalty=1.0,
-                       small_channel_penalty=1.0, overlap_exponent=float("inf"))
+                       overlap_exponent=float("inf"))
     split = [fit_cases(m) for m in sets]
     train = [c for t, _ in split for c in t]
     held = [c for _, h in split for c in h]

@@ -16,8 +16,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..hardware.parameters import Calibration
-from ..neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
-from ..prediction import _combined, kernel_seconds, kernel_terms
+from ..prediction import kernel_seconds, kernel_terms
+from ..prediction.kernel import combined
+from ..prediction.neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
 from ..sol import roofline
 from .data import MeasurementSet, group_of, workload_of
 from .fitting import ceilings
@@ -87,7 +88,7 @@ def _modelled(w: Any, gpu: Any, cal: Calibration) -> tuple[list[Any], list[Any],
     """(terms with counts, bodies, seconds) of a workload as ``predict`` sums one: floored at T_SOL."""
     terms = [(kernel_terms(k, gpu, cal), n) for k, n in w.counted]
     bodies = [kernel_seconds(t, cal)[0] for t, _ in terms]
-    return terms, bodies, max(float(_combined(terms, bodies, cal)), float(roofline(w, gpu).t_sol))
+    return terms, bodies, max(float(combined(terms, bodies, cal)), float(roofline(w, gpu).t_sol))
 
 
 def _keyed(rows: Sequence[BankRow]) -> list[tuple[str, list[BankRow]]]:

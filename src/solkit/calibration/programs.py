@@ -178,7 +178,7 @@ class HostFit(BaseModel):
 
 
 def _layers(w: Workload) -> int:
-    return int(getattr(w.origin, "layers", 0))
+    return w.recipe.layers if w.recipe is not None else 0
 
 
 def fit_host(sets: Sequence[StepSet]) -> HostFit:
@@ -197,7 +197,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
             if not case.cpu_bound:
                 continue
             w = workload_of_step(case)
-            preamble = float(getattr(w.origin, "preamble", False))
+            preamble = float(w.recipe is not None and w.recipe.preamble)
             speed = reference / case.probe_us if reference and case.probe_us else 1.0
             row = (preamble, float(_layers(w)), issued_launches(w), case.host_ms * 1e-3 * speed)  # type: ignore[operator]
             (train if case.mode == "train" else infer).append(row)

@@ -89,7 +89,7 @@ def _why(exc: OSError) -> str:
     return f"{exc.strerror or exc} ({name}){hint}"
 
 
-def _stat(path: str, what: str) -> os.stat_result:
+def stat_spec(path: str, what: str) -> os.stat_result:
     """``os.stat(path)``; an OS error or an unusable path is a SpecError naming the path."""
     try:
         return os.stat(path)
@@ -345,7 +345,7 @@ def _refuse_literals(path: str, data: Any, literals: list[_Yaml11]) -> None:
 # ---- reading and parsing ---------------------------------------------------------------------
 
 
-def _read(path: str, st: os.stat_result) -> bytes:
+def read_spec_bytes(path: str, st: os.stat_result) -> bytes:
     """The bytes of a regular file of at most MAX_SPEC_BYTES (checked before reading)."""
     if stat.S_ISDIR(st.st_mode):
         raise SpecError(f"{_shown(path)}: is a folder, not a spec file (a folder of specs is a spec_path)")
@@ -447,12 +447,12 @@ def clear_cache() -> None:
 
 def _load(path: str) -> tuple["GPU", frozenset[str]]:
     """(GPU, its lower-case names) of an absolute path: one stat, a parse only if the file changed."""
-    st = _stat(path, "spec file")
+    st = stat_spec(path, "spec file")
     key = (st.st_ino, st.st_ctime_ns, st.st_size)
     hit = _CACHE.files.get(path)
     if hit is not None and hit[0] == key:
         return hit[1], hit[2]
-    raw = _read(path, st)
+    raw = read_spec_bytes(path, st)
     racy = _CACHE.racy.get(path)
     if hit is not None and racy is not None and racy[0] == key and racy[1] == raw:
         gpu, names = hit[1], hit[2]  # unchanged since a read too close to its change to trust the key alone

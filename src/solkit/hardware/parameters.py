@@ -80,8 +80,6 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("wave_latency", "us", True, True, 2, "what each wave of work items (tiles, rows) adds, per key"),
     Parameter("kstep_latency", "us", True, True, 3, "the least time a GEMM or conv tile's k-loop step takes, per key"),
     Parameter("block_bandwidth", "gb_s", True, True, 3, "bytes per second one thread block streams (its row, its GEMM tile), per key"),
-    Parameter("misaligned_gemm_penalty", "", False, True, 3, "slowdown of GEMMs whose k or n is not a multiple of 16 bytes"),
-    Parameter("small_channel_penalty", "", False, True, 3, "slowdown of convs with fewer than 16 bytes of channels"),
     Parameter("overlap_exponent", "", False, True, 3, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
     Parameter("host_launch", "us", False, False, 2, "host (CPU) time per launch of an eager PyTorch inference program"),
     Parameter("host_launch_training", "us", False, False, 2, "host time per launch of an eager PyTorch training step"),
@@ -116,8 +114,6 @@ class Calibration:
     wave_latency: Mapping[str, float]  # s per wave of work items, per calibration key
     kstep_latency: Mapping[str, float]  # s per k-loop step, per calibration key
     block_bandwidth: Mapping[str, float]  # bytes/s of one block, per calibration key
-    misaligned_gemm_penalty: float
-    small_channel_penalty: float
     overlap_exponent: float
     host_launch: float = 0.0  # s of host time per launch, eager inference programs (0: not measured)
     host_launch_training: float = 0.0  # s per launch, eager training steps
@@ -130,7 +126,7 @@ class Calibration:
     link_misaligned: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # per collective (1: none)
     link_hop: float = 0.0  # s per further ring step in a node
     network_hop: float = 0.0  # s per further ring step across nodes
-    neighbours: Any = None  # the measured kernels' bank (solkit.neighbours.Neighbours), None: no correction
+    neighbours: Any = None  # the measured kernels' bank (solkit.prediction.neighbours.Neighbours), None: no correction
 
     def replace(self, **changes: Any) -> "Calibration":
         """A copy with some parameters replaced (the fit tries values this way)."""

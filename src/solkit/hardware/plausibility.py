@@ -66,8 +66,6 @@ RANGES: Mapping[str, Range] = MappingProxyType({
     "measured.wave_latency_us.*": Range(0, 1000, "us", "ns typed into a us field?"),
     "measured.kstep_latency_us.*": Range(0, 100, "us", "ns typed into a us field?"),
     "measured.block_bandwidth_gb_s.*": Range(0.01, 10000, "GB/s", "one block's bandwidth: MB/s typed into a GB/s field?"),
-    "measured.misaligned_gemm_penalty": Range(1, 100, "", ""),
-    "measured.small_channel_penalty": Range(1, 100, "", ""),
     "measured.overlap_exponent": Range(1, 1000, "", "write inf for a plain maximum"),
     "measured.host_fsdp_group_us": Range(0, 100_000, "us", "ms typed into a us field?"),
     "measured.host_probe_us": Range(0, 1000, "us", "ms typed into a us field?"),

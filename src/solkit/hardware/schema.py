@@ -28,11 +28,10 @@ import datetime as _dt
 import warnings
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Mapping, TypeVar, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, StrictInt, StrictStr, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, Strict, ValidationError
 
 from .._validate import choice, flag
 from ..errors import ArgumentTypeError, SpecConsistencyWarning, SpecError, UnknownSourceError, UnsupportedPrecisionError
-from ..neighbours import MAX_RESIDUAL
 from .consistency import spec_issues
 from ..precision import RATE_CLASSES, normalize, rate_class
 from .parameters import PARAMETERS, TERA, UNIT_FACTORS, Calibration, Parameter, ReadOnlyTable
@@ -71,6 +70,14 @@ TextTable = Annotated[Mapping[str, str], AfterValidator(_read_only)]
 # ---- building a model: SpecError, never pydantic's ValidationError -----------------------------
 
 
+#: keys a spec may no longer hold, and why (the message a file that still sets one gets)
+RETIRED: Mapping[str, str] = {
+    name: ("retired in solkit 0.4 (the fit had kept it at 1 since the 'misaligned' GEMM variant's efficiencies and the "
+           "conv's per-tap channel padding model these slowdowns): delete the line")
+    for name in ("misaligned_gemm_penalty", "small_channel_penalty")
+}
+
+
 def describe_validation(where: str, err: ValidationError) -> str:
     """``where: field 'a.b': problem (got value); ...``: one line per problem pydantic found."""
     lines = []
@@ -78,11 +85,12 @@ def describe_validation(where: str, err: ValidationError) -> str:
         loc = ".".join(str(x) for x in e["loc"]) or "(top level)"
         got = e.get("input")
         shown = "" if isinstance(got, (dict, list, tuple)) or e["type"] == "missing" else f" (got {got!r})"
-        lines.append(f"field '{loc}': {e['msg']}{shown}")
+        retired = RETIRED.get(str(e["loc"][-1])) if e["type"] == "extra_forbidden" and e["loc"] else None
+        lines.append(f"field '{loc}': {retired or e['msg']}{shown}")
     return f"{where}: " + "; ".join(lines)
 
 
-_M = TypeVar("_M", bound="_SpecModel")
+_M = TypeVar("_M", bound="SpecModel")
 
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +113,7 @@ class _SpecMeta(_PydanticMeta):
         return model._checked(None)
 
 
-class _SpecModel(BaseModel, metaclass=_SpecMeta):
+class SpecModel(BaseModel, metaclass=_SpecMeta):
     """A frozen, strict model of file data whose every constructor raises ``SpecError`` naming the field.
 
     ``model_validate`` takes ``context={"spec_file": path}``: the messages then start with the file.
@@ -160,7 +168,7 @@ class _SpecModel(BaseModel, metaclass=_SpecMeta):
         raise SpecError(f"{type(self).__name__}.{name} is read-only: specs are shared by every load_gpu()")
 
 
-class Source(_SpecModel):
+class Source(SpecModel):
     """A document a figure comes from."""
 
     id: str = Field(min_length=1)
@@ -169,7 +177,7 @@ class Source(_SpecModel):
     preliminary: Flag = False
 
 
-class Chip(_SpecModel):
+class Chip(SpecModel):
     """Compute units, clock, L2 and power."""
 
     compute_units: Count
@@ -180,7 +188,7 @@ class Chip(_SpecModel):
     source: str
 
 
-class Memory(_SpecModel):
+class Memory(SpecModel):
     """Device memory: type, capacity and datasheet bandwidth."""
 
     type: str
@@ -189,7 +197,7 @@ class Memory(_SpecModel):
     source: str
 
 
-class Interconnect(_SpecModel):
+class Interconnect(SpecModel):
     """GPU-to-GPU link and host link (bidirectional totals per GPU)."""
 
     name: str
@@ -199,7 +207,7 @@ class Interconnect(_SpecModel):
     source: str
 
 
-class Peak(_SpecModel):
+class Peak(SpecModel):
     """One datasheet peak: precision, unit, dense TFLOP/s (TOPS for int8), optional stated sparse figure."""
 
     precision: RateClass
@@ -210,12 +218,12 @@ class Peak(_SpecModel):
     note: Union[str, None] = None
 
 
-class Measured(_SpecModel):
+class Measured(SpecModel):
     """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
 
     Its keys are ``PARAMETERS``' file keys plus where they come from: ``date``, ``method``,
     ``stack`` (the software) and ``fit`` (what the fit used), and ``neighbours``: the file name, beside the
-    spec, of the bank of measured kernels the predictor's neighbour correction reads (``solkit.neighbours``).
+    spec, of the bank of measured kernels the predictor's neighbour correction reads (``prediction.bank``).
     The loader checks ranges only; the
     calibration keys of the per-key tables come from the operator registry and are checked
     where they are used (``solkit.prediction.calibration``).
@@ -235,8 +243,6 @@ class Measured(_SpecModel):
     wave_latency_us: LatencyTable = Field(default_factory=dict)
     kstep_latency_us: LatencyTable = Field(default_factory=dict)
     block_bandwidth_gb_s: FigureTable = Field(default_factory=dict)
-    misaligned_gemm_penalty: Figure = 1.0
-    small_channel_penalty: Figure = 1.0
     overlap_exponent: Union[Figure, Literal["inf"]] = "inf"
     host_launch_us: NonNegativeFigure = 0.0
     host_launch_training_us: NonNegativeFigure = 0.0
@@ -267,28 +273,10 @@ class Measured(_SpecModel):
         return Calibration(gpu=gpu, calibrated=True, source=f"measured on {gpu} {self.date}: {self.method}", **values)
 
 
-class BankEntry(BaseModel):
-    """One key of a neighbour bank: quantized log2 features (rows of integers) and residuals, one per row."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    features: list[list[Annotated[StrictInt, Field(ge=-(1 << 20), le=1 << 20)]]]
-    residuals: list[Annotated[float, Field(ge=-MAX_RESIDUAL, le=MAX_RESIDUAL, allow_inf_nan=False)]]
-
-
-class NeighbourBank(BaseModel):
-    """A neighbour bank file (``measured.neighbours``; ``solkit.neighbours``): the GPU it was measured on, how, and its keys."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    gpu: StrictStr
-    source: StrictStr
-    cases: StrictInt = 0
-    keys: dict[str, BankEntry]
-
-
 # ---- the GPU ---------------------------------------------------------------------------------
 
 
-class GPU(_SpecModel):
+class GPU(SpecModel):
     """One GPU SKU. Figures in the file's human units; accessors return SI units."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")

@@ -25,8 +25,8 @@ from pydantic import Field
 
 from .._validate import whole
 from ..errors import ArgumentTypeError, SpecError, UnknownGPUError
-from .loader import _read, _stat, as_gpu, document, load_gpu, spec_dirs
-from .schema import GIGA, Count, Figure, Source, _SpecModel
+from .loader import read_spec_bytes, stat_spec, as_gpu, document, load_gpu, spec_dirs
+from .schema import GIGA, Count, Figure, Source, SpecModel
 
 __all__ = ["System", "IntraNode", "Network", "load_system", "list_systems", "as_system", "default_system", "SYSTEMS_DIR"]
 
@@ -40,7 +40,7 @@ _PCIE_NODE = 8
 _SWITCH_NODE = 8
 
 
-class IntraNode(_SpecModel):
+class IntraNode(SpecModel):
     """The links between the GPUs of one node, with the cited total (both directions) per GPU."""
 
     name: str
@@ -49,7 +49,7 @@ class IntraNode(_SpecModel):
     source: str
 
 
-class Network(_SpecModel):
+class Network(SpecModel):
     """The compute network between nodes: NICs per node and each NIC's per-direction line rate in Gb/s."""
 
     name: str
@@ -58,7 +58,7 @@ class Network(_SpecModel):
     source: str
 
 
-class System(_SpecModel):
+class System(SpecModel):
     """Nodes of identical GPUs: the GPU, GPUs per node, the intra-node link, the network, and how many nodes."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9\-]*$")
@@ -131,12 +131,12 @@ _PARSED: dict[str, tuple[tuple[int, int, int], System]] = {}
 
 def _load_file(path: str) -> System:
     """One system file, validated (cached on (inode, ctime_ns, size))."""
-    st = _stat(path, "system file")
+    st = stat_spec(path, "system file")
     key = (st.st_ino, st.st_ctime_ns, st.st_size)
     hit = _PARSED.get(path)
     if hit is not None and hit[0] == key:
         return hit[1]
-    data = document(path, _read(path, st))
+    data = document(path, read_spec_bytes(path, st))
     if not isinstance(data, dict):
         raise SpecError(f"{path}: expected a mapping of system fields at the top level, got {type(data).__name__}")
     system = System.model_validate(data, context={"spec_file": path})

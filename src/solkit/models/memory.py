@@ -30,8 +30,8 @@ from ..errors import OptionError
 from ..precision import normalize, storage_bytes
 from .architecture import Transformer
 from .program import QUANTIZATIONS, ModelCall, activations
-from .steps import resolve_amp
-from .training import OPTIMIZER_STATES, OPTIMIZERS
+from .parallel import count, shard, split_of
+from .training import OPTIMIZER_STATES, OPTIMIZERS, resolve_amp
 
 __all__ = ["MemoryFootprint", "memory"]
 
@@ -79,7 +79,6 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     ``sp`` divides the layers' activations by ``tp`` (Megatron: norms and dropouts on 1/tp of the tokens).
     ``batch`` is one microbatch of one data-parallel replica.
     """
-    from .parallel import count, split_of
 
     split = split_of(dp, tp, pp, sp, ep, zero)
     micro = count("microbatches", microbatches)
@@ -102,7 +101,6 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     footprint = _summed(one.weights, one.gradients, one.optimizer_states, one.activations * b, one.kv_cache * b)
     if gpu is None:
         return footprint
-    from ..hardware import as_gpu
 
     return _fitted(footprint, one.activations + one.kv_cache, gpu)
 
@@ -134,7 +132,6 @@ def _footprint(m: Transformer, s: Any, train: bool, opt: str, ckpt: bool, cd: st
 def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpointing: Any, gpu: Any, dtype: Any, amp: Any,
                   kernels: Any, split: Any, microbatches: Any) -> MemoryFootprint:
     """One GPU's footprint of a split training step (``memory``'s docstring)."""
-    from .parallel import shard
 
     local = shard(m, split.tp, split.pp, split.ep)
     one = memory(local, batch, seq, True, optimizer, checkpointing, None, dtype, amp, None, kernels)

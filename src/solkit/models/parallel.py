@@ -54,14 +54,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from .._timeline import Join
 from .._validate import flag, whole
 from ..comm import collective
 from ..errors import OptionError
 from ..ops import foreach
 from ..ops.elementwise import copy
 from ..precision import storage_bytes
-from ..workload import FSDP_GROUP_OP, Pipeline, Workload, chain
+from ..workload import FSDP_GROUP_OP, Join, Pipeline, Workload, chain
 
 if TYPE_CHECKING:  # pragma: no cover
     from .architecture import Transformer
@@ -245,7 +244,7 @@ def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Wor
     embedding = float(m.params - m.layers * m.layer_params) - head_params
     embedding_tensors = m.param_tensors - m.layers * layer_tensors - head_tensors
     parts += _buckets(embedding, embedding_tensors, split, grad, f"{label} (embeddings)", op)
-    return Workload.of(f"{bwd.name} + gradient {op.replace('_', '-')}", tuple(parts), origin=Join(("gradients",)))
+    return Workload.of(f"{bwd.name} + gradient {op.replace('_', '-')}", tuple(parts), schedule=Join(("gradients",)))
 
 
 def _buckets(params: float, tensors: int, split: Split, grad: str, name: str, op: str) -> list[tuple[Any, int]]:
@@ -283,8 +282,8 @@ def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) 
             after = [(copy_in, 1), (_reduction("reduce_scatter", _grad_bytes(m.layer_params, grad), split,
                                                "fsdp reduce-scatter", "gradients"), 1)]
         join = Join(("prefetch",), "start")  # this layer's parameters gathered before it computes
-        ahead = Workload.of(f"{name} (fsdp)", ((copy_out, 1), (gather, 1), (layer, 1), *after), origin=join)
-        last = Workload.of(f"{name} (fsdp, last)", ((copy_out, 1), (layer, 1), *after), origin=join)
+        ahead = Workload.of(f"{name} (fsdp)", ((copy_out, 1), (gather, 1), (layer, 1), *after), schedule=join)
+        last = Workload.of(f"{name} (fsdp, last)", ((copy_out, 1), (layer, 1), *after), schedule=join)
         first = _reduction("all_gather", full, split, "fsdp all-gather (first layer)", "prefetch")
         layers = count * m.layers
         parts += [(first, 1)] + ([(ahead, layers - 1)] if layers > 1 else []) + [(last, 1)]
@@ -292,8 +291,8 @@ def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) 
     if backward:  # the root stays unsharded after its forward; its gradients copied in and reduce-scattered last
         parts += [(copy(root, grad).renamed("fsdp copy gradients in (root)", kernels=True), 1),
                   (_reduction("reduce_scatter", _grad_bytes(root, grad), split, "fsdp reduce-scatter (root)", "gradients"), 1)]
-        return Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("gradients",)))
-    body = Workload.of(f"{w.name} (fsdp)", tuple(parts), origin=Join(("prefetch",), "start"))
+        return Workload.of(f"{w.name} (fsdp)", tuple(parts), schedule=Join(("gradients",)))
+    body = Workload.of(f"{w.name} (fsdp)", tuple(parts), schedule=Join(("prefetch",), "start"))
     gather_root = _reduction("all_gather", _grad_bytes(root, "fp32"), split, "fsdp all-gather (root)", "prefetch")
     return Workload.of(f"{w.name} (fsdp, root gathered)", ((gather_root, 1), (body, 1)))
 
@@ -340,7 +339,7 @@ def parallel_step(step: Workload, m: Transformer, forward: Workload, backward: W
     if split.pp > 1:
         plain = unit(zero3)
         pipeline = Workload.of(f"pipeline of {microbatches} microbatches over {split.pp} stages", ((plain, microbatches),),
-                               origin=Pipeline(split.pp, split.interleave))
+                               schedule=Pipeline(split.pp, split.interleave))
         parts.append((pipeline, 1))
         if dp_comm and not zero3:  # after the flush, in line
             op = "reduce_scatter" if split.zero == 2 else "all_reduce"

@@ -21,8 +21,9 @@ Two styles (``kernels=``):
   sums, rotary's slice zero-fills and casts, GPT-2's split gradient concatenated, cuDNN SDPA's backward
   as 3 launches (5 with grouped KV heads; its forward as 2 with attention dropout), LayerNorm's as 2.
 
-Every workload records its ``origin`` (``ModelCall``), so ``training_step`` can rebuild the forward
-as training runs it (dropout, the loss) and knows the parameters to cast and update.
+Every workload records its ``recipe`` (``ModelCall``), so ``training_step`` can rebuild the forward
+as training runs it (dropout, the loss) and knows the parameters to cast and update; the step lives
+here, beside the builder (``ModelCall.training_step``).
 """
 
 from __future__ import annotations
@@ -34,15 +35,18 @@ import numpy as np
 from .._validate import broadcast, choice, dim, flag
 from ..errors import OptionError, ShapeError
 from ..ops import (add, attention, concat, copy, dropout, elementwise, embedding, fill, gather, gelu, layernorm, matmul,
-                   nll_loss, pointwise, reduce, rmsnorm, silu, softmax)
+                   foreach, nll_loss, pointwise, reduce, rmsnorm, silu, softmax)
 from ..precision import normalize, storage_bytes
+from ..stacks.torch211 import (GELU_NEW_KERNELS, LAYERNORM_BACKWARD_LAUNCHES, ROPE_TABLE_KERNELS, SDPA_BACKWARD_LAUNCHES,
+                               SDPA_GQA_BACKWARD_LAUNCHES)
 from ..workload import Autograd, Workload, chain, with_kernels
 from ._common import count_text, naming_overflow
 from .architecture import Transformer
+from .parallel import Split, parallel_step, shard
+from .training import backward, optimizer_step, recomputed, resolve_amp
 from .transformer import SWIGLU_FLOPS
 
-__all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "activations", "Activations", "ROPE_TABLE_KERNELS",
-           "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES", "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES"]
+__all__ = ["ModelCall", "KERNEL_STYLES", "QUANTIZATIONS", "build", "activations", "Activations"]
 
 KERNEL_STYLES = ("eager", "fused")
 #: quantization of the layers' linear layers: name -> (weight precision, GEMM input precision). Weight-only
@@ -52,24 +56,11 @@ KERNEL_STYLES = ("eager", "fused")
 QUANTIZATIONS: dict[str, tuple[str, Optional[str]]] = {"w4a16": ("int4", None), "w8a16": ("int8", None),
                                                        "w8a8": ("int8", "int8"), "fp8": ("fp8_e4m3", "fp8_e4m3")}
 PHASES = ("forward", "prefill", "decode")
-#: the small kernels of LlamaRotaryEmbedding's cos/sin table, once per forward (profiles: arange, add, two
-#: casts, the inv_freq x positions bmm, cat, cos, scale, sin, scale, two casts)
-ROPE_TABLE_KERNELS = 12
-#: GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers' NewGELUActivation runs it:
-#: one kernel per operation (name, tensors of T x ffn read), seen in the H200 profiles (pow, tanh, 3 muls by a scalar...)
-GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
 _FP32 = "fp32"
-#: launches of cuDNN's SDPA backward as eager PyTorch runs it on an H200 (profiles: the dO.O row sums, the flash
-#: backward kernel, dQ converted to 16 bits); with grouped KV heads two more reduce dK and dV over each group.
-#: NB: read off Hopper, applied on every GPU (where SDPA picks flash, not cuDNN, its backward launches differ)
-SDPA_BACKWARD_LAUNCHES = 3
-SDPA_GQA_BACKWARD_LAUNCHES = 5
-#: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
-LAYERNORM_BACKWARD_LAUNCHES = 2
 
 
 class ModelCall(NamedTuple):
-    """How a workload was built from a Transformer (``Workload.origin``)."""
+    """How a workload was built from a Transformer: its ``recipe`` (``workload.Program``)."""
 
     model: Transformer
     phase: str  # forward, prefill or decode
@@ -104,6 +95,14 @@ class ModelCall(NamedTuple):
         """The model's parameters."""
         return self.model.params
 
+    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Split) -> Workload:
+        """The step eager PyTorch (or a fused engine) runs for this forward, as ``models.training_step`` documents."""
+        if self.phase != "forward":
+            raise OptionError(f"training_step needs a forward pass, got the model's {self.phase}: use m.forward(batch=, seq=)")
+        if split.parallel:
+            return _parallel_step(self, optimizer, amp, microbatches, checkpointing, split)
+        return _step(self, optimizer, amp, microbatches, checkpointing)
+
 
 class _Program:
     """Accumulates a program's kernels, in order, with the dtypes eager PyTorch gives each tensor."""
@@ -119,6 +118,7 @@ class _Program:
         self.stream = _FP32 if self.amp else self.cd  # the residual stream and the norms' precision
         self.drop = call.training and self.m.dropout > 0
         self.saved = 0.0  # bytes autograd keeps for the backward (training), summed as the kernels are added
+        self.repeated: Optional[Workload] = None  # the layers x their count (``_build``: what checkpointing recomputes)
         self.layer_saved: Any = 0.0  # the same, of one layer (``layer``)
 
     def add(self, *parts: Workload) -> None:
@@ -141,7 +141,7 @@ class _Program:
         inner = tuple((w if gradient else with_kernels(w, model_flops=0.0), 1) for w in self.parts[start:])
         del self.parts[start:]
         more = Workload.of(f"{name} autograd", tuple((k._replace(model_flops=0.0), n) for w in extra for k, n in w.counted))
-        self.parts.append(Workload.of(name, inner, origin=Autograd(more if extra else None, launches, gradient)))
+        self.parts.append(Workload.of(name, inner, autograd=Autograd(more if extra else None, launches, gradient)))
 
     def accumulate(self, elements: Any, dtype: str, what: str) -> Workload:
         """autograd adding a tensor's gradients from two consumers (``add_``): reads both, writes one."""
@@ -521,7 +521,7 @@ class Activations(NamedTuple):
 def build(model: Transformer, phase: str, batch: Any, seq: Any, context: Any = 0, dtype: Any = "bf16", impl: Any = "sdpa",
           kernels: Any = "eager", amp: Any = False, training: Any = False, kv_dtype: Any = None,
           quant: Any = None) -> Workload:
-    """A Transformer's program (``phase`` forward, prefill or decode) as a Workload, with its ``origin``."""
+    """A Transformer's program (``phase`` forward, prefill or decode) as a Workload, with its ``recipe``."""
     call = _call(model, choice("phase", phase, PHASES), batch, seq, context, dtype, impl, kernels, amp, training, kv_dtype,
                  quant)
     with naming_overflow(f"{model.name}.{phase}", batch=call.batch, seq=call.seq, context=call.context):
@@ -569,17 +569,79 @@ def _build(call: ModelCall) -> tuple[Workload, _Program]:
     p.embeddings(t, s)
     layer = p.layer(b, s)
     try:
-        p.add(layer.repeat(m.layers, "layers"))
+        layers = layer.repeat(m.layers, "layers")
     except ShapeError as exc:
         raise ShapeError(f"{m.name}: layers={count_text(m.layers)} is too many: {exc}") from None
+    p.repeated = layers
+    p.add(layers)
     rows = b if call.phase == "prefill" else t  # prefill: logits of each sequence's last token only
     logits = p.head(t, rows, p.stream)  # the layers' output: the stream's precision
     name = f"{m.name} {call.phase}"
     if call.training and logits is not None:
         p.add(p.loss(t, logits))
-    return Workload.of(name, tuple((w, 1) for w in p.parts), origin=call), p
+    return Workload.of(name, tuple((w, 1) for w in p.parts), recipe=call), p
 
 
 def _promote(a: str, b: str) -> str:
     """PyTorch's type promotion of two float precisions: the wider (fp32 over 16-bit)."""
     return a if a == b else _FP32
+
+
+# ---- the training step ------------------------------------------------------------------------
+
+
+class _Microbatch(NamedTuple):
+    """One microbatch of a step: its forward (as training runs it), its backward, and the whole in order."""
+
+    forward: Workload
+    backward: Workload
+    body: Workload  # forward, the zeroed logits' gradient, (the recomputed layers,) backward, a tied embedding's add
+
+
+def _microbatch(call: ModelCall, use_amp: bool, checkpointing: bool) -> _Microbatch:
+    """``call``'s forward rebuilt for training, the loss's zeroed gradient, the recomputation and the backward."""
+    m = call.model
+    with naming_overflow(f"{m.name}.forward", batch=call.batch, seq=call.seq, context=0.0):
+        fwd, p = _build(call._replace(context=0.0, amp=use_amp, training=True, quant=None))
+    grad = _FP32 if use_amp else call.dtype
+    body: list[tuple[Any, int]] = [(fwd, 1)]
+    if m.head != "none":  # nll_loss's backward writes into a zeroed gradient of the logits
+        body.append((fill(call.tokens * m.vocab, _FP32 if call.kernels == "eager" else call.dtype)
+                     .renamed("zero the logits' gradient", kernels=True), 1))
+    if checkpointing and p.repeated is not None:
+        body.append((recomputed(p.repeated), 1))
+    bwd = backward(fwd)
+    body.append((bwd, 1))
+    if m.tie_embeddings:  # the tied matrix's two gradients (embedding and head) summed
+        body.append((foreach(m.vocab * m.d_model, 2, 1, 1, grad, name="tied embedding gradients add"), 1))
+    return _Microbatch(fwd, bwd, Workload.of(f"{m.name} forward + backward", tuple(body)))
+
+
+def _step(call: ModelCall, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:
+    """One GPU's whole step: microbatches of forward and backward, the gradients' accumulation, the optimizer."""
+    m = call.model
+    use_amp = resolve_amp(amp, call.dtype)
+    grad = _FP32 if use_amp else call.dtype
+    parts: list[tuple[Any, int]] = [(_microbatch(call, use_amp, checkpointing).body, microbatches)]
+    if microbatches > 1:  # each later microbatch's gradients added into .grad
+        parts.append((foreach(m.params, 2, 1, 1, grad, name="gradient accumulation"), microbatches - 1))
+    if optimizer != "none":
+        parts.append((optimizer_step(optimizer, m.params, m.param_tensors, _FP32 if use_amp else call.dtype, grad), 1))
+    return Workload.of(f"{m.name} training step", tuple(parts), recipe=call._replace(amp=use_amp, training=True))
+
+
+def _parallel_step(call: ModelCall, optimizer: str, amp: Any, microbatches: int, checkpointing: bool,
+                   split: Split) -> Workload:
+    """One GPU's share of a split step (``solkit.models.parallel``): the sharded model's microbatch, then the collectives."""
+    m = shard(call.model, split.tp, split.pp, split.ep)
+    use_amp = resolve_amp(amp, call.dtype)
+    sharded = call._replace(model=m, amp=use_amp, training=True)
+    micro = _microbatch(sharded, use_amp, checkpointing)
+    grad = master = _FP32 if use_amp else call.dtype
+
+    def opt(params: float, tensors: int) -> Workload:
+        return optimizer_step(optimizer, params, tensors, master, grad)
+
+    w = parallel_step(micro.body, m, micro.forward, micro.backward, split, call.tokens, call.dtype, grad, checkpointing,
+                      microbatches, None if optimizer == "none" else opt)
+    return Workload.of(w.name, w.parts, recipe=sharded)

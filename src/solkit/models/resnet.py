@@ -4,7 +4,7 @@
 conv; ``kernels="eager"`` runs what torchvision's model runs in eager PyTorch: BatchNorm as its own
 kernels (training: statistics, then normalize; eval: normalize), ReLU in place, the residual add
 then ReLU, and under ``amp`` (autocast over fp32 weights) a cast of every conv's and the fc's weight
-and of the fp32 input image. The workload records its ``origin`` (``ResNetCall``), so
+and of the fp32 input image. The workload records its ``recipe`` (``ResNetCall``), so
 ``training_step`` builds the step torchvision training runs: cross-entropy, the backward, the
 optimizer (SGD with momentum by default for ResNet).
 """
@@ -16,11 +16,13 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .._validate import broadcast, checked_call, choice, dim, flag
-from ..ops import add, batchnorm, conv2d, copy, elementwise, matmul, nll_loss, pointwise, pool2d, softmax
-from ..errors import ShapeError
+from ..ops import add, batchnorm, conv2d, copy, elementwise, fill, foreach, matmul, nll_loss, pointwise, pool2d, softmax
+from ..errors import OptionError, ShapeError
 from ..precision import normalize
 from ..workload import Autograd, Workload, chain, overflow, with_kernels
 from ._common import naming_overflow
+from .parallel import Split
+from .training import backward, optimizer_step, resolve_amp
 
 __all__ = ["resnet50", "STAGES", "ResNetCall", "RESNET50_PARAMS", "RESNET50_TENSORS"]
 
@@ -33,7 +35,7 @@ BLOCKS = 16
 
 
 class ResNetCall(NamedTuple):
-    """How a ResNet-50 workload was built (``Workload.origin``)."""
+    """How a ResNet-50 workload was built: its ``recipe`` (``workload.Program``)."""
 
     batch: Any
     image: Any
@@ -59,11 +61,26 @@ class ResNetCall(NamedTuple):
         """Parameters: RESNET50_PARAMS with the fc sized to ``classes`` (2048 weights and a bias per class)."""
         return int(RESNET50_PARAMS + (int(np.max(self.classes)) - 1000) * (2048 + 1))
 
-    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:
-        """The step torchvision training runs (``training_step`` of a resnet50 forward)."""
-        from .steps import resnet_step
-
-        return resnet_step(self, optimizer, amp, microbatches, checkpointing)
+    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Split) -> Workload:
+        """torchvision ResNet-50's training step: the forward in training mode, cross-entropy, backward, the optimizer."""
+        if split.parallel:
+            raise OptionError("a parallel split (dp, tp, pp, ep, zero) is modelled for Transformer forwards; "
+                              "ResNetCall steps run on one GPU")
+        if checkpointing:
+            raise OptionError("checkpointing=True is modelled for Transformer forwards only; resnet50 runs without it")
+        use_amp = resolve_amp(amp, self.dtype) if self.kernels == "eager" else False  # fused: no autocast casts
+        call = self._replace(amp=use_amp, training=True)
+        fwd = eager_resnet50(call, loss=True) if self.kernels == "eager" else fused_resnet50(call)
+        grad = "fp32" if use_amp else self.dtype
+        zero = fill(self.batch * self.classes, "fp32").renamed("zero the logits' gradient", kernels=True)
+        body = Workload.of("resnet50 forward + backward", ((fwd, 1), (zero, 1), (backward(fwd), 1)))
+        parts: list[tuple[Any, int]] = [(body, microbatches)]
+        if microbatches > 1:
+            parts.append((foreach(self.params, 2, 1, 1, grad, name="gradient accumulation"), microbatches - 1))
+        if optimizer != "none":
+            parts.append((optimizer_step(optimizer, self.params, RESNET50_TENSORS, "fp32" if use_amp else self.dtype,
+                                         grad), 1))
+        return Workload.of("resnet50 training step", tuple(parts), recipe=call)
 
 #: (blocks, bottleneck width, output channels, stride of the first block): He et al. 2016, Table 1
 STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2))
@@ -102,7 +119,7 @@ def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "n
                       normalize(dtype, "dtype"), "fused", False, flag("training", training))
     with naming_overflow("resnet50", batch=n, image=size):
         w = _resnet50(n, size, classes, layout, with_bn, dtype)
-    return Workload.of(w.name, w.parts, origin=call)
+    return Workload.of(w.name, w.parts, recipe=call)
 
 
 def _resnet50(n: Any, size: Any, classes: Any, layout: Any, with_bn: bool, dtype: Any) -> Workload:
@@ -188,7 +205,7 @@ def eager_resnet50(call: ResNetCall, loss: bool = False) -> Workload:
         parts.append(softmax(n, call.classes, "fp32").renamed("log_softmax", kernels=True))
         parts.append(nll_loss(n, call.classes, dtype="fp32"))
     name = f"resnet50 {'training ' if call.training else ''}forward"
-    return Workload.of(name, tuple((w, 1) for w in parts), origin=call)
+    return Workload.of(name, tuple((w, 1) for w in parts), recipe=call)
 
 
 def _batchnorm_buffers(channels: Any) -> Workload:
@@ -197,15 +214,13 @@ def _batchnorm_buffers(channels: Any) -> Workload:
     mean and variance updated from the batch's (reads 4 x C fp32, writes 2 x C); no gradient, and the backward's
     reduction zeroes its own semaphore (8 B). NB: the profiles show the semaphores on 45 of 53 BatchNorms at batch 32
     and fewer on smaller batches (the reduction's grid decides); counted on every one."""
-    from ..ops import fill
-
     semaphore = fill(2, "fp32").renamed("bn semaphore zero", kernels=True)  # 2 x int32: 8 B, as 2 x fp32
     parts = (pointwise(1, 1, "fp64", name="bn num_batches_tracked += 1"), semaphore,  # an int64 counter: 8 B like fp64
              pointwise(2 * channels, 4 * channels, "fp32", name="bn running stats update"))
     # buffer updates are no model work: zero model FLOPs (the step's stay 3x its forward's)
     buffers = tuple((with_kernels(w, model_flops=0.0), 1) for w in parts)
     grad = with_kernels(semaphore, "bn semaphore zero (backward)", model_flops=0.0)
-    return Workload.of("bn buffers", buffers, origin=Autograd(grad, gradient=False))
+    return Workload.of("bn buffers", buffers, autograd=Autograd(grad, gradient=False))
 
 
 def fused_resnet50(call: ResNetCall) -> Workload:
@@ -213,4 +228,4 @@ def fused_resnet50(call: ResNetCall) -> Workload:
     w = _resnet50(call.batch, call.image, call.classes, call.layout, True, call.dtype)
     loss = (softmax(call.batch, call.classes, call.dtype).renamed("log_softmax", kernels=True),
             nll_loss(call.batch, call.classes, dtype=call.dtype))
-    return Workload.of("resnet50 training forward", ((w, 1), *((x, 1) for x in loss)), origin=call)
+    return Workload.of("resnet50 training forward", ((w, 1), *((x, 1) for x in loss)), recipe=call)

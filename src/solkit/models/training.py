@@ -22,23 +22,21 @@ from typing import Any, Optional
 
 from .._validate import checked_call, choice, dim, flag
 from ..errors import OptionError
-from ..ops import adamw, fill, foreach
+from ..ops import adamw, foreach
 from ..ops.registry import REGISTRY
 from ..precision import normalize
-from ..workload import Autograd, Kernel, Node, Workload, as_workload, with_kernels
+from ..stacks.torch211 import ADAMW_TENSORS_PER_LAUNCH, CHUNK_ELEMENTS, CHUNKS_PER_LAUNCH, SGD_TENSORS_PER_LAUNCH
+from ..workload import Kernel, Node, Workload, as_workload, with_kernels
+from .parallel import split_of
 
-__all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "ADAMW_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS",
-           "CHUNKS_PER_LAUNCH", "SGD_PASSES"]
+__all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "SGD_PASSES", "resolve_amp",
+           "recomputed"]
 
 #: the optimizers and their states per parameter: AdamW's two moments, SGD's momentum buffer
 OPTIMIZER_STATES = {"adamw": 2, "sgd": 1, "none": 0}
 OPTIMIZERS = tuple(OPTIMIZER_STATES)
-#: PyTorch's multi_tensor_apply (MultiTensorApply.cuh): at most 36 tensors per launch with 4 lists
-#: (p, g, m, v: depth 4), chunks of 65,536 elements, at most 320 blocks (chunks) per launch
-ADAMW_TENSORS_PER_LAUNCH = 36
-SGD_TENSORS_PER_LAUNCH = 64  # depth 2 (p or buf, and d)
-CHUNK_ELEMENTS = 65536
-CHUNKS_PER_LAUNCH = 320
+#: the 16-bit precisions AMP autocasts to (fp32 master weights)
+_HALF = ("bf16", "fp16")
 #: foreach SGD with momentum and weight decay (torch.optim.SGD(foreach=True)): d = g + wd*p (2 lists in, 1 out),
 #: buf *= momentum (1, 1), buf += d (2, 1), p += -lr*buf (2, 1): (inputs, outputs, FLOPs per element)
 SGD_PASSES = ((2, 1, 2), (1, 1, 1), (2, 1, 1), (2, 1, 2))
@@ -48,8 +46,8 @@ SGD_PASSES = ((2, 1, 2), (1, 1, 1), (2, 1, 1), (2, 1, 2))
 def backward(forward: Workload) -> Workload:
     """The backward pass of ``forward``: each operator's gradient, last operator first; repeated parts stay counted."""
     w = as_workload(forward, "forward")
-    if type(w.origin) is Autograd:  # eager autograd's own launches around the gradients
-        how = w.origin
+    how = w.autograd
+    if how is not None:  # eager autograd's own launches around the gradients
         if not how.gradient:
             return how.extra if how.extra is not None else Workload.of(f"{w.name} backward (none)", ())
         grad = backward(Workload.of(w.name, w.parts, w.call))
@@ -128,19 +126,37 @@ def training_step(
     if not (type(n_micro) is float and n_micro.is_integer()):
         raise OptionError(f"microbatches must be one positive integer, got {microbatches!r}")
     recompute = flag("checkpointing", checkpointing)
-    from .parallel import split_of
-
     split = split_of(dp, tp, pp, sp, ep, zero, overlap, bucket_mb, interleave)
-    origin = w.origin
-    if origin is None or type(origin) is Autograd:  # ops, or one construct of a model's eager program
+    recipe = w.recipe
+    if recipe is None:  # ops, or one construct of a model's eager program
         if split.parallel:
             first = next(k for k in ("tp", "pp", "dp", "zero") if getattr(split, k) not in (1, 0) or k == "zero")
             raise OptionError(f"{first}={getattr(split, first)}: a parallel split needs a forward built by solkit.models "
                               f"(it knows its layers and parameters); {w.name!r} was built from solkit.ops")
         return _bare_step(w, opt, amp, int(n_micro), recompute, params)
-    from .steps import model_step
+    if params is not None:
+        raise OptionError(f"params is for a workload built from solkit.ops; this forward was built by solkit.models, "
+                          f"which counts its own parameters ({recipe.params:,}): leave params unset")
+    return recipe.training_step(opt, amp, int(n_micro), recompute, split)
 
-    return model_step(origin, opt, amp, int(n_micro), recompute, params, split)
+
+def resolve_amp(amp: Any, dtype: str) -> bool:
+    """AMP by default for a 16-bit forward (fp32 master weights); refused for any other precision."""
+    if amp is None:
+        return dtype in _HALF
+    if amp is not True and amp is not False:
+        raise OptionError(f"amp must be True, False or None (the default: True for a bf16 or fp16 forward), got {amp!r}")
+    if amp and dtype not in _HALF:
+        raise OptionError(f"amp=True autocasts to a 16-bit precision; the forward is {dtype}: build it with dtype='bf16' "
+                          "or 'fp16', or pass amp=False")
+    return amp
+
+
+def recomputed(w: Workload) -> Workload:
+    """``w`` run again to recompute activations: the same kernels, no model FLOPs (executed only)."""
+    parts = tuple((node._replace(model_flops=0.0) if isinstance(node, Kernel) else recomputed(node), count)
+                  for node, count in w.parts)
+    return Workload.of(f"{w.name} (recomputed)", parts)
 
 
 def _bare_step(w: Workload, opt: str, amp: Any, microbatches: int, recompute: bool, params: Any) -> Workload:

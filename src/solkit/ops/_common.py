@@ -6,12 +6,14 @@ from typing import Any
 
 import numpy as np
 
+from .._num import floor
 from .._validate import first_bad
 from ..errors import ShapeError
 from ..precision import DEFAULT_OUT, PRECISIONS
 from ..workload import Kernel, Workload
 
-__all__ = ["element_bytes", "out_precision", "single", "memory_bound_backward", "at_most", "divisible"]
+__all__ = ["element_bytes", "out_precision", "single", "memory_bound_backward", "at_most", "divisible", "extent",
+           "check_fits", "check_window"]
 
 
 def element_bytes(precision: str) -> float:
@@ -76,3 +78,33 @@ def divisible(name: str, value: Any, by_name: str, by: Any) -> None:
 def times(count: Any, x: Any) -> Any:
     """count * x, kept a scalar 0.0 when count is the scalar 0 (a sweep then carries no array of zeros)."""
     return 0.0 if not isinstance(count, np.ndarray) and count == 0 else count * x  # pragma: no mutate (0 * x is 0)
+
+
+def extent(size_: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
+    """Output extent along one axis, from validated values."""
+    return floor((size_ + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1
+
+
+def check_fits(axis: str, size_: Any, kernel: Any, padding: Any, dilation: Any) -> None:
+    """The dilated kernel must fit the padded input along ``axis``."""
+    span = dilation * (kernel - 1) + 1
+    padded = size_ + 2 * padding
+    bad = padded < span
+    if type(bad) is bool:  # pragma: no mutate (one shape; the array path gives the same)
+        if bad:
+            raise ShapeError(f"kernel (dilated extent {span:g}) must fit the padded input along {axis}: "
+                             f"{axis} {size_:g} + 2*padding {padding:g} = {padded:g} < {span:g}")
+        return
+    span, padded, size_, padding, bad = np.broadcast_arrays(span, padded, size_, padding, bad)
+    if bad.any():
+        i = tuple(int(j) for j in np.argwhere(bad)[0])  # arrays here have at least one dimension
+        raise ShapeError(f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
+                         f"{axis} {size_[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g} "
+                         f"at index {i[0] if len(i) == 1 else i}")
+
+
+def check_window(args: dict[str, Any]) -> None:
+    """The kernel fits the padded input along both axes."""
+    (r, s), (ph, pw), (dh, dw) = args["kernel"], args["padding"], args["dilation"]
+    check_fits("height", args["height"], r, ph, dh)
+    check_fits("width", args["width"], s, pw, dw)

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 
-from .._num import all_, floor, minimum, where
+from .._num import all_, minimum, where
 from .._validate import broadcast, dim
-from ..errors import ShapeError
 from ..workload import Gemm, Kernel, Workload
-from ._common import divisible, element_bytes, single
+from ._common import check_fits, check_window, divisible, element_bytes, extent, single
 from .matmul import gemm, gemm_backward
 from .registry import MEMORY_BOUND, operator, option, pair, precision, size
 
@@ -27,41 +25,11 @@ LAYOUTS = ("nhwc", "nchw", "im2col")
 FEW_CHANNEL_BYTES = 16
 
 
-def _extent(size_: Any, kernel: Any, stride: Any, padding: Any, dilation: Any) -> Any:
-    """Output extent along one axis, from validated values."""
-    return floor((size_ + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1
-
-
-def _check_fits(axis: str, size_: Any, kernel: Any, padding: Any, dilation: Any) -> None:
-    """The dilated kernel must fit the padded input along ``axis``."""
-    span = dilation * (kernel - 1) + 1
-    padded = size_ + 2 * padding
-    bad = padded < span
-    if type(bad) is bool:  # pragma: no mutate (one shape; the array path gives the same)
-        if bad:
-            raise ShapeError(f"kernel (dilated extent {span:g}) must fit the padded input along {axis}: "
-                             f"{axis} {size_:g} + 2*padding {padding:g} = {padded:g} < {span:g}")
-        return
-    span, padded, size_, padding, bad = np.broadcast_arrays(span, padded, size_, padding, bad)
-    if bad.any():
-        i = tuple(int(j) for j in np.argwhere(bad)[0])  # arrays here have at least one dimension
-        raise ShapeError(f"kernel (dilated extent {span[i]:g}) must fit the padded input along {axis}: "
-                         f"{axis} {size_[i]:g} + 2*padding {padding[i]:g} = {padded[i]:g} < {span[i]:g} "
-                         f"at index {i[0] if len(i) == 1 else i}")
-
-
-def _check_window(args: dict[str, Any]) -> None:
-    """The kernel fits the padded input along both axes."""
-    (r, s), (ph, pw), (dh, dw) = args["kernel"], args["padding"], args["dilation"]
-    _check_fits("height", args["height"], r, ph, dh)
-    _check_fits("width", args["width"], s, pw, dw)
-
-
 def _check_conv(args: dict[str, Any]) -> None:
     """groups divides both channel counts; the kernel fits the padded input."""
     divisible("in_channels", args["in_channels"], "groups", args["groups"])
     divisible("out_channels", args["out_channels"], "groups", args["groups"])
-    _check_window(args)
+    check_window(args)
 
 
 def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> Any:
@@ -69,8 +37,8 @@ def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, 
     size_, kernel, stride = dim(axis, size), dim("kernel", kernel), dim("stride", stride)
     padding, dilation = dim("padding", padding, 0), dim("dilation", dilation)
     broadcast(**{axis: size_, "kernel": kernel, "stride": stride, "padding": padding, "dilation": dilation})
-    _check_fits(axis, size_, kernel, padding, dilation)
-    return _extent(size_, kernel, stride, padding, dilation)
+    check_fits(axis, size_, kernel, padding, dilation)
+    return extent(size_, kernel, stride, padding, dilation)
 
 
 class _Shape:
@@ -80,8 +48,8 @@ class _Shape:
         self.n, self.c, self.h, self.w, self.k, self.g = (a["batch"], a["in_channels"], a["height"], a["width"],
                                                           a["out_channels"], a["groups"])
         (self.r, self.s), (sh, sw), (ph, pw), (dh, dw) = a["kernel"], a["stride"], a["padding"], a["dilation"]
-        self.ho = _extent(self.h, self.r, sh, ph, dh)
-        self.wo = _extent(self.w, self.s, sw, pw, dw)
+        self.ho = extent(self.h, self.r, sh, ph, dh)
+        self.wo = extent(self.w, self.s, sw, pw, dw)
         self.direct_1x1 = (self.r == 1) & (self.s == 1) & (sh == 1) & (sw == 1) & (ph == 0) & (pw == 0)
         # PyTorch runs a depthwise conv (C = groups) directly on NCHW: no layout transforms
         self.direct_nchw = self.direct_1x1 | ((self.g == self.c) & (self.g > 1))
@@ -247,7 +215,7 @@ def conv2d(
     aten=("aten::im2col",),
     aten_backward=("aten::col2im",),
     backward=lambda label, **a: _im2col_backward(label, a),
-    check=_check_window,
+    check=check_window,
     example=dict(batch=32, in_channels=64, height=56, width=56, kernel=3, padding=1),
 )
 def im2col(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 
 from ..workload import Kernel, Rows, Workload
 from ._common import times, element_bytes, single

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..workload import Kernel, Workload
-from ._common import element_bytes, memory_bound_backward, single
-from .conv import _check_window, _extent
+from ._common import check_window, element_bytes, extent, memory_bound_backward, single
 from .embedding import INDEX_BYTES
 from .registry import boolean, operator, option, pair, precision, size
 
@@ -28,7 +27,7 @@ POOL_MODES = ("max", "avg")
     aten_backward=("aten::max_pool2d_with_indices_backward", "aten::avg_pool2d_backward",
                    "aten::_adaptive_avg_pool2d_backward"),
     backward=lambda label, **a: _pool2d_backward(label, a),
-    check=lambda args: _check_window({**args, "dilation": (1.0, 1.0)}),  # the window fits the padded input
+    check=lambda args: check_window({**args, "dilation": (1.0, 1.0)}),  # the window fits the padded input
     example=dict(batch=32, channels=64, height=112, width=112, kernel=3, stride=2, padding=1),
 )
 def pool2d(
@@ -61,7 +60,7 @@ def pool2d(
 def _outputs(batch: Any, channels: Any, height: Any, width: Any, kernel: Any, stride: Any, padding: Any) -> Any:
     """Elements of y [N,C,Ho,Wo] from validated arguments."""
     (r, s), (sh, sw), (ph, pw) = kernel, stride, padding
-    return batch * channels * _extent(height, r, sh, ph, 1.0) * _extent(width, s, sw, pw, 1.0)
+    return batch * channels * extent(height, r, sh, ph, 1.0) * extent(width, s, sw, pw, 1.0)
 
 
 def _pool2d_backward(label: str, a: dict[str, Any]) -> Workload:

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 import numpy as np
 
 from .._impossible import below_bound
+from .._optional import PLOT_INSTALL_HINT, require_matplotlib
 from .._validate import flag, positive
 from ..errors import (
     ArgumentTypeError,
     MeasurementError,
     OptionError,
-    PlotDependencyError,
     SolkitWarning,
     UnsupportedPrecisionError,
 )
@@ -34,7 +34,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["roofline", "save", "DEFAULT_PRECISIONS", "INSTALL_HINT"]
 
 #: what to run when matplotlib is missing
-INSTALL_HINT = "pip install 'solkit[plot]'"
+INSTALL_HINT = PLOT_INSTALL_HINT
 
 #: compute roofs drawn when ``precisions`` is None: matrix peaks (if the GPU has them), then the fp32 vector peak
 DEFAULT_PRECISIONS: tuple[tuple[str, str], ...] = (("fp8", "matrix"), ("bf16", "matrix"), ("tf32", "matrix"), ("fp32", "vector"))
@@ -51,17 +51,6 @@ RIDGE_COLOR = "0.20"
 LABEL_FONTSIZE = 7.5
 ROOF_FONTSIZE = 7.5
 MARKER_AREA = 46  # workload markers, points^2
-
-
-def _require_matplotlib() -> None:
-    """Import matplotlib or raise ``PlotDependencyError`` with the install hint."""
-    try:
-        import matplotlib
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise PlotDependencyError(
-            f"solkit.plot needs matplotlib, which is not installed ({exc}); install it with: {INSTALL_HINT}"
-        ) from exc
 
 
 # ---- arguments ---------------------------------------------------------------------------
@@ -92,7 +81,7 @@ def _labelled(workloads: Any) -> dict[str, Workload]:
     return out
 
 
-def _roof_specs(gpu: GPU, precisions: Any) -> list[tuple[str, str, float]]:
+def roof_specs(gpu: GPU, precisions: Any) -> list[tuple[str, str, float]]:
     """(precision, unit actually used, FLOP/s) of each compute roof to draw, highest first, no repeats."""
     if precisions is None:
         wanted: list[tuple[str, str]] = list(DEFAULT_PRECISIONS)
@@ -152,7 +141,7 @@ def _unit_word(precision: str) -> str:
 # ---- the axes in pixels, for the placer ----------------------------------------------------
 
 
-class _Scene:
+class Scene:
     """The axes seen by ``layout.Placer``: data -> pixel transform and text extents from an Agg renderer."""
 
     def __init__(self, fig: Any, ax: Any) -> None:
@@ -206,7 +195,7 @@ class _Scene:
         return self.placer.place([self.to_px(x, y) for x, y in anchors], self.text_size(text, fontsize))
 
 
-def _slanted(scene: _Scene, x_lo: float, slope: float, lift: float, text: str, color: str, va: str, gid: str) -> Any:
+def _slanted(scene: Scene, x_lo: float, slope: float, lift: float, text: str, color: str, va: str, gid: str) -> Any:
     """Text along the line y = slope * x, ``lift`` times above (or below) it, as far left as it is clear of points.
 
     On log-log axes the line runs along the data direction (x, y) at any point (x, y), so a
@@ -234,7 +223,7 @@ def _slanted(scene: _Scene, x_lo: float, slope: float, lift: float, text: str, c
     return t
 
 
-def _roof_line(scene: _Scene, xs: list[float], ys: list[float], gid: str, label: str, **style: Any) -> "Line2D":
+def _roof_line(scene: Scene, xs: list[float], ys: list[float], gid: str, label: str, **style: Any) -> "Line2D":
     """A roof or ceiling line in ``style`` (matplotlib's line keywords), known to the placer."""
     (line,) = scene.ax.plot(xs, ys, **style)
     line.set_gid(gid)
@@ -243,7 +232,7 @@ def _roof_line(scene: _Scene, xs: list[float], ys: list[float], gid: str, label:
     return line
 
 
-def _roof_label(scene: _Scene, text: str, xy: tuple[float, float], color: str, gid: str) -> None:
+def _roof_label(scene: Scene, text: str, xy: tuple[float, float], color: str, gid: str) -> None:
     """A roof's label, left of its start at ``xy``, reserved in the placer."""
     t = scene.ax.annotate(text, xy, xytext=(-8, 0), textcoords="offset points", ha="right", va="center",
                           fontsize=ROOF_FONTSIZE, color=color)
@@ -255,7 +244,7 @@ def _roof_label(scene: _Scene, text: str, xy: tuple[float, float], color: str, g
 
 
 @dataclass
-class _Point:
+class Point:
     """One workload on the chart: its bound point and, if measured, its achieved rate (TFLOP/s)."""
 
     label: str
@@ -266,7 +255,7 @@ class _Point:
     sol_fraction: Optional[float] = None
 
 
-def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping[str, Any]], strict: bool) -> list[_Point]:
+def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping[str, Any]], strict: bool) -> list[Point]:
     """The chart's points: (intensity, executed FLOPs / T_SOL) of each scalar workload, with its measured rate.
 
     A measured time below the workload's T_SOL is flagged (a point above the roof: impossible).
@@ -292,7 +281,7 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
                 stacklevel=3,
             )
             continue
-        p = _Point(label, x, flops / t_sol / TERA, str(r.bound))
+        p = Point(label, x, flops / t_sol / TERA, str(r.bound))
         if label in measured:
             seconds_arr = positive(f"measured[{label!r}]", measured[label])
             if np.shape(seconds_arr) != ():  # a 0-d array or a float: one number
@@ -337,12 +326,12 @@ def roofline(
     NB: placement uses the axes' size at call time; a layout engine that later shrinks the axes
     (``layout="constrained"`` on a crowded figure) can bring labels closer than planned.
     """
-    _require_matplotlib()
+    require_matplotlib()
     from matplotlib.figure import Figure
 
     g = as_gpu(gpu)
     items = _labelled(workloads)
-    roofs = _roof_specs(g, precisions)
+    roofs = roof_specs(g, precisions)
     points = _points(items, g, measured, flag("strict", strict))
 
     if ax is None:
@@ -354,29 +343,29 @@ def roofline(
 
     bw_t = g.memory_bandwidth / TERA  # TFLOP/s per FLOP/byte
     top = roofs[0][2] / TERA
-    x_lo, x_hi = _frame(ax, g, points, bw_t, top, title)
-    scene = _Scene(fig, ax)
+    x_lo, x_hi = draw_frame(ax, g, points, bw_t, top, title)
+    scene = Scene(fig, ax)
     for p in points:  # the points first: roof labels keep off them too
         scene.mark(p.x, p.y, math.sqrt(MARKER_AREA) + 2, point=True)
         if p.measured_y is not None:
             scene.mark(p.x, p.measured_y, math.sqrt(MARKER_AREA) + 2, point=True)
-    ridges = _datasheet_roofs(scene, g, roofs, bw_t, top, x_lo, x_hi)
-    ceilings = _measured_ceilings(scene, g, bw_t, top, x_lo, x_hi) if show_measured_ceilings else []
+    ridges = datasheet_roofs(scene, g, roofs, bw_t, top, x_lo, x_hi)
+    ceilings = measured_ceilings(scene, g, bw_t, top, x_lo, x_hi) if show_measured_ceilings else []
     handles = _workload_points(scene, points)
-    handles.append(_line2d(color=ROOF_COLOR, lw=1.8, label="datasheet roofs (dense)"))
-    _legend(scene, handles + ceilings + [ridges])
-    _point_labels(scene, points)
+    handles.append(line2d(color=ROOF_COLOR, lw=1.8, label="datasheet roofs (dense)"))
+    draw_legend(scene, handles + ceilings + [ridges])
+    point_labels(scene, points)
     return fig
 
 
-def _line2d(**style: Any) -> "Line2D":
+def line2d(**style: Any) -> "Line2D":
     """A line drawn nowhere: a legend handle."""
     from matplotlib.lines import Line2D
 
     return Line2D([], [], **style)
 
 
-def _frame(ax: "Axes", g: GPU, points: list[_Point], bw_t: float, top: float, title: Optional[str]) -> tuple[float, float]:
+def draw_frame(ax: "Axes", g: GPU, points: list[Point], bw_t: float, top: float, title: Optional[str]) -> tuple[float, float]:
     """Log-log axes around the roofs and the points, with labels, title and grid; returns the x limits."""
     from matplotlib.ticker import LogLocator, NullFormatter
 
@@ -402,7 +391,7 @@ def _frame(ax: "Axes", g: GPU, points: list[_Point], bw_t: float, top: float, ti
     return x_lo, x_hi
 
 
-def _datasheet_roofs(scene: _Scene, g: GPU, roofs: list[tuple[str, str, float]], bw_t: float, top: float,
+def datasheet_roofs(scene: Scene, g: GPU, roofs: list[tuple[str, str, float]], bw_t: float, top: float,
                      x_lo: float, x_hi: float) -> Any:
     """The memory roof up to the highest ridge, each compute roof from its ridge, and the ridge markers (returned).
 
@@ -431,7 +420,7 @@ def _datasheet_roofs(scene: _Scene, g: GPU, roofs: list[tuple[str, str, float]],
     return ridges
 
 
-def _measured_ceilings(scene: _Scene, g: GPU, bw_t: float, top: float, x_lo: float, x_hi: float) -> list[Any]:
+def measured_ceilings(scene: Scene, g: GPU, bw_t: float, top: float, x_lo: float, x_hi: float) -> list[Any]:
     """The spec's measured copy bandwidth and bf16 matmul rate as dashed lines; returns their legend handle (if any)."""
     m = g.measured
     if m is None:
@@ -449,10 +438,10 @@ def _measured_ceilings(scene: _Scene, g: GPU, bw_t: float, top: float, x_lo: flo
                    f"measured {mm_prec} matmul {mm:g} TFLOP/s", **dashed)
         _roof_label(scene, f"measured {mm_prec} matmul  {mm:g} TFLOP/s", (mm / bw_t, mm), MEASURED_COLOR,
                     f"label:measured:{mm_prec}:matrix")
-    return [_line2d(**dashed, label=f"measured ceilings ({m.date})")]
+    return [line2d(**dashed, label=f"measured ceilings ({m.date})")]
 
 
-def _workload_points(scene: _Scene, points: list[_Point]) -> list[Any]:
+def _workload_points(scene: Scene, points: list[Point]) -> list[Any]:
     """The points at their bound, coloured by it, and the measured ones with their gap lines; returns legend handles."""
     ax = scene.ax
     handles: list[Any] = []
@@ -473,12 +462,12 @@ def _workload_points(scene: _Scene, points: list[_Point]) -> list[Any]:
         hs = ax.scatter([p.x for p in meas], achieved, s=MARKER_AREA * 0.8, facecolors="white",
                         edgecolors=[BOUND_COLORS[p.bound] for p in meas], linewidths=1.4, zorder=6)
         hs.set_gid("points:measured")
-        handles.append(_line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=6,
+        handles.append(line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=6,
                                label="measured: achieved rate, % of SOL"))
     return handles
 
 
-def _legend(scene: _Scene, handles: list[Any]) -> None:
+def draw_legend(scene: Scene, handles: list[Any]) -> None:
     """The legend in the first corner where it covers no point or text (else the last tried), reserved in the placer."""
     legend = None
     for loc in ("lower right", "upper left", "center right", "lower center"):
@@ -492,9 +481,9 @@ def _legend(scene: _Scene, handles: list[Any]) -> None:
     scene.placer.reserve(box)
 
 
-def _point_labels(scene: _Scene, points: list[_Point]) -> None:
+def point_labels(scene: Scene, points: list[Point]) -> None:
     """Label the points: those that coincide on screen share one label; crowded points are placed first."""
-    groups: list[list[_Point]] = []
+    groups: list[list[Point]] = []
     for p in points:
         px, py = scene.to_px(p.x, p.y)
         for grp in groups:
@@ -505,7 +494,7 @@ def _point_labels(scene: _Scene, points: list[_Point]) -> None:
         else:
             groups.append([p])
 
-    def crowd(grp: list[_Point]) -> int:
+    def crowd(grp: list[Point]) -> int:
         """Points within 90 px: the crowded get the first pick of the space."""
         px, py = scene.to_px(grp[0].x, grp[0].y)
         return sum(1 for q in points if math.dist(scene.to_px(q.x, q.y), (px, py)) < 90)
@@ -534,7 +523,7 @@ def save(fig: "Figure", path: Union[str, os.PathLike], dpi: Any = DPI) -> str:
     cannot be written is an OptionError naming ``path`` (and the allowed suffixes); ``dpi`` is
     a number in (0, 1200].
     """
-    _require_matplotlib()
+    require_matplotlib()
     from matplotlib.figure import Figure
 
     if not isinstance(fig, Figure):

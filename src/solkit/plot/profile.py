@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from ..errors import ArgumentTypeError, OptionError
 from ..sol import roofline as _roofline
 from ..workload import chain
+from .._optional import require_matplotlib
 from .charts import (
     BOUND_COLORS,
     DPI,
@@ -43,23 +44,22 @@ from .charts import (
     MARKER_AREA,
     ROOF_COLOR,
     TERA,
-    _datasheet_roofs,
-    _frame,
-    _legend,
-    _line2d,
-    _measured_ceilings,
-    _Point,
-    _point_labels,
-    _require_matplotlib,
-    _roof_specs,
-    _Scene,
+    datasheet_roofs,
+    draw_frame,
+    draw_legend,
+    line2d,
+    measured_ceilings,
+    Point,
+    point_labels,
+    roof_specs,
+    Scene,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ..profile.profile import Profile, ProfiledCall
+    from ..profile.profile import Profile
 
 __all__ = ["profile_roofline", "time_breakdown", "SEGMENT_COLORS"]
 
@@ -99,7 +99,7 @@ def _name(profile: "Profile") -> str:
 
 @dataclass
 class _GroupPoint:
-    point: _Point
+    point: Point
     seconds: float
     l2: bool  # measured below T_SOL: faster than the DRAM bound
 
@@ -139,7 +139,7 @@ def _group_points(profile: "Profile", top: Optional[int]) -> _Selection:
             beyond += 1
             continue
         l2 = t_sol > seconds
-        p = _Point(name + (" (L2*)" if l2 else ""), flops / nbytes, flops / t_sol / TERA, str(r.bound),
+        p = Point(name + (" (L2*)" if l2 else ""), flops / nbytes, flops / t_sol / TERA, str(r.bound),
                    flops / seconds / TERA, None if l2 else t_sol / seconds)
         drawn.append(_GroupPoint(p, seconds, l2))
     return _Selection(drawn, flat, unmodeled, left_s, beyond)
@@ -201,14 +201,14 @@ def profile_roofline(
     on or under the roofs (its calls may each be bound by a different roof). A group measured
     below its T_SOL is marked L2* (likely L2-resident) rather than given a fraction above 1.
     """
-    _require_matplotlib()
+    require_matplotlib()
     from matplotlib.figure import Figure
     from matplotlib.transforms import offset_copy
 
     prof = _check_profile(profile)
     n = None if top is None else _check_top(top, "a positive integer or None")
     g = prof.gpu
-    roofs = _roof_specs(g, precisions if precisions is not None else [prof.mfu_precision])
+    roofs = roof_specs(g, precisions if precisions is not None else [prof.mfu_precision])
     sel = _group_points(prof, n)
     drawn = sel.drawn
     points = [d.point for d in drawn]
@@ -223,15 +223,15 @@ def profile_roofline(
     bw_t = g.memory_bandwidth / TERA
     top_rate = roofs[0][2] / TERA
     shown = title if title is not None else f"{_name(prof)} on the roofline: {g.full_name} (dense peaks)"
-    x_lo, x_hi = _frame(ax, g, points, bw_t, top_rate, shown)
-    scene = _Scene(fig, ax)
+    x_lo, x_hi = draw_frame(ax, g, points, bw_t, top_rate, shown)
+    scene = Scene(fig, ax)
     biggest = max((d.seconds for d in drawn), default=1.0)
     areas = [max(MIN_AREA, MAX_AREA * d.seconds / biggest) for d in drawn]
     for d, area in zip(drawn, areas):
         scene.mark(d.point.x, d.point.y, math.sqrt(MARKER_AREA) + 2, point=True)
         scene.mark(d.point.x, float(d.point.measured_y or 0.0), math.sqrt(area) + 2, point=True)
-    ridges = _datasheet_roofs(scene, g, roofs, bw_t, top_rate, x_lo, x_hi)
-    ceilings = _measured_ceilings(scene, g, bw_t, top_rate, x_lo, x_hi) if show_measured_ceilings else []
+    ridges = datasheet_roofs(scene, g, roofs, bw_t, top_rate, x_lo, x_hi)
+    ceilings = measured_ceilings(scene, g, bw_t, top_rate, x_lo, x_hi) if show_measured_ceilings else []
 
     handles: list[Any] = []
     for bound in ("compute", "memory"):
@@ -250,11 +250,11 @@ def profile_roofline(
                     edgecolors=[BOUND_COLORS[p.bound] for p in points], linewidths=1.4, zorder=6)
     hs.set_gid("points:measured")
     if points:
-        handles.append(_line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=7,
+        handles.append(line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=7,
                                label="measured: achieved rate (area ~ time), % of SOL"))
-    handles.append(_line2d(color=ROOF_COLOR, lw=1.8, label="datasheet roofs (dense)"))
-    _legend(scene, handles + ceilings + [ridges])
-    _point_labels(scene, points)
+    handles.append(line2d(color=ROOF_COLOR, lw=1.8, label="datasheet roofs (dense)"))
+    draw_legend(scene, handles + ceilings + [ridges])
+    point_labels(scene, points)
 
     note = _note(prof, sel)
     if note:
@@ -321,7 +321,7 @@ def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, 
     above T_SOL and the measured time above the prediction; an unmodeled group's is grey; the last
     bar is the idle time. The text at a bar's end: measured us, share of the kernel time, SOL fraction.
     """
-    _require_matplotlib()
+    require_matplotlib()
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from ..errors import OptionError
-from .charts import FIGSIZE, _require_matplotlib
+from .._optional import require_matplotlib
+from .charts import FIGSIZE
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -31,7 +32,7 @@ _COLORS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F
 
 def sweep(result: Any, x: Optional[str] = None, title: Optional[str] = None) -> "Figure":
     """A figure of T_SOL (dashed) and predicted time (solid) against ``x`` (default: the first swept parameter)."""
-    _require_matplotlib()
+    require_matplotlib()
     from matplotlib.figure import Figure
 
     names = [str(k) for k in result.keys()]

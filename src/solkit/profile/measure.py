@@ -14,20 +14,12 @@ import os
 import tempfile
 from typing import Any, Callable, Optional
 
+from .._optional import require_torch
 from .._validate import dim
-from ..errors import ArgumentTypeError, MeasurementError, OptionalDependencyError
+from ..errors import ArgumentTypeError, MeasurementError
 from .profile import Profile, load_profile
 
 __all__ = ["measure"]
-
-
-def _torch(what: str = "solkit.measure") -> Any:
-    try:
-        import torch  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise OptionalDependencyError(f"{what} needs PyTorch: pip install 'solkit[torch]' (or a CUDA build "
-                                      "of torch)") from exc
-    return torch
 
 
 def measure(fn: Callable[..., Any], *args: Any, gpu: Any, warmup: int = 3, trace: Optional[str] = None,
@@ -36,7 +28,7 @@ def measure(fn: Callable[..., Any], *args: Any, gpu: Any, warmup: int = 3, trace
     if not callable(fn):
         raise ArgumentTypeError(f"fn must be callable, got {fn!r}")
     n_warmup = int(dim("warmup", warmup, minimum=0))
-    torch = _torch()
+    torch = require_torch()
     if not torch.cuda.is_available():
         raise MeasurementError("solkit.measure needs a CUDA GPU: torch.cuda.is_available() is False")
     from torch.profiler import ProfilerActivity, profile  # type: ignore[import-not-found]

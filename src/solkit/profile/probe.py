@@ -18,7 +18,7 @@ from typing import Any
 
 from .._validate import whole
 from ..errors import ArgumentTypeError, MeasurementError
-from .measure import _torch
+from .._optional import require_torch
 
 __all__ = ["host_probe", "PROBE_ELEMENTS", "PROBE_WARMUP"]
 
@@ -30,7 +30,7 @@ PROBE_WARMUP = 100
 def host_probe(launches: Any = 2000, repeats: Any = 5) -> float:
     """Median over ``repeats`` of the host µs per launch of ``launches`` small ``torch.add`` calls on the current GPU."""
     n, rounds = whole("launches", launches, ArgumentTypeError), whole("repeats", repeats, ArgumentTypeError)
-    torch = _torch("solkit.host_probe")
+    torch = require_torch("solkit.host_probe")
     if not torch.cuda.is_available():
         raise MeasurementError("host_probe needs a CUDA GPU: torch.cuda.is_available() is False")
     a, b, c = (torch.ones(PROBE_ELEMENTS, device="cuda") for _ in range(3))

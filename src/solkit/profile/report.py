@@ -15,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .._display import html_table
+from .._optional import require_pandas
 from .profile import L2_RESIDENT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -124,9 +125,8 @@ def profile_dict(profile: "Profile", top: int = 10) -> dict[str, Any]:
 
 def groups_frame(profile: "Profile") -> Any:
     """The group rows as a pandas DataFrame."""
-    from ..sol import _pandas
 
-    return _pandas().DataFrame(group_rows(profile))
+    return require_pandas().DataFrame(group_rows(profile))
 
 
 def _us(x: Any) -> str:

@@ -1,6 +1,6 @@
 """The neighbour correction: a kernel's calibrated time scaled by how far the measured kernels nearest to it missed.
 
-The physical model of ``solkit.prediction`` cannot know every choice a library makes (cuBLAS's and
+The physical model (``prediction.kernel``) cannot know every choice a library makes (cuBLAS's and
 cuDNN's kernel heuristics, split-K, fallback kernels, a batched GEMM that walks k serially). Where a
 GPU's spec ships a bank of measured kernels (``measured.neighbours``: a JSON file beside the spec,
 written by ``python -m solkit.calibration fit --write``), each kernel's body is multiplied by exp(c):
@@ -25,17 +25,14 @@ were always looked up in (so that a sweep's numbers stay bit for bit what they w
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from .errors import SpecError
 
-__all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "load_neighbours", "bank_key",
-           "variant_key", "features", "residual"]
+__all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "bank_key", "variant_key",
+           "features", "residual"]
 
 #: neighbours averaged per kernel
 K = 5
@@ -49,10 +46,6 @@ PRIOR = 0.5
 STEP = 8
 #: precisions that run the same kernels as another's (their bank is shared)
 SHARED_PRECISIONS: Mapping[str, str] = {"fp16": "bf16"}
-#: how many features each tag of ``features`` has (a bank key's last field before its variants)
-WIDTHS: Mapping[str, int] = {"conv": 6, "gemm": 4, "rows": 3, "flat": 2}
-#: the largest |residual| a bank may hold (e^10: 22,026 times off; the builder's are at least log 1/4)
-MAX_RESIDUAL = 10.0
 #: a memo of corrections per loaded bank is cleared when it reaches this many entries
 MEMO_LIMIT = 1 << 16
 #: a sweep's distinct shapes are compared with the bank in blocks of at most this many distances
@@ -426,47 +419,3 @@ def _squared(a: np.ndarray, x: np.ndarray) -> np.ndarray:
         step = a[:, j:j + 1] - x[:, j]
         total += np.square(step, out=step)
     return total
-
-
-def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
-    """Load and check a bank file (``measured.neighbours``) of ``gpu``; problems raise ``SpecError`` naming the file.
-
-    Checked: JSON text; ``gpu`` (the spec name it was measured for, equal to ``gpu`` when given), ``source``
-    and ``keys``; under each key as many integer feature rows, each as wide as its tag says (``WIDTHS``),
-    as residuals, each finite and at most ``MAX_RESIDUAL`` in size.
-    """
-    from pydantic import ValidationError
-
-    from .hardware.schema import NeighbourBank  # the spec schema module (pydantic): not imported with the predictor
-
-    p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such neighbour bank (measured.neighbours names it)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpecError(f"{p}: not a readable neighbour bank: {exc}") from None
-    try:
-        doc = NeighbourBank.model_validate_json(text)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"]) or "(the file)"
-        came = f"; got {first['input']!r}"[:120] if first.get("type") != "json_invalid" else ""
-        raise SpecError(f"{p}: field '{where}': {first['msg']}{came}") from None
-    if gpu is not None and doc.gpu != gpu:
-        raise SpecError(f"{p}: field 'gpu': this bank was measured on {doc.gpu!r}, not on {gpu!r}; give the spec its "
-                        f"own bank or drop its measured.neighbours")
-    banks = {}
-    for key, entry in doc.keys.items():
-        tag = key.split("|")[4] if key.count("|") == 5 else ""
-        width = WIDTHS.get(tag)
-        if width is None:
-            raise SpecError(f"{p}: field 'keys.{key}': a key is op|kind|precision|layout|tag|variants with tag one of "
-                            f"{', '.join(WIDTHS)}; got {key!r}")
-        rows = entry.features
-        if not rows or any(len(row) != width for row in rows) or len(entry.residuals) != len(rows):
-            raise SpecError(f"{p}: field 'keys.{key}': expected n >= 1 rows of {width} features (tag {tag!r}) and n "
-                            f"residuals; got {len(entry.features)} rows of widths "
-                            f"{sorted({len(r) for r in entry.features})} and {len(entry.residuals)} residuals")
-        banks[key] = (np.array(rows, dtype=np.int64), np.array(entry.residuals, dtype=float))
-    return Neighbours(doc.source, banks, doc.gpu)

@@ -10,7 +10,7 @@ Each launch maps the clocks by a 4x4 max-plus matrix A, new[i] = max_j (A[i][j] 
 - a collective on the gradient stream waits for the compute issued before it (the gradients it
   reduces, an event): G' = max(G, M, H + host) + body;
 - a collective on the prefetch stream needs only its issue: P' = max(P, H + host) + body;
-- a join (``Join``: the optimizer needs the reduced gradients; a layer needs its gathered
+- a join (``workload.Join``: the optimizer needs the reduced gradients; a layer needs its gathered
   parameters): M' = max(M, the joined streams' clocks).
 
 Composing maps is a max-plus matrix product, so a part repeated n times costs log2(n) products
@@ -21,11 +21,11 @@ of a sweep; -inf marks "no path".
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any
 
-from ._num import maximum
+from .._num import maximum
 
-__all__ = ["Map", "Join", "STREAMS", "IDENTITY", "compose", "power", "launch", "join", "clocks"]
+__all__ = ["Map", "STREAMS", "IDENTITY", "compose", "power", "launch", "join", "clocks"]
 
 _NEG = -math.inf
 #: the clocks, in order; ``Link.overlap`` names one of the last two ("" runs on the compute stream)
@@ -34,13 +34,6 @@ _H, _M, _G, _P = range(4)
 _N = len(STREAMS)
 
 Map = tuple[tuple[Any, ...], ...]
-
-
-class Join(NamedTuple):
-    """A workload's ``origin``: the compute stream waits for ``streams`` at the workload's start or end (``at``)."""
-
-    streams: tuple[str, ...]
-    at: str = "end"
 
 
 def _unit(i: int, j: int) -> Any:

@@ -1,0 +1,134 @@
+"""``predict``: a workload's calibrated expected time on a GPU (or a System), per kernel, never below T_SOL.
+
+    t = launch_floor + sum_k count_k * body_k + (launches - 1) * kernel_gap
+
+for a plain workload (``kernel.kernel_seconds`` gives each body); an eager program's CPU issue time and
+collectives overlapped on NCCL's streams run through the four-clock timeline (``host.program_map``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .._display import fmt_seconds
+from .._num import any_, broadcast_to, maximum, result, where
+from .._validate import flag
+from ..errors import PerformanceWarning
+from ..sol import roofline
+from ..workload import FSDP_GROUP_OP, Workload, as_workload, issued_launches
+from .collectives import collective_seconds, link_note
+from .gpu import calibration
+from .host import (cpu_bound, host_probe_seconds, host_scaled, overlapped, program_host_overhead, program_map,
+                   scheduled)
+from .kernel import ALIGN_BYTES, combined, kernel_seconds, kernel_terms, limiter, misaligned_slowdown, sdpa_backend
+from .result import KernelPrediction, Prediction
+from .timeline import clocks
+
+__all__ = ["predict"]
+
+
+def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True,
+            host_probe_us: Any = None) -> Prediction:
+    """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
+
+    Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
+    and measured ceilings at most the datasheet, and the result is floored at the bound regardless.
+    Collectives take ``collective_seconds``; an eager program's CPU issue time and collectives
+    overlapped on NCCL's streams run through the four-clock timeline of ``prediction.timeline``.
+    ``neighbours=False``: the physical model alone, without the GPU's neighbour correction (``prediction.neighbours``).
+    ``host_probe_us``: your machine's launch probe (``solkit.profile.host_probe()``, µs per small launch): an eager
+    program's host time scales by it over the probe of the machine the host parameters were fitted on (NB:
+    ``host_fsdp_group`` too, though it was fitted on steps that recorded no probe).
+    """
+    w = as_workload(workload)
+    flag("warn", warn)
+    flag("neighbours", neighbours)
+    probe = host_probe_seconds(host_probe_us)
+    bound = roofline(w, gpu)
+    g = bound.gpu_spec
+    cal = calibration(g)
+    if not neighbours and cal.neighbours is not None:
+        cal = cal.replace(neighbours=None)
+    fit_probe = cal.host_probe
+    if probe is not None:
+        cal = host_scaled(cal, probe, g.name)
+    counted = w.counted
+    terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
+    notes: list[str] = [] if cal.calibrated else [cal.source]
+    if cal.neighbours is not None:
+        moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
+                 if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
+        if moved:
+            notes.append(cal.neighbours.note(moved, g.name))
+    if any(k.op == "sdpa_attention" for k, _ in counted):
+        notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
+                     f"(PyTorch 2.11's choice in fp16/bf16)")
+    bad = [k.name for (k, _), (t, _) in zip(counted, terms) if any_(t.misaligned)]
+    if bad:
+        message = (
+            f"{w.name}: GEMM leading dimension (k or n) not a multiple of {ALIGN_BYTES} bytes in {', '.join(bad)}; "
+            f"expect about {misaligned_slowdown(cal):.2g}x the aligned compute time (pad e.g. a vocab to a multiple of 64)"
+        )
+        notes.append(message)
+        if warn:
+            warnings.warn(message, PerformanceWarning, stacklevel=2)
+    bodies = [kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
+              for (k, _), (t, _) in zip(counted, terms)]
+    if bound.system_spec is not None and any(k.link is not None for k, _ in counted):
+        notes.append(link_note(bound.system_spec, cal))
+
+    def rows() -> tuple[KernelPrediction, ...]:
+        out = []
+        for (k, count), (t, _), kr, body in zip(counted, terms, bound.kernels, bodies):
+            _, compute, memory = kernel_seconds(t, cal)
+            limited = "link" if k.link is not None else limiter(t, cal, compute, memory)
+            # never below the kernel's bound, whatever the calibration says
+            factor = 1.0 if type(t.neighbour) is float and t.neighbour == 0.0 else result(np.exp(t.neighbour))
+            out.append(KernelPrediction(k.name, k.kind, count, result(maximum(body, kr.t_sol)), result(compute),
+                                        result(memory), kr.t_sol, result(t.wave_efficiency), limited,
+                                        result(t.misaligned), factor))
+        return tuple(out)
+
+    busy: Any = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
+                    if not overlapped(k))  # the compute stream's busy time
+    plain = w.recipe is None and w.autograd is None and w.schedule is None
+    single = plain and len(counted) == 1 and counted[0][0].link is None  # one plain kernel: no schedule
+    seconds = combined(terms, bodies, cal) if single or not scheduled(w) else None
+    host: Any = 0.0
+    issued = issued_launches(w)
+    per_launch = program_host_overhead(w, cal, issued)
+    if per_launch or seconds is None:
+        by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
+        extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None
+        gap: Any = cal.kernel_gap
+        if any(t.present is not True for t, _ in terms):  # a sweep's absent kernels take no gap (as in combined)
+            gap = {id(k): where(t.present, cal.kernel_gap, 0.0) for (k, _), (t, _) in zip(counted, terms)}
+        host, *streams = clocks(program_map(w, by_kernel, per_launch, gap, extra))
+        end = maximum(maximum(streams[0], streams[1]), streams[2])
+        # without host time, as combined: the launch floor, then a gap per launch after the first
+        seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
+    if per_launch:
+        if probe is not None:
+            notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / "
+                         f"{fit_probe * 1e6:.3g} us")
+        bound_by_host = bool(cpu_bound(np.max(seconds), np.max(host)))  # a sweep: its longest against its longest host
+        notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(np.max(host))} "
+                     f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
+                     f"{'CPU-bound (the GPU waits for launches)' if bound_by_host else 'GPU-bound'}")
+    p = object.__new__(Prediction)
+    s = object.__setattr__
+    s(p, "workload", w.name)
+    s(p, "gpu", g.name)
+    s(p, "seconds", broadcast_to(maximum(seconds, bound.t_sol), w.shape))  # never below T_SOL
+    s(p, "t_sol", bound.t_sol)
+    s(p, "calibrated", cal.calibrated)
+    s(p, "launch_floor", cal.launch_floor)
+    s(p, "notes", tuple(notes))
+    s(p, "kernel_seconds", result(busy))
+    s(p, "host_seconds", result(host))
+    s(p, "_rows", rows)
+    return p
+

@@ -1,0 +1,98 @@
+"""A GPU's calibration: its spec's ``measured:`` section in SI units with its neighbour bank, else the reference's shares.
+
+A GPU with no ``measured:`` section takes ``REFERENCE_GPU``'s measured shares of the datasheet as its
+ceilings (matmul rate per precision, copy bandwidth) and that calibration's launch floor, latencies and
+efficiencies, and says so in ``Prediction.notes``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..comm import COLLECTIVES
+from ..errors import SpecError
+from ..hardware import as_gpu, load_spec_file, shipped_dir
+from ..hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
+from ..ops.registry import calibration_keys
+from ..precision import rate_class
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..hardware.schema import GPU, Measured
+
+__all__ = ["REFERENCE_GPU", "calibration", "matmul_rate"]
+
+#: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
+REFERENCE_GPU = "h200-sxm"
+
+
+def calibration(gpu: Any) -> Calibration:
+    """The predictor's parameters for ``gpu`` in SI units: its ``measured:`` section, else the reference's shares.
+
+    Computed once per loaded spec. The per-key tables' keys must be kernel kinds or calibration
+    keys of registered operators (``solkit.ops.calibration_keys()``); anything else is a
+    ``SpecError`` naming the file and the field.
+    """
+    g = as_gpu(gpu)
+    memo = g.memo
+    cal = memo.get("calibration")
+    if cal is None:
+        cal = memo["calibration"] = _borrowed(g) if g.measured is None else _measured(g, g.measured)
+    return cal
+
+
+def _measured(g: "GPU", measured: "Measured") -> Calibration:
+    keys = set(calibration_keys())
+    for p in PARAMETERS:
+        if p.name.startswith("link_") and p.keyed:
+            unknown = [k for k in getattr(measured, p.file_key) if k not in COLLECTIVES]
+            if unknown:
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a collective; "
+                                f"known: {', '.join(COLLECTIVES)}")
+        elif p.keyed and p.name != "matmul_rate":
+            unknown = [k for k in getattr(measured, p.file_key) if k not in keys]
+            if unknown:
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is neither a kernel "
+                                f"kind nor a registered operator's calibration key; known: {', '.join(sorted(keys))}")
+    cal = measured.calibration(g.name)
+    if measured.neighbours is None:
+        return cal
+    from .bank import load_neighbours  # the bank's schema (pydantic) loads with the first bank
+
+    # beside the spec, else (a copied spec) in the shipped folder
+    beside = Path(g.path).parent / measured.neighbours if g.path else None
+    path = beside if beside is not None and beside.exists() else shipped_dir() / measured.neighbours
+    if not path.exists() and beside is not None:
+        path = beside  # the error names the place the spec points to
+    return cal.replace(neighbours=load_neighbours(path, g.name))
+
+
+def _borrowed(g: "GPU") -> Calibration:
+    """An uncalibrated GPU: ceilings at the reference's measured shares of its own datasheet, the rest borrowed."""
+    ref_gpu = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+    ref = calibration(ref_gpu)
+    bf16_share = ref.matmul_rate["bf16"] / ref_gpu.peak_flops("bf16")
+    rates = {}
+    for cls in g.precisions:
+        try:
+            peak = g.peak_flops(cls, "matrix")
+        except LookupError:
+            continue
+        share = ref.matmul_rate[cls] / ref_gpu.peak_flops(cls) if cls in ref.matmul_rate else bf16_share
+        rates[cls] = share * peak
+    bw_share = ref.copy_bandwidth / ref_gpu.memory_bandwidth
+    source = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
+              f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
+              f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
+    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
+                       copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None, neighbours=None)
+
+
+def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
+    """Achievable dense matmul FLOP/s of ``precision``: measured, else the bf16 measured share of its peak."""
+    cls = rate_class(precision)
+    rate = cal.matmul_rate.get(cls)
+    if rate is None:
+        share = cal.matmul_rate["bf16"] / gpu.peak_flops("bf16") if "bf16" in cal.matmul_rate else 1.0
+        rate = share * gpu.peak_flops(precision, "matrix")
+    return rate

@@ -1,0 +1,311 @@
+"""One kernel's physics: its raw compute and memory times at the calibrated ceilings, its variants, and its body.
+
+    body = kernel_latency[key] + waves * wave_latency[key]
+           + max(softmax_p(t_compute / compute_efficiency[key], t_memory / memory_efficiency[key]),
+                 waves * block_bytes / block_bandwidth[key],  (row-wise kernels, GEMMs, convs)
+                 waves * k_steps * kstep_latency[key])         (GEMMs and convs)
+
+``[key]`` is the kernel's calibration key: its operator (``Kernel.op``) or, where one applies, the operator's
+implementation variant (``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p) with the
+fitted ``overlap_exponent`` p (p = inf is max). A key without an entry falls back. The variants are the
+libraries' choices (``solkit.stacks.torch211`` says where each was read): cuBLAS's Ampere-era kernels for
+tf32/fp32/fp64/int8 ("legacy"), narrow-load kernels for rows not a multiple of 16 bytes ("misaligned", "odd"),
+GEMV-like kernels for m or n <= ``SKINNY`` ("skinny"); cuDNN's channel padding ("unaligned", with its helper
+kernels' launches and bytes) and CUDA-core depthwise convs ("depthwise"); PyTorch's two-kernel norms for widths
+not a multiple of 4 ("unaligned"), its block-per-row softmax ("wide"), its serial index_select ("fewindex"),
+flash attention's split-KV and causal kernels ("splitkv", "causal"), casts that narrow or widen ("downcast",
+"upcast").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+
+import numpy as np
+
+from .._num import Num, any_, ceil, floor, maximum, minimum, not_, product, result, where
+from ..hardware.parameters import Calibration
+from ..precision import PRECISIONS
+from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_PAD, CUDNN_SDPA_ARCHITECTURES, FEW_INDEX_OPS, FEW_INDICES,
+                               LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
+                               WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
+from ..workload import Kernel
+from .gpu import matmul_rate
+from .tiles import attention_compute_time, gemm_time, tile_waves
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..hardware.schema import GPU
+
+__all__ = ["KernelTerms", "kernel_terms", "kernel_seconds", "wave_seconds", "combine", "combined", "soft_max", "lookup",
+           "limiter", "sdpa_backend", "misaligned_slowdown", "CAUSAL_TAIL", "ROW_BLOCKS_PER_SM", "SM_THREADS", "WARP",
+           "K_STEP", "ALIGN_BYTES", "WGRAD"]
+
+#: the share of its longest query tile a causal flash kernel runs past its balanced time (between 0, perfect
+#: balance, and 1, Graham's list-scheduling bound: the longest tile starts last)
+CAUSAL_TAIL = 0.5
+#: thread blocks of a row-wise kernel resident on one SM (2048 threads / 128-thread blocks)
+ROW_BLOCKS_PER_SM = 16
+WARP = 32.0
+#: threads one SM holds (Hopper, Ampere): sets how many blocks of a row-wise kernel are resident at once
+SM_THREADS = 2048
+#: a GEMM or conv tile's k loop advances this many elements of k per step
+K_STEP = 64
+#: leading dimensions and conv channels should be multiples of this many bytes
+ALIGN_BYTES = 16
+#: ``Gemm.layout`` of a weight gradient X^T @ dY (its reduction runs over the rows of both stored operands)
+WGRAD = "wgrad"
+
+
+class KernelTerms(NamedTuple):
+    """A kernel's raw times at the calibrated ceilings (efficiency 1), and its flags."""
+
+    kind: str
+    op: str
+    variants: tuple[tuple[str, Any], ...]  # (name, where it applies): e.g. "splitkv", "depthwise", "skinny"; last wins
+    launches: Num
+    present: Any  # False where a sweep gives the kernel no work (e.g. no NCHW transform)
+    t_compute: Num
+    t_memory: Num
+    wave_efficiency: Num
+    misaligned: Any
+    small_channels: Any
+    waves: Num = 0.0  # waves of work items over the SMs: output tiles (GEMM, conv, attention) or rows
+    block_bytes: Num = 0.0  # bytes per thread block: a row-wise kernel's row, a GEMM's or conv's largest tile's share
+    k_steps: Num = 0.0  # a GEMM or conv tile's serial k-loop steps (K_STEP elements of k each)
+    helper_bytes: Num = 0.0  # bytes moved by helper kernels the library launches around it (cuDNN's channel padding)
+    neighbour: Num = 0.0  # the log factor of the neighbour correction (prediction.neighbours; 0: none)
+
+
+def sdpa_backend(gpu: "GPU") -> str:
+    """The fused attention kernel F.scaled_dot_product_attention runs in fp16/bf16 on ``gpu`` (PyTorch 2.11)."""
+    return "cudnn_attention" if gpu.architecture in CUDNN_SDPA_ARCHITECTURES else "flash_attention"
+
+
+def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
+    """Raw compute and memory times of one kernel and the flags the efficiencies act on."""
+    op = sdpa_backend(gpu) if kernel.op == "sdpa_attention" else kernel.op
+    per = ALIGN_BYTES / PRECISIONS[kernel.precision]  # elements in 16 bytes
+    nbytes = kernel.bytes_read + kernel.bytes_written
+    t_memory = nbytes / cal.copy_bandwidth
+    vf, mf = kernel.vector_flops, kernel.matrix_flops
+    t_compute: Any = vf / gpu.peak_flops(kernel.vector_precision, "vector") if any_(vf > 0) else 0.0
+    t_mat: Any
+    wave: Any = 1.0
+    misaligned: Any = False
+    small: Any = False
+    variants: list[tuple[str, Any]] = []
+    launches: Any = kernel.launches
+    helper_bytes: Any = 0.0
+    waves: Any = 0.0
+    block_bytes: Any = 0.0
+    k_steps: Any = 0.0
+    g = kernel.gemm
+    if any_(mf > 0):
+        rate = matmul_rate(cal, gpu, kernel.precision)
+        if g is not None and kernel.kind == "gemm":
+            t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
+            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
+            k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
+            # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any.
+            # The rows are the stored operands' leading dimensions: k and n, except a weight gradient's
+            # (dW [k,n] = X^T [k,m] @ dY [m,n] reads X [m,k] and dY [m,n]: k and n again, m only counts rows)
+            lead = g.m if g.layout == WGRAD else g.k
+            misaligned = ((lead % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
+            # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
+            variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
+            # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
+            # kernels with narrow loads (cutlass_75 ... align2)
+            variants.append(("legacy", kernel.precision in LEGACY_PRECISIONS))
+            variants.append(("misaligned", misaligned))
+            # an odd row of 2-byte elements leaves cuBLAS only its align1 kernels (2-byte loads), slower than align2/4
+            if PRECISIONS[kernel.precision] == 2:
+                variants.append(("odd", misaligned & ((lead % 2 != 0) | (g.n % 2 != 0))))
+        elif g is not None and kernel.kind == "conv" and g.channels is not None:
+            c = g.channels
+            depthwise = (g.batch > 1) & (c < per) & (g.n < per)
+            small = (c < per) & not_(depthwise)
+            # each filter tap's channels padded to the k-tile: k = ceil(c / tile) * tile * R*S; no split-K
+            tile = CONV_K_TILE_BYTES / PRECISIONS[kernel.precision]
+            t_tc, wave_tc, tiles = gemm_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
+                                              split_k=False)
+            t_mat = where(depthwise, mf / gpu.peak_flops("fp32", "vector"), t_tc)
+            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
+            k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
+            wave = where(depthwise, 1.0, wave_tc)
+            unaligned = ((c % per != 0) | (g.n % per != 0)) & not_(depthwise)
+            # cuDNN pads unaligned channels to a multiple of 16 bytes first: its own kernels and traffic
+            variants += [("depthwise", depthwise), ("unaligned", unaligned)]
+            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
+            # GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW, whose
+            # transform to NHWC pads x, a memset and a copy of w
+            if g.layout is not None and g.layout in CUDNN_PAD:
+                extra, per_byte = CUDNN_PAD[g.layout]
+                padded = unaligned & not_(small) & (g.k != c)
+                helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
+                launches = kernel.launches + where(padded, extra, 0.0)
+        elif g is not None and kernel.kind == "attention":
+            t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
+            # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
+            # and the query tiles do unequal work)
+            causal = mf < 4.0 * product(g.m, g.n, g.k, g.batch) * (1.0 - 1e-9)
+            variants += [("splitkv", split), ("causal", causal)]
+            if any_(causal & not_(split)):
+                # causal query tiles do unequal work (tile i sees i+1 key blocks): the SMs finish unevenly and the longest
+                # tile (all n keys) ends last, on average CAUSAL_TAIL of it after the balanced time
+                longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / gpu.sm_count)
+                t_mat = where(causal & not_(split), t_mat + CAUSAL_TAIL * longest, t_mat)
+        else:
+            t_mat = mf / rate
+        t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
+    r = kernel.rows
+    if r is not None:
+        waves = ceil(r.number / (gpu.sm_count * ROW_BLOCKS_PER_SM))
+        block_bytes = nbytes / maximum(r.number, 1.0)
+        if kernel.op in WIDE_ROW_OPS:
+            wide = (r.width > WIDE_ROW) | (r.width * PRECISIONS[kernel.precision] > WIDE_ROW_BYTES)
+            variants.append(("wide", wide))
+            # narrow: a warp per row (two rows per warp up to WARP_BATCH_ROW elements), SM_THREADS / 32 warps per SM;
+            # wide: a block per row of min(width, 1024) threads rounded up to a warp, SM_THREADS // threads per SM
+            warp_rows = where(r.width <= WARP_BATCH_ROW, 2.0, 1.0) * (SM_THREADS / WARP)
+            threads = ceil(minimum(r.width, WIDE_ROW_THREADS) / WARP) * WARP
+            per_sm = where(wide, floor(SM_THREADS / threads), warp_rows)
+            waves = ceil(r.number / (gpu.sm_count * per_sm))
+        else:
+            vector = ROW_VECTOR.get(kernel.op, ALIGN_BYTES / PRECISIONS[kernel.precision])
+            variants.append(("unaligned", r.width % vector != 0))
+        if kernel.op in FEW_INDEX_OPS:
+            few = r.number <= FEW_INDICES
+            variants.append(("fewindex", few))
+            waves = where(few, r.number, waves)  # each id a serial step of every thread
+    if op == "copy" and kernel.gemm is None and kernel.rows is None:
+        # a cast between precisions: ATen's dedicated fp32 -> 16-bit kernel (vectorized) narrows, the generic
+        # direct_copy kernel (unrolled, not vectorized) widens; a cast reads n*e_in and writes n*e_out
+        read, written = kernel.bytes_read, kernel.bytes_written
+        variants.append(("downcast", written < read))
+        variants.append(("upcast", written > read))
+    present: Any = True if isinstance(nbytes, np.ndarray) and nbytes.min() > 0 else (nbytes > 0) | (vf + mf > 0)
+    neighbour: Any = 0.0
+    if cal.neighbours is not None and kernel.link is None:
+        neighbour = cal.neighbours.of_kernel(op, kernel, variants)
+    return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
+                       wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour)
+
+
+def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
+    """A per-kernel parameter: the kernel's key's entry, else its kind's, else ``default``; a variant's entry where it applies.
+
+    Variants apply in order, so where two apply the later one's entry wins; a variant without an
+    entry keeps what came before.
+    """
+    value = table.get(terms.op, table.get(terms.kind, default))
+    for name, mask in terms.variants:
+        if mask is False:  # the common scalar case, decided without a lookup
+            continue
+        key = terms.op + "_" + name
+        if key in table and (mask is True or any_(mask)):
+            value = table[key] if mask is True else where(mask, table[key], value)
+    return value
+
+
+def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
+    """How much longer a misaligned GEMM computes than an aligned one: the aligned over the variant's efficiency."""
+    eff = cal.compute_efficiency
+    aligned = eff.get(op, eff.get("gemm", 1.0))
+    return aligned / eff.get(f"{op}_misaligned", aligned)
+
+
+def soft_max(a: Any, b: Any, p: float) -> Any:
+    """(a**p + b**p)**(1/p): max(a, b) at p = inf, a + b at p = 1 (compute and memory only partly overlap)."""
+    if not math.isfinite(p):
+        return maximum(a, b)
+    if p == 2.0:
+        return math.hypot(a, b) if type(a) is float and type(b) is float else np.hypot(a, b)
+    if type(a) is float and type(b) is float:
+        top = max(a, b, 1e-300)
+        return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
+    top = np.maximum(np.maximum(a, b), 1e-300)
+    return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
+
+
+def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
+    """(wave latency, latency-bound work) seconds of a kernel's waves of work items.
+
+    wave latency = waves x ``wave_latency``; latency-bound work = waves x bytes per row / one
+    block's ``block_bandwidth`` (a row-wise kernel) or waves x k steps x ``kstep_latency`` (a GEMM
+    or conv tile's k loop cannot step faster than its load latency allows, however small the tile).
+
+    Each wave of work items pays the wave latency once: a GEMM tile's pipeline fill and epilogue,
+    a row's load, reduction across the block and write. A row-wise kernel's block streams its row
+    at most at ``block_bandwidth``, so few long rows cannot use the whole GPU's bandwidth.
+    """
+    latency = lookup(cal.wave_latency, terms, 0.0)
+    bandwidth = lookup(cal.block_bandwidth, terms, math.inf) if any_(terms.block_bytes) else math.inf
+    step = lookup(cal.kstep_latency, terms, 0.0) if any_(terms.k_steps) else 0.0
+    per_wave: Any = 0.0  # the latency-bound seconds of one wave (skipped where a parameter is absent: a sweep is long)
+    if not (type(bandwidth) is float and bandwidth == math.inf):
+        per_wave = terms.block_bytes / bandwidth
+    if not (type(step) is float and step == 0.0):
+        k_loop = terms.k_steps * step
+        per_wave = k_loop if type(per_wave) is float and per_wave == 0.0 else maximum(per_wave, k_loop)
+    stream = 0.0 if type(per_wave) is float and per_wave == 0.0 else terms.waves * per_wave
+    waiting = 0.0 if type(latency) is float and latency == 0.0 else terms.waves * latency
+    return waiting, stream
+
+
+def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
+    """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
+    compute = terms.t_compute / lookup(cal.compute_efficiency, terms, 1.0)
+    memory = terms.t_memory / lookup(cal.memory_efficiency, terms, 1.0)
+    body = soft_max(compute, memory, cal.overlap_exponent)
+    if any_(terms.waves):
+        waiting, stream = wave_seconds(terms, cal)
+        if not (type(stream) is float and stream == 0.0):
+            body = maximum(body, stream)
+        if not (type(waiting) is float and waiting == 0.0):
+            body = body + waiting
+    latency = lookup(cal.kernel_latency, terms, 0.0)
+    if type(latency) is not float or latency:
+        body = body + latency
+    if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
+        body = body + terms.helper_bytes / (cal.copy_bandwidth * lookup(cal.memory_efficiency, terms, 1.0))
+    c = terms.neighbour
+    if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
+        body = body * (math.exp(c) if type(c) is float else np.exp(c))
+    return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def combine(terms: Any, cal: Calibration) -> Num:
+    """Workload seconds from (terms, count) pairs: launch floor + kernel bodies + a gap per further launch."""
+    return combined(terms, [kernel_seconds(t, cal)[0] for t, _ in terms], cal)
+
+
+def combined(terms: Any, bodies: Any, cal: Calibration) -> Num:
+    """``combine`` from the kernels' bodies already computed."""
+    total: Any = cal.launch_floor
+    launches: Any = 0.0
+    for (t, count), body in zip(terms, bodies):
+        total = total + (body if count == 1 else body * count)
+        n = where(t.present, t.launches, 0.0)
+        launches = launches + (n if count == 1 else n * count)
+    return total + cal.kernel_gap * maximum(launches - 1.0, 0.0)
+
+
+
+def limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) -> Any:
+    """What bounds the kernel: compute, memory, wave quantization, small channels, misaligned, few blocks, launch/latency or absent.
+
+    "few blocks": the latency-bound work of its waves (a k loop, rows streamed by single blocks)
+    outlasts both roofline terms.
+    """
+    waiting, stream = wave_seconds(terms, cal) if any_(terms.waves) else (0.0, 0.0)
+    overhead = lookup(cal.kernel_latency, terms, 0.0) + cal.kernel_gap + waiting
+    names = np.where(np.asarray(compute) >= memory, "compute", "memory")
+    compute_bound = np.asarray(compute) >= memory
+    names = np.where(compute_bound & (np.asarray(terms.wave_efficiency) < 0.75), "wave quantization", names)
+    names = np.where(compute_bound & terms.small_channels, "small channels", names)
+    names = np.where(compute_bound & terms.misaligned, "misaligned", names)
+    names = np.where(np.asarray(stream) > np.maximum(compute, memory), "few blocks", names)
+    names = np.where(overhead > np.maximum(np.maximum(compute, memory), stream), "launch/latency", names)
+    return result(np.where(terms.present, names, "absent"))
+

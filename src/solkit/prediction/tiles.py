@@ -1,0 +1,159 @@
+"""Work items in waves over the SMs: a GEMM's or conv's output tiles (with split-K), flash attention's query tiles (split-KV).
+
+For each candidate output tile (TM x TN) the grid has ceil(m/TM) * ceil(n/TN) * batch tiles; when that is below
+the SM count, split-K spreads k over idle SMs (GEMMs; cuDNN's convs do not split); each SM runs
+ceil(tiles / SMs) waves of a full tile's work. The fastest candidate is taken (NB: the library's heuristic is
+not modelled). Flash attention: PyTorch's split-KV heuristic (``flash_splits``) over (query tile, head) items.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .._num import Num, ceil, product
+from ..stacks.torch211 import ATTENTION_QUERY_TILE, MIN_SPLIT_K, SPLITKV_QUERY_TILE
+
+__all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits"]
+
+#: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
+TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
+
+
+def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num]:
+    """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s (``gemm_time``)."""
+    seconds, efficiency, _ = gemm_time(m, n, k, batch, rate, sms, split_k)
+    return seconds, efficiency
+
+
+def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num, Num]:
+    """(seconds, wave efficiency, largest tiles) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s.
+
+    Largest tiles: the output tiles of 128x256 or 256x128, the fewer (what ``tile_waves`` counts).
+
+    For each tile TM x TN: tiles = ceil(m/TM) * ceil(n/TN) * batch; split = clip(floor(SMs / tiles),
+    1, max(1, floor(k / MIN_SPLIT_K))); seconds = ceil(tiles * split / SMs) waves of
+    2*TM*TN*ceil(k / split) FLOPs at rate / SMs each. Wave efficiency = useful FLOPs / FLOPs the
+    waves occupy (1.0: no tile or wave loss).
+
+    ``split_k=False`` (cuDNN's implicit-GEMM convs): split = 1 always.
+
+    A sweep computes the same numbers in two regimes: a grid of at least SMs tiles splits
+    nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
+    (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
+    """
+    if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
+        return _gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
+    shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
+    if not shape:  # numpy scalars
+        return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
+    per_sm = rate / sms
+    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(np.shape(k))
+    k_arr, max_split = np.broadcast_to(k, shape), np.broadcast_to(max_split, shape)
+    rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
+    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
+    k_scalar = np.ndim(k) == 0
+    tiles, t = np.empty(shape), np.empty(shape)
+    best: Any = None
+    largest: Any = None
+    for tm, tn in TILES:
+        np.multiply(rows[tm], cols[tn], out=tiles)
+        if tm * tn == 128 * 256:
+            largest = tiles.copy() if largest is None else np.minimum(largest, tiles, out=largest)
+        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
+        np.divide(tiles, sms, out=t)
+        np.ceil(t, out=t)
+        np.multiply(t, per_wave * (float(k) if k_scalar else k), out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
+        small = np.flatnonzero(tiles < sms)
+        if small.size:  # one wave; split-K spreads k over the idle SMs
+            few = tiles.reshape(-1)[small]
+            split = np.clip(np.floor_divide(sms, few), 1.0, max_split.reshape(-1)[small])
+            t.reshape(-1)[small] = per_wave * np.ceil(k_arr.reshape(-1)[small] / split)
+        if best is None:
+            best, t = t, np.empty(shape)
+        else:
+            np.minimum(best, t, out=best)
+    useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
+    efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
+    return best, efficiency, largest
+
+
+def tile_waves(tiles: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
+    """(waves, bytes per tile) of ``tiles`` output tiles over the SMs."""
+    return ceil(tiles / sms), nbytes / tiles
+
+
+def _ceil_div(x: Any, d: int) -> Any:
+    """ceil(x / d) (one buffer for an array)."""
+    if type(x) is float:
+        return float(math.ceil(x / d))
+    out = np.divide(x, d)
+    return np.ceil(out, out=out)
+
+
+def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int,
+                           split_k: bool = True) -> tuple[float, float, float]:
+    """``gemm_time`` of one shape, in plain Python (a test checks that both agree)."""
+    per_sm = rate / sms
+    max_split = max(1.0, k // MIN_SPLIT_K) if split_k else 1.0
+    best = largest = math.inf
+    for tm, tn in TILES:
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        if tm * tn == 128 * 256:
+            largest = min(largest, tiles)
+        split = min(max(float(sms // tiles), 1.0), max_split)
+        best = min(best, math.ceil(tiles * split / sms) * (2.0 * tm * tn / per_sm * math.ceil(k / split)))
+    return best, 2.0 * m * n * k * batch / rate / best, float(largest)
+
+
+
+def attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms: int) -> tuple[Any, Any, Any, Any]:
+    """(seconds, wave efficiency, split-KV?, waves) of a flash attention kernel whose FLOPs take ``t_flat`` at full rate.
+
+    m = query rows per work item's head group, n = keys, d = head dim, batch = batch x KV heads
+    (``solkit.ops.attention`` packs GQA query heads into m). As PyTorch's flash_api.cpp decides:
+    work items = ceil(m / 64) * batch; when they fill less than 80% of the SMs, the keys are split
+    into ``flash_splits`` parts (blocks of 256 keys for d <= 64, else 128), each its own item, and
+    a combine kernel follows. Unsplit, a work item is 128 queries. Seconds = t_flat over the wave
+    efficiency, times the padding of m to the query tile (a 64-row tile computes 64 rows).
+    """
+    if type(m) is float and type(n) is float and type(d) is float and type(batch) is float:  # pragma: no mutate
+        items = math.ceil(m / SPLITKV_QUERY_TILE) * batch
+        splits = flash_splits(items, math.ceil(n / (256 if d <= 64 else 128)), sms)
+        tile = SPLITKV_QUERY_TILE if splits > 1 else ATTENTION_QUERY_TILE
+        work = math.ceil(m / tile) * batch * splits
+        wave = work / (math.ceil(work / sms) * sms)
+        pad = math.ceil(m / tile) * tile / m
+        return t_flat * pad / wave, wave, splits > 1, float(math.ceil(work / sms))
+    shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(d), np.shape(batch))
+    m, n, d, batch = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, d, batch))
+    items = np.ceil(m / SPLITKV_QUERY_TILE) * batch
+    blocks = np.ceil(n / np.where(d <= 64, 256.0, 128.0))
+    split_kv = np.vectorize(lambda i, b: flash_splits(float(i), float(b), sms), otypes=[float])(items, blocks)
+    tiles = np.where(split_kv > 1, SPLITKV_QUERY_TILE, ATTENTION_QUERY_TILE)
+    work_items = np.ceil(m / tiles) * batch * split_kv
+    efficiency = work_items / (np.ceil(work_items / sms) * sms)
+    padding = np.ceil(m / tiles) * tiles / m
+    return t_flat * padding / efficiency, efficiency, split_kv > 1, np.ceil(work_items / sms)
+
+
+def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 128) -> int:
+    """The split-KV count flash attention's ``num_splits_heuristic`` picks (1: no split).
+
+    Among eligible splits s (s = 1, or ceil(blocks/s) != ceil(blocks/(s-1))) up to min(128, SMs,
+    key blocks), the smallest whose wave efficiency (items*s/SMs over its ceiling) is at least
+    0.85 x the best; 1 when the items already fill 80% of the SMs.
+    """
+    if items >= 0.8 * sms:
+        return 1
+    top = int(min(max_splits, sms, key_blocks))
+    eff = [0.0] * (top + 1)
+    for s in range(1, top + 1):
+        if s == 1 or math.ceil(key_blocks / s) != math.ceil(key_blocks / (s - 1)):
+            waves = items * s / sms
+            eff[s] = waves / math.ceil(waves)
+    best = max(eff)
+    return next((s for s in range(1, top + 1) if eff[s] and eff[s] >= 0.85 * best), 1)
+

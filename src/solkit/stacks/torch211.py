@@ -1,0 +1,105 @@
+"""PyTorch 2.11 (CUDA 13.0, cuBLAS 13, cuDNN 9.19) on Hopper: the library choices and eager launch counts solkit models.
+
+Each fact names where it was read: PyTorch's source (file and function) or the H200 profiles and
+measurements in ``data/`` (``measured.stack`` of ``hardware_specs/h200-sxm.yaml`` gives the versions).
+NB: read off one stack on one GPU and applied on every GPU; another stack would be another module.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+__all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_OPS", "WIDE_ROW", "WIDE_ROW_BYTES",
+           "WIDE_ROW_THREADS", "WARP_BATCH_ROW", "FEW_INDICES", "FEW_INDEX_OPS", "ROW_VECTOR", "MIN_SPLIT_K",
+           "CONV_K_TILE_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
+           "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
+           "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
+           "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH"]
+
+#: the versions, as the H200 spec's ``measured.stack`` records them (a test holds the two equal)
+VERSIONS: Mapping[str, str] = {"cuda": "13.0", "torch": "2.11.0+cu130", "cudnn": "91900"}
+
+# ---- flash attention (flash_api.cpp) -----------------------------------------------------------
+
+#: flash attention's query tile per work item (unsplit), and the split-KV kernel's
+ATTENTION_QUERY_TILE = 128
+SPLITKV_QUERY_TILE = 64
+
+# ---- row-wise kernels (ATen) -------------------------------------------------------------------
+
+#: ops whose row-wise kernel changes implementation with the row width: their variant is "wide"; other
+#: row-wise ops' is "unaligned". PyTorch's softmax (SoftMax.cu, host_softmax) runs a warp per row while the
+#: row has at most WIDE_ROW elements and WIDE_ROW_BYTES bytes, else one block of min(cols, 1024) threads
+#: (rounded up to a warp) per row: at most 2 such blocks fit an SM's 2,048 threads
+WIDE_ROW_OPS = frozenset({"softmax"})
+WIDE_ROW = 2048
+WIDE_ROW_BYTES = 8192
+WIDE_ROW_THREADS = 1024
+#: the narrow softmax's warps take two rows each up to this many elements (WARP_BATCH in persistent_softmax.cuh)
+WARP_BATCH_ROW = 128
+#: PyTorch's index_select (hence embedding) walks the ids serially in every thread when there are at most
+#: this many (Indexing.cu, indexSelectSmallIndex): each id is one step of a dependent chain
+FEW_INDICES = 16
+FEW_INDEX_OPS = frozenset({"embedding"})
+#: elements a row's width must be a multiple of for the vectorized kernel (PyTorch's layer/RMS norm load 4
+#: elements at a time whatever the dtype); other row-wise ops need 16 bytes; the rest take a slower path
+ROW_VECTOR: Mapping[str, int] = {"layernorm": 4, "rmsnorm": 4}
+
+# ---- cuBLAS ------------------------------------------------------------------------------------
+
+#: split-K never cuts k below this many elements per split
+MIN_SPLIT_K = 256
+#: cuBLAS splits k beyond about this many elements when the tiles leave SMs idle: a tile's serial k loop
+#: runs at most SERIAL_K / K_STEP steps (measured: nvjet kernels named _splitK from k = 2,688 on)
+SERIAL_K = 2048.0
+#: GEMM precisions cuBLAS runs with Ampere-era kernels on Hopper (the "legacy" variant)
+LEGACY_PRECISIONS = frozenset({"tf32", "fp32", "fp64", "int8"})
+#: GEMM precisions whose kernels take rows of any alignment at full speed
+UNALIGNED_OK = frozenset({"fp32", "fp64"})
+#: a GEMM whose m or n is at most this runs cuBLAS's GEMV-like kernels (the "skinny" variant)
+SKINNY = 16
+
+# ---- cuDNN -------------------------------------------------------------------------------------
+
+#: an implicit-GEMM conv loads each filter tap's channels in k-tiles of this many bytes (C = 8 bf16 channels
+#: of a 7x7 filter compute as 32)
+CONV_K_TILE_BYTES = 64
+#: (launches, helper bytes per byte the conv reads) cuDNN adds to pad a forward conv's unaligned channels, per layout.
+#: Seen on an H200 in the sampled convs with unaligned channels of at least 16 bytes and filters larger than 1x1:
+#: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
+#: tensorTransformGeneric (w) beside the layout transforms (whose x transform pads x; w's few bytes are not counted)
+CUDNN_PAD: Mapping[str, tuple[float, float]] = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
+
+# ---- scaled_dot_product_attention (sdp_utils.cpp) ----------------------------------------------
+
+#: architectures on which PyTorch's SDPA prefers cuDNN's fused attention in fp16/bf16 (sdp_utils.cpp,
+#: check_prefer_cudnn_attention: cuDNN > 9.15 on compute capability 9.0, 10.0 or 10.3); flash elsewhere
+CUDNN_SDPA_ARCHITECTURES = frozenset({"hopper", "blackwell"})
+#: dtypes SDPA's fused flash and cuDNN kernels take; others (fp32) go to the efficient kernel, or, with GQA, to the
+#: unfused math path (the efficient kernel takes no GQA): measured on an H200, 74 of 74 fp32 cases
+SDPA_HALF = ("bf16", "fp16")
+
+# ---- eager Hugging Face transformers 5 modules, as the H200 profiles show them (data/profiles) ---
+
+#: the small kernels of LlamaRotaryEmbedding's cos/sin table, once per forward (profiles: arange, add, two
+#: casts, the inv_freq x positions bmm, cat, cos, scale, sin, scale, two casts)
+ROPE_TABLE_KERNELS = 12
+#: GPT-2's gelu_new, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as transformers' NewGELUActivation runs it:
+#: one kernel per operation (name, tensors of T x ffn read), seen in the H200 profiles (pow, tanh, 3 muls by a scalar...)
+GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1), ("add", 1), ("mul", 1), ("mul", 2))
+#: launches of cuDNN's SDPA backward as eager PyTorch runs it on an H200 (profiles: the dO.O row sums, the flash
+#: backward kernel, dQ converted to 16 bits); with grouped KV heads two more reduce dK and dV over each group.
+#: NB: read off Hopper, applied on every GPU (where SDPA picks flash, not cuDNN, its backward launches differ)
+SDPA_BACKWARD_LAUNCHES = 3
+SDPA_GQA_BACKWARD_LAUNCHES = 5
+#: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
+LAYERNORM_BACKWARD_LAUNCHES = 2
+
+# ---- torch.optim's multi_tensor_apply (MultiTensorApply.cuh) ------------------------------------
+
+#: at most 36 tensors per launch with 4 lists (p, g, m, v: depth 4), chunks of 65,536 elements, at most 320
+#: blocks (chunks) per launch
+ADAMW_TENSORS_PER_LAUNCH = 36
+SGD_TENSORS_PER_LAUNCH = 64  # depth 2 (p or buf, and d)
+CHUNK_ELEMENTS = 65536
+CHUNKS_PER_LAUNCH = 320
