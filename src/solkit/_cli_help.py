@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import textwrap
-from typing import Any
+from typing import Any, Sequence
 
 __all__ = ["op_help", "ops_list", "completion_script", "SHELLS", "first_line"]
 
@@ -50,16 +50,12 @@ def op_help(op: Any) -> str:
     return "\n".join(lines)
 
 
-def completion_script(shell: str) -> str:
-    """A completion script for ``shell`` (bash or zsh: zsh runs it through bashcompinit) naming commands, ops and GPUs."""
-    import argparse
-
+def completion_script(shell: str, commands: Sequence[str]) -> str:
+    """A completion script for ``shell`` (bash or zsh: zsh runs it through bashcompinit) naming ``commands``, ops and GPUs."""
     from . import ops
-    from .cli import build_parser
     from .hardware import list_gpus, load_gpu
 
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    commands = " ".join(sub.choices)  # the parser's own subcommands
+    command_names = " ".join(commands)
     op_names = " ".join(ops.OPERATORS)
     gpu_names = " ".join(sorted({n for g in list_gpus() for n in (g, *load_gpu(g).aliases)}))
     body = f'''_solkit() {{
@@ -67,7 +63,7 @@ def completion_script(shell: str) -> str:
     cur="${{COMP_WORDS[COMP_CWORD]}}"
     prev="${{COMP_WORDS[COMP_CWORD-1]}}"
     if [ "$COMP_CWORD" -eq 1 ]; then
-        COMPREPLY=( $(compgen -W "{commands}" -- "$cur") ); return
+        COMPREPLY=( $(compgen -W "{command_names}" -- "$cur") ); return
     fi
     case "$prev" in
         --gpu|gpu) COMPREPLY=( $(compgen -W "{gpu_names}" -- "$cur") ); return;;

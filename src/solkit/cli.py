@@ -329,7 +329,8 @@ def _cmd_ops(_args: argparse.Namespace) -> int:
 def _cmd_completion(args: argparse.Namespace) -> int:
     from ._cli_help import completion_script
 
-    print(completion_script(args.shell), end="")
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    print(completion_script(args.shell, tuple(sub.choices)), end="")  # the parser's own subcommands
     return 0
 
 

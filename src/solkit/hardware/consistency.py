@@ -3,13 +3,13 @@
 Every check yields an ``Issue`` naming a field by its dotted path (``peaks.4.tflops``,
 ``measured.copy_bandwidth_tb_s``); an error refuses the spec (``SpecError``), a warning
 (``SpecConsistencyWarning``) lets it load. ``hardware_specs/README.md`` lists which is which.
-No pydantic here: the checks read a validated ``GPU``.
+No pydantic here: the checks read a validated spec's records (``SpecView``, which ``schema.GPU`` is).
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Protocol, Union
 
 from .parameters import PARAMETERS, TERA
 from .plausibility import CEILING_SHARE, RANGES, SPARSE_RATIO, Range, out_of_range, peak_range, shown
@@ -18,9 +18,9 @@ from .plausibility import CEILING_SHARE, RANGES, SPARSE_RATIO, Range, out_of_ran
 BANDWIDTH_CEILINGS: tuple[str, ...] = tuple(p.file_key for p in PARAMETERS if p.unit == "tb_s")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .schema import GPU
+    from .records import Chip, Interconnect, Measured, Memory, Peak, Source
 
-__all__ = ["Issue", "spec_issues", "consistency_issues", "MATRIX_BF16_FLOP_PER_CLOCK", "MATRIX_RATIO_TO_BF16",
+__all__ = ["SpecView", "Issue", "spec_issues", "consistency_issues", "MATRIX_BF16_FLOP_PER_CLOCK", "MATRIX_RATIO_TO_BF16",
            "PER_CLOCK_TOLERANCE", "RATIO_TOLERANCE"]
 
 
@@ -43,6 +43,31 @@ RATIO_TOLERANCE = 0.12
 _ALIAS = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
+class SpecView(Protocol):
+    """What the checks read of a spec: its name, architecture and aliases, and its records (``schema.GPU`` is one)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def architecture(self) -> str: ...
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
+    @property
+    def structured_sparsity(self) -> bool: ...
+    @property
+    def chip(self) -> "Chip": ...
+    @property
+    def memory(self) -> "Memory": ...
+    @property
+    def interconnect(self) -> "Interconnect": ...
+    @property
+    def peaks(self) -> tuple["Peak", ...]: ...
+    @property
+    def sources(self) -> tuple["Source", ...]: ...
+    @property
+    def measured(self) -> Union["Measured", None]: ...
+
+
 class Issue(NamedTuple):
     """One problem of a spec: the field (dotted path), what is wrong, and whether it refuses the spec."""
 
@@ -54,14 +79,14 @@ class Issue(NamedTuple):
         return f"field '{self.field}': {self.message}"
 
 
-def spec_issues(gpu: "GPU") -> list[Issue]:
+def spec_issues(gpu: SpecView) -> list[Issue]:
     """Every cross-field problem of a validated spec, errors and warnings, in file order."""
     issues = [*_references(gpu), *_aliases(gpu), *_peaks(gpu), *_ranges(gpu)]
     bad_fields = {i.field for i in issues if i.error}  # checks against a field already wrong would only add noise
     return [*issues, *_ceilings(gpu, bad_fields), *_per_clock(gpu, bad_fields)]
 
 
-def consistency_issues(gpu: "GPU") -> list[str]:
+def consistency_issues(gpu: SpecView) -> list[str]:
     """Every problem of a validated spec as text (errors and warnings); ``[]`` for a sound spec."""
     return [str(i) for i in spec_issues(gpu)]
 
@@ -69,7 +94,7 @@ def consistency_issues(gpu: "GPU") -> list[str]:
 # ---- references and names --------------------------------------------------------------------
 
 
-def _references(gpu: "GPU") -> Iterator[Issue]:
+def _references(gpu: SpecView) -> Iterator[Issue]:
     ids = [s.id for s in gpu.sources]
     for i, sid in enumerate(ids):
         if sid in ids[:i]:
@@ -82,7 +107,7 @@ def _references(gpu: "GPU") -> Iterator[Issue]:
             yield Issue(where, f"{sid!r} is not one of the listed sources {ids}")
 
 
-def _aliases(gpu: "GPU") -> Iterator[Issue]:
+def _aliases(gpu: SpecView) -> Iterator[Issue]:
     seen = {gpu.name.lower(): "name"}
     for i, alias in enumerate(gpu.aliases):
         if not _ALIAS.fullmatch(alias) or alias.lower().endswith((".yaml", ".yml")):
@@ -93,7 +118,7 @@ def _aliases(gpu: "GPU") -> Iterator[Issue]:
         seen.setdefault(alias.lower(), f"aliases.{i}")
 
 
-def _peaks(gpu: "GPU") -> Iterator[Issue]:
+def _peaks(gpu: SpecView) -> Iterator[Issue]:
     seen: dict[tuple[str, str], int] = {}
     low, high = SPARSE_RATIO
     for i, p in enumerate(gpu.peaks):
@@ -125,7 +150,7 @@ def _figure(field: str, value: Any, r: Range) -> Iterator[Issue]:
             yield Issue(field, problem)
 
 
-def _ranges(gpu: "GPU") -> Iterator[Issue]:
+def _ranges(gpu: SpecView) -> Iterator[Issue]:
     for field, r in RANGES.items():
         section, _, rest = field.partition(".")
         owner = getattr(gpu, section)
@@ -159,7 +184,7 @@ def _ceiling(field: str, value: float, datasheet: float, what: str, unit: str) -
                            "(a figure 1000x off, or a broken measurement?)")
 
 
-def _ceilings(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
+def _ceilings(gpu: SpecView, bad_fields: set[str]) -> Iterator[Issue]:
     m = gpu.measured
     if m is None:
         return
@@ -180,7 +205,7 @@ def _ceilings(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
             yield from _ceiling(f"measured.{key}", value, bandwidth, "memory bandwidth (memory.bandwidth_tb_s)", "TB/s")
 
 
-def _peak_index(gpu: "GPU", precision: str) -> Union[int, None]:
+def _peak_index(gpu: SpecView, precision: str) -> Union[int, None]:
     """The peak a matmul of ``precision`` runs at: its matrix entry, else its vector entry (CUDA cores)."""
     for unit in ("matrix", "vector"):
         for i, p in enumerate(gpu.peaks):
@@ -192,7 +217,7 @@ def _peak_index(gpu: "GPU", precision: str) -> Union[int, None]:
 # ---- per-clock rates -------------------------------------------------------------------------
 
 
-def _per_clock(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
+def _per_clock(gpu: SpecView, bad_fields: set[str]) -> Iterator[Issue]:
     """Matrix peaks against SMs x boost clock x the architecture's rate (catches a sparse figure entered as dense)."""
     if {"chip.compute_units", "chip.boost_clock_mhz"} & bad_fields:
         return
@@ -221,7 +246,7 @@ def _per_clock(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
                                              "(GeForce fp32 accumulate), or a typo?", error=False)
 
 
-def _ratios(gpu: "GPU", bad_fields: set[str]) -> Iterator[Issue]:
+def _ratios(gpu: SpecView, bad_fields: set[str]) -> Iterator[Issue]:
     """An architecture without a per-clock rate: each matrix precision's ratio to bf16 (a warning when off)."""
     bf16 = next((p for p in gpu.peaks if p.precision == "bf16" and p.unit == "matrix"), None)
     if bf16 is None:

@@ -26,7 +26,7 @@ from pydantic import Field
 from .._validate import whole
 from ..errors import ArgumentTypeError, SpecError, UnknownGPUError
 from .loader import read_spec_bytes, stat_spec, as_gpu, document, load_gpu, spec_dirs
-from .schema import GIGA, Count, Figure, Source, SpecModel
+from .records import GIGA, Count, Figure, Source, SpecModel
 
 __all__ = ["System", "IntraNode", "Network", "load_system", "list_systems", "as_system", "default_system", "SYSTEMS_DIR"]
 

@@ -12,16 +12,58 @@ from __future__ import annotations
 
 import html
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from .._display import html_table
 from .._optional import require_pandas
-from .profile import L2_RESIDENT
+from .calls import L2_RESIDENT, ProfiledCall, ProfileKernel
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .profile import Profile, ProfiledCall
+    from ..hardware.schema import GPU
+    from .timeline import LaunchGaps
 
-__all__ = ["calls_by_group", "group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report", "html_report"]
+__all__ = ["ProfileView", "calls_by_group", "group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report", "html_report"]
+
+
+class ProfileView(Protocol):
+    """What a report reads of a profile (``profile.Profile`` is one)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def format(self) -> str: ...
+    @property
+    def gpu(self) -> "GPU": ...
+    @property
+    def kernels(self) -> tuple[ProfileKernel, ...]: ...
+    @property
+    def calls(self) -> tuple[ProfiledCall, ...]: ...
+    @property
+    def ranks(self) -> tuple["ProfileView", ...]: ...
+    @property
+    def kernel_seconds(self) -> float: ...
+    @property
+    def span_seconds(self) -> float: ...
+    @property
+    def busy_seconds(self) -> float: ...
+    @property
+    def idle_seconds(self) -> float: ...
+    @property
+    def launch_gaps(self) -> "LaunchGaps": ...
+    @property
+    def modeled_seconds(self) -> float: ...
+    @property
+    def coverage(self) -> float: ...
+    @property
+    def sol_seconds(self) -> float: ...
+    @property
+    def predicted_seconds(self) -> float: ...
+    @property
+    def flops(self) -> float: ...
+    @property
+    def mfu_precision(self) -> str: ...
+    @property
+    def mfu(self) -> float: ...
 
 
 def _sum(calls: list["ProfiledCall"], attr: str) -> float:
@@ -58,7 +100,7 @@ def _measured_bytes(calls: list["ProfiledCall"]) -> Any:
     return math.fsum(c.measured_bytes for c in calls)  # type: ignore[misc]
 
 
-def calls_by_group(profile: "Profile") -> list[tuple[str, list["ProfiledCall"]]]:
+def calls_by_group(profile: ProfileView) -> list[tuple[str, list["ProfiledCall"]]]:
     """(group, its calls), largest measured time first, ties in order of first appearance: the report's order."""
     groups: dict[str, list["ProfiledCall"]] = {}
     for c in profile.calls:
@@ -66,7 +108,7 @@ def calls_by_group(profile: "Profile") -> list[tuple[str, list["ProfiledCall"]]]
     return sorted(groups.items(), key=lambda item: -math.fsum(c.seconds for c in item[1]))
 
 
-def group_rows(profile: "Profile") -> list[dict[str, Any]]:
+def group_rows(profile: ProfileView) -> list[dict[str, Any]]:
     """One row per group, largest measured time first."""
     total = profile.kernel_seconds
     return [_row(name, calls, total) for name, calls in calls_by_group(profile)]
@@ -77,7 +119,7 @@ def _shape_text(c: "ProfiledCall") -> str:
     return " ".join(str(d).replace(" ", "") for d in dims[:3]) or "-"
 
 
-def opportunity_rows(profile: "Profile", top: int = 10) -> list[dict[str, Any]]:
+def opportunity_rows(profile: ProfileView, top: int = 10) -> list[dict[str, Any]]:
     """The (group, shapes) with the most measured time above the calibrated prediction, largest first."""
     by_shape: dict[tuple[str, str, str], list["ProfiledCall"]] = {}
     for c in profile.calls:
@@ -96,7 +138,7 @@ def opportunity_rows(profile: "Profile", top: int = 10) -> list[dict[str, Any]]:
     return rows[:top]
 
 
-def profile_dict(profile: "Profile", top: int = 10) -> dict[str, Any]:
+def profile_dict(profile: ProfileView, top: int = 10) -> dict[str, Any]:
     """Aggregates, groups, opportunities and launch gaps, JSON-ready (seconds)."""
     gaps = profile.launch_gaps
     return {
@@ -123,7 +165,7 @@ def profile_dict(profile: "Profile", top: int = 10) -> dict[str, Any]:
     }
 
 
-def groups_frame(profile: "Profile") -> Any:
+def groups_frame(profile: ProfileView) -> Any:
     """The group rows as a pandas DataFrame."""
 
     return require_pandas().DataFrame(group_rows(profile))
@@ -162,7 +204,7 @@ DRAM_HEADER = ("DRAM MB", "of bandwidth")
 OPPORTUNITY_HEADER = ("op group", "shapes", "calls", "measured us", "predicted us", "recoverable us", "vs SOL")
 
 
-def text_report(profile: "Profile", top: int = 10) -> str:
+def text_report(profile: ProfileView, top: int = 10) -> str:
     """What ``print(profile)`` shows: aggregates, op groups, top opportunities, launch gaps."""
     gaps = profile.launch_gaps
     head = [
@@ -192,7 +234,7 @@ def text_report(profile: "Profile", top: int = 10) -> str:
     return "\n\n".join(parts)
 
 
-def html_report(profile: "Profile") -> str:
+def html_report(profile: ProfileView) -> str:
     """The report as HTML tables (Jupyter)."""
     head = html.escape(text_report(profile).split("\n\n")[0]).replace("\n", "<br>")
     groups = html_table(GROUP_HEADER, [_group_cells(r, 1.0)[:len(GROUP_HEADER)] for r in group_rows(profile)], "op groups")
