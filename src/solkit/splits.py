@@ -17,7 +17,8 @@ from ._validate import flag
 from .errors import ArgumentTypeError, OptionError
 from .hardware.system import as_system
 from .models.architecture import Transformer
-from .models.parallel import count, shard
+from .models.parallel import shard
+from .models.split import count
 from .models.training import training_step
 from .prediction import predict
 from .sol import mfu

@@ -30,7 +30,8 @@ from ..errors import OptionError
 from ..precision import normalize, storage_bytes
 from .architecture import Transformer
 from .program import QUANTIZATIONS, ModelCall, activations
-from .parallel import count, shard, split_of
+from .parallel import shard
+from .split import count, split_of
 from .training import OPTIMIZER_STATES, OPTIMIZERS, resolve_amp
 
 __all__ = ["MemoryFootprint", "memory"]

@@ -42,7 +42,8 @@ from ..stacks.torch211 import (GELU_NEW_KERNELS, LAYERNORM_BACKWARD_LAUNCHES, RO
 from ..workload import Autograd, Workload, chain, with_kernels
 from ._common import count_text, naming_overflow
 from .architecture import Transformer
-from .parallel import Split, parallel_step, shard
+from .parallel import parallel_step, shard
+from .split import Split
 from .training import backward, optimizer_step, recomputed, resolve_amp
 from .transformer import SWIGLU_FLOPS
 

@@ -21,7 +21,7 @@ from ..errors import OptionError, ShapeError
 from ..precision import normalize
 from ..workload import Autograd, Workload, chain, overflow, with_kernels
 from ._common import naming_overflow
-from .parallel import Split
+from .split import Split
 from .training import backward, optimizer_step, resolve_amp
 
 __all__ = ["resnet50", "STAGES", "ResNetCall", "RESNET50_PARAMS", "RESNET50_TENSORS"]

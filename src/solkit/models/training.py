@@ -27,7 +27,7 @@ from ..ops.registry import REGISTRY
 from ..precision import normalize
 from ..stacks.torch211 import ADAMW_TENSORS_PER_LAUNCH, CHUNK_ELEMENTS, CHUNKS_PER_LAUNCH, SGD_TENSORS_PER_LAUNCH
 from ..workload import Kernel, Node, Workload, as_workload, with_kernels
-from .parallel import split_of
+from .split import split_of
 
 __all__ = ["training_step", "backward", "OPTIMIZERS", "OPTIMIZER_STATES", "optimizer_step", "SGD_PASSES", "resolve_amp",
            "recomputed"]
