@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_num", "_display", "_optional"),
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
-    ("workload",),
+    ("kernel", "workload"),
     ("sol",),
     ("ops",),
     ("comm", "standard"),
