@@ -109,10 +109,11 @@ def test_page_prints_what_it_shows(page: Path, tmp_path: Path, monkeypatch: pyte
     assert ran > 0, f"{page.name}: no example ran"
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
-def test_every_block_runs_or_says_why_not(page: Path) -> None:
+def test_every_block_runs_or_says_why_not() -> None:
     """A python block is a doctest session, a console block runs solkit, any other shows no prompt; skips give a reason."""
-    for lang, body, above in _blocks(page):
+    blocks = [(page, *block) for page in PAGES for block in _blocks(page)]
+    assert len(RUN_PAGES) >= 10 and len(blocks) >= 50, (len(RUN_PAGES), len(blocks))
+    for page, lang, body, above in blocks:
         where = f"{page.name}: a ```{lang} block starting {body[:40]!r}"
         skipped = SKIP.fullmatch(above) is not None
         if lang == "python":
