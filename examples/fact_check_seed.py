@@ -3,7 +3,7 @@
 Each claim is quoted, then what solkit computes (the arithmetic shown) and a one-line verdict:
 consistent, inconsistent (by how much), or cannot be checked (missing: ...). Where the article
 leaves something out (GPU, precision, batch, sequence length) the assumption is printed. The fusion
-figures are those of examples/fusion_analysis.py (README, "What fusion buys"). solkit ships no V100
+figures are those of examples/fusion_analysis.py (docs/counting.md, "What fusion buys"). solkit ships no V100
 spec: the V100 enters only as its datasheet peak, for the MFU its throughput claims imply.
 
 Run: python examples/fact_check_seed.py

@@ -37,7 +37,7 @@ def test_examples_exist():
 
 
 def test_fusion_analysis_prints_the_stated_figures(tmp_path):
-    """The README's fusion figures come from this example: 66.7% of x reads, 30.5% of all bytes (BERT-base QKV)."""
+    """docs/counting.md's fusion figures come from this example: 66.7% of x reads, 30.5% of all bytes (BERT-base QKV)."""
     script = next(p for p in EXAMPLES if p.name == "fusion_analysis.py")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=tmp_path).stdout
     assert "reads of x fall 66.7%; all DRAM bytes fall 30.5%" in out
