@@ -28,10 +28,13 @@ ROOT = Path(__file__).resolve().parents[1]
 #: the mutated files, by group: the counting code (operators' formulas and the workload's figures), the registry, the
 #: roofline and the predictor
 GROUPS = {
-    "counting (ops formulas, Kernel and Workload figures)": ("src/solkit/ops/", "src/solkit/workload.py"),
+    "counting (ops formulas, Kernel and Workload figures)": ("src/solkit/ops/", "src/solkit/kernel.py",
+                                                             "src/solkit/workload.py"),
     "registry (registration, parameters, validation)": ("src/solkit/ops/registry.py",),
     "roofline (solkit.sol)": ("src/solkit/sol.py",),
-    "predictor (solkit.prediction)": ("src/solkit/prediction.py",),
+    # the modules that were prediction.py (the neighbour lookup and the timeline were their own files, and no group)
+    "predictor (solkit.prediction)": tuple(f"src/solkit/prediction/{name}.py" for name in (
+        "expected", "result", "gpu", "tiles", "kernel", "collectives", "host")),
     "collectives (solkit.comm)": ("src/solkit/comm.py",),
     "eager programs (models.program, training, resnet: the kernels and autograd launches of whole steps)": (
         "src/solkit/models/program.py", "src/solkit/models/training.py", "src/solkit/models/resnet.py"),

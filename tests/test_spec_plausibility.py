@@ -270,7 +270,7 @@ def _with_measured(**changes: Any) -> dict[str, Any]:
         ({"compute_efficiency": {"gemm": 1.2}}, "field 'measured.compute_efficiency.gemm': 1.2 is outside the "
                                                 "plausible range 0.01 to 1"),
         ({"memory_efficiency": {"copy": 96.1}}, "field 'measured.memory_efficiency.copy': 96.1 is outside"),
-        ({"misaligned_gemm_penalty": 0.5}, "field 'measured.misaligned_gemm_penalty': retired in solkit 0.4"),
+        ({"misaligned_gemm_penalty": 0.5}, "field 'measured.misaligned_gemm_penalty': retired in solkit 0.3"),
         ({"overlap_exponent": 0.5}, "field 'measured.overlap_exponent': 0.5 is outside the plausible range 1 to 1000"),
         ({"launch_floor_us": 4480.0}, "field 'measured.launch_floor_us': 4480 us is outside the plausible range "
                                       "0.1 to 100 us (1000x too large: ns typed into a us field?)"),

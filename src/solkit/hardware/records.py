@@ -51,7 +51,7 @@ TextTable = Annotated[Mapping[str, str], AfterValidator(_read_only)]
 
 #: keys a spec may no longer hold, and why (the message a file that still sets one gets)
 RETIRED: Mapping[str, str] = {
-    name: ("retired in solkit 0.4 (the fit had kept it at 1 since the 'misaligned' GEMM variant's efficiencies and the "
+    name: ("retired in solkit 0.3 (the fit had kept it at 1 since the 'misaligned' GEMM variant's efficiencies and the "
            "conv's per-tap channel padding model these slowdowns): delete the line")
     for name in ("misaligned_gemm_penalty", "small_channel_penalty")
 }
