@@ -141,7 +141,7 @@ def cast_fit():
 
 @pytest.fixture(scope="module")
 def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit):
-    """The fit of the committed data: the sampled fit sets and the catalogue's training two thirds (about 90 s)."""
+    """The fit of the committed data: the sampled fit sets and the catalogue's training two thirds (about 6 s)."""
     from solkit.calibration import fit
     from solkit.calibration.__main__ import FIT_DATA
 
@@ -189,14 +189,68 @@ def test_committed_bank_equals_the_data():
 
 
 def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, fitted):
-    """Changing a held-out case's time tenfold moves no parameter (the held-out third is never fitted)."""
-    from solkit.calibration import fit
+    """The fit read its files' training cases and nothing else: none of the catalogue's held-out third, none of a test
+    draw; on a small fit (the catalogue's norms, softmax and elementwise ops) a held-out case's time x10 moves no
+    parameter, a training case's x10 does."""
+    from solkit.calibration import fit_cases
+    from solkit.calibration.fitting import fit_kernels, fit_split
 
-    held = next(c for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id))
-    cases = tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == held.id else c for c in mset.cases)
-    moved = fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, mset.model_copy(update={"cases": cases})],
-                sk.load_gpu(SPEC))
-    assert moved.calibration == fitted.calibration
+    split = fit_split([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, mset])
+    assert fitted.train_ids == tuple(c.id for train, _ in split for c in train)
+    assert len(fitted.train_ids) == fitted.train_cases == len(set(fitted.train_ids))
+    held = {c.id for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id)}
+    assert {c.id for _, out in split for c in out} == held and len(held) == fitted.holdout_cases > 0
+    assert held.isdisjoint(fitted.train_ids)
+    for name in FROZEN_TESTS:
+        assert {c.id for c in load_measurements(DATA.with_name(name)).cases}.isdisjoint(fitted.train_ids)
+
+    small = mset.model_copy(update={"cases": tuple(c for c in mset.cases if c.op in
+                                                   {"rmsnorm", "layernorm", "softmax", "add", "gelu", "silu", "copy"})})
+    train, out = fit_cases(small)
+    assert len(train) >= 30 and len(out) >= 10
+
+    def tenfold(case_id):
+        return small.model_copy(update={"cases": tuple(c.model_copy(update={"seconds": c.seconds * 10}) if c.id == case_id
+                                                       else c for c in small.cases)})
+
+    gpu = sk.load_gpu(SPEC)
+    base = fit_kernels(small, gpu)
+    assert base.train_ids == tuple(c.id for c in train)
+    assert fit_kernels(tenfold(out[0].id), gpu) == base  # every parameter, the loss and the cases read: all unchanged
+    moved = fit_kernels(tenfold(train[0].id), gpu)
+    assert moved.calibration != base.calibration and moved.objective > base.objective
+
+
+def test_the_descent_is_trying_every_value_in_full(mset, monkeypatch):
+    """The descent evaluates only what a trial moves; trying every value with a whole evaluation of the model (the
+    descent as first written) gives the same parameters and loss, bit for bit, on a small fit (the catalogue's norms,
+    softmax, adds, GELUs and GEMMs: every pass, every table)."""
+    from solkit.calibration import descent, fitting
+
+    def in_full(kernels, cal, coordinates, grids, errors, groups, passes):
+        def loss(c):
+            err = errors(kernels.predicted(c), slice(None))
+            return float(np.mean([np.mean(err[g]) for g in groups]))
+
+        best = loss(cal)
+        for _ in range(passes):
+            for parameter, key in coordinates:
+                for value in grids[parameter]:
+                    trial = descent.with_value(cal, parameter, key, value)
+                    value_loss = loss(trial)
+                    if value_loss < best - 1e-12:
+                        cal, best = trial, value_loss
+        return cal, best
+
+    small = mset.model_copy(update={"cases": tuple(c for c in mset.cases if c.op in
+                                                   {"rmsnorm", "layernorm", "softmax", "add", "gelu", "matmul"})})
+    gpu = sk.load_gpu(SPEC)
+    fast = fitting.fit_kernels(small, gpu)
+    monkeypatch.setattr(fitting, "descend", in_full)
+    slow = fitting.fit_kernels(small, gpu)
+    assert all(getattr(fast.calibration, table) for table in descent.TABLES)  # every table holds a fitted entry
+    assert fast.calibration.overlap_exponent != float("inf")  # and the exponent moved off its start
+    assert fast == slow
 
 
 def test_sampled_sets_have_fixed_roles(mset, sample_fit):
@@ -311,9 +365,9 @@ def test_sdpa_cases_are_modelled_as_sdpa(sdpa_fit):
 
 
 def test_the_fits_vectorized_model_is_the_predictor(sample_fit, sdpa_fit, mset):
-    """The fit evaluates the model for every training kernel at once (fitting._Kernels); on the committed calibration
+    """The fit evaluates the model for every training kernel at once (descent.KernelArrays); on the committed calibration
     it gives each case exactly what predict's combine gives, helper launches and bytes, waves and variants included."""
-    from solkit.calibration.fitting import _Kernels
+    from solkit.calibration.descent import KernelArrays
     from solkit.calibration import fit_cases, workload_of
     from solkit.prediction import calibration, combine, kernel_terms
 
@@ -322,6 +376,6 @@ def test_the_fits_vectorized_model_is_the_predictor(sample_fit, sdpa_fit, mset):
     cases = [c for m in (sample_fit, sdpa_fit, mset) for c in fit_cases(m)[0]]
     assert {c.family for c in cases} >= {"conv2d", "softmax", "embedding", "attention", "sdpa", "matmul", "decode"}
     terms = [[(kernel_terms(k, gpu, cal), n) for k, n in workload_of(c).counted] for c in cases]
-    kernels = _Kernels([(i, t, n) for i, case_terms in enumerate(terms) for t, n in case_terms], len(cases))
+    kernels = KernelArrays([(i, t, n) for i, case_terms in enumerate(terms) for t, n in case_terms], len(cases))
     expected = np.array([float(combine(case_terms, cal)) for case_terms in terms])
     assert kernels.predicted(cal) == pytest.approx(expected, rel=1e-9)

@@ -17,11 +17,13 @@ a key's parameters answer to its own cases only (a global p90 term made the fit 
 families nothing had changed moved by 5 points of median error from one refit to the next). Each
 file's cases are predicted beside its own measured launch floor.
 It is deterministic: the same files give the same parameters, which ``tests/test_calibration.py``
-checks against the committed spec. The loss is evaluated for every training kernel at once.
+checks against the committed spec. The loss is evaluated for every training kernel at once, and a trial
+recomputes only the kernels and cases its value moves (``descent``: bit for bit the whole evaluation).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
@@ -29,15 +31,16 @@ import numpy as np
 
 from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration, ReadOnlyTable
 from ..precision import rate_class
-from ..prediction import KernelTerms, kernel_terms, soft_max
-from .data import MeasurementSet, fit_cases, sample_set_of, workload_of
+from ..prediction import KernelTerms, kernel_terms
+from .data import MeasuredCase, MeasurementSet, fit_cases, sample_set_of, workload_of
+from .descent import KernelArrays, descend
 from .metrics import log_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from .programs import StepSet
     from ..hardware.schema import GPU
 
-__all__ = ["ceilings", "fit", "FitResult", "GRIDS", "MIN_CASES_PER_KEY", "PASSES", "TAIL_START", "TAIL_WEIGHT", "round_calibration"]
+__all__ = ["ceilings", "fit", "fit_kernels", "fit_split", "FitResult", "GRIDS", "MIN_CASES_PER_KEY", "PASSES", "TAIL_START", "TAIL_WEIGHT", "round_calibration"]
 
 EFFICIENCY_GRID = np.geomspace(0.03, 1.0, 90)  # an efficiency is a share of a measured ceiling: at most 1 (a spec check)
 LATENCY_GRID = np.linspace(0.0, 20e-6, 81)
@@ -110,58 +113,7 @@ class FitResult:
     train_cases: int
     holdout_cases: int
     objective: float  # the loss (mean of the hinged |log(predicted / measured)|) on the training cases
-
-
-class _Kernels:
-    """Every kernel of the training cases as arrays, to evaluate a calibration on all of them at once."""
-
-    def __init__(self, terms: list[tuple[int, KernelTerms, int]], n_cases: int) -> None:
-        self.n_cases = n_cases
-        self.case = np.array([c for c, _, _ in terms])
-        self.count = np.array([float(n) for _, _, n in terms])
-        rows = [t for _, t, _ in terms]
-
-        def column(name: str, dtype: Any = float) -> np.ndarray:
-            return np.array([getattr(t, name) for t in rows], dtype=dtype)
-
-        self.t_compute, self.t_memory, self.launches = column("t_compute"), column("t_memory"), column("launches")
-        self.present = column("present", bool)
-        self.waves, self.block_bytes, self.k_steps = column("waves"), column("block_bytes"), column("k_steps")
-        self.helper_bytes = column("helper_bytes")
-        self.keys: list[str] = sorted({t.op for t in rows} | {t.kind for t in rows} |
-                                      {f"{t.op}_{name}" for t in rows for name, _ in t.variants})
-        index = {k: i for i, k in enumerate(self.keys)}
-        self.op = np.array([index[t.op] for t in rows])
-        self.kind = np.array([index[t.kind] for t in rows])
-        # every kernel of a fit is one shape: a variant applies or not; -1 (an absent entry) where none does
-        depth = max((len(t.variants) for t in rows), default=0)
-        self.variant_keys = [np.array([index[f"{t.op}_{t.variants[i][0]}"] if i < len(t.variants) and
-                                       bool(np.all(t.variants[i][1])) else -1 for t in rows]) for i in range(depth)]
-
-    def lookup(self, table: Any, default: float) -> np.ndarray:
-        """Each kernel's entry: its key's, else its kind's, else ``default``; its variant's where that applies."""
-        values = np.array([table.get(k, np.nan) for k in self.keys] + [np.nan])
-        by_op, by_kind = values[self.op], values[self.kind]
-        value = np.where(np.isnan(by_op), np.where(np.isnan(by_kind), default, by_kind), by_op)
-        for keys in self.variant_keys:  # in order: a later variant's entry wins
-            by_variant = values[keys]
-            value = np.where(np.isnan(by_variant), value, by_variant)
-        return value
-
-    def predicted(self, cal: Calibration) -> np.ndarray:
-        """Predicted seconds of every case (``solkit.prediction.combine`` for all at once)."""
-        compute = self.t_compute / self.lookup(cal.compute_efficiency, 1.0)
-        memory_efficiency = self.lookup(cal.memory_efficiency, 1.0)
-        memory = self.t_memory / memory_efficiency
-        body = soft_max(compute, memory, cal.overlap_exponent)
-        stream = self.waves * np.maximum(self.block_bytes / self.lookup(cal.block_bandwidth, np.inf),
-                                         self.k_steps * self.lookup(cal.kstep_latency, 0.0))
-        body = self.lookup(cal.kernel_latency, 0.0) + self.waves * self.lookup(cal.wave_latency, 0.0) + \
-            np.maximum(body, stream) + self.helper_bytes / (cal.copy_bandwidth * memory_efficiency)
-        body = np.where(self.present, body, 0.0) * self.count
-        launches = np.bincount(self.case, np.where(self.present, self.launches, 0.0) * self.count, self.n_cases)
-        total = cal.launch_floor + np.bincount(self.case, body, self.n_cases)
-        return total + cal.kernel_gap * np.maximum(launches - 1.0, 0.0)  # type: ignore[no-any-return]
+    train_ids: tuple[str, ...] = ()  # the ids of the cases fitted on, in the order the fit read them
 
 
 def _key(t: KernelTerms) -> str:
@@ -203,12 +155,6 @@ def _coordinates(train_terms: Iterable[tuple[KernelTerms, ...]]) -> list[tuple[s
     return coordinates
 
 
-def _with(cal: Calibration, parameter: str, key: Optional[str], value: float) -> Calibration:
-    if key is None:
-        return cal.replace(**{parameter: float(value)})
-    return cal.replace(**{parameter: {**getattr(cal, parameter), key: float(value)}})
-
-
 def _used_keys(cal: Calibration, train_terms: Iterable[tuple[KernelTerms, ...]]) -> Calibration:
     """The calibration without entries that no training kernel resolves to (an operator's entry hides its kind's)."""
     tables = ("kernel_latency", "compute_efficiency", "memory_efficiency", "wave_latency", "kstep_latency", "block_bandwidth")
@@ -221,24 +167,26 @@ def _used_keys(cal: Calibration, train_terms: Iterable[tuple[KernelTerms, ...]])
     return cal.replace(**{table: {k: v for k, v in getattr(cal, table).items() if k in used[table]} for table in tables})
 
 
-def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "Optional[Sequence[StepSet]]" = None
-        ) -> FitResult:
-    """Fit the predictor's parameters to the training cases of ``msets`` for ``gpu`` (its SM count and peaks).
+def fit_split(msets: "MeasurementSet | Sequence[MeasurementSet]") -> list[tuple[list[MeasuredCase], list[MeasuredCase]]]:
+    """Per file, in order: (training, held-out) cases, its ``fit_cases``; the fit reads the training cases alone."""
+    sets = [msets] if isinstance(msets, MeasurementSet) else list(msets)
+    return [fit_cases(m) for m in sets]
 
-    The ceilings are the first file's; the training cases are every file's ``fit_cases``; the host
-    times of eager programs are fitted on whole steps (``steps``, default the committed step files).
-    """
+
+def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") -> FitResult:
+    """The kernels' parameters (the ceilings, the gap, the per-key tables, the overlap exponent) fitted to the training
+    cases of ``msets`` (``fit_split``) for ``gpu``; the host and link parameters stay as ``Calibration`` defaults."""
     sets = [msets] if isinstance(msets, MeasurementSet) else list(msets)
     base = Calibration(gpu=gpu.name, calibrated=True, source="fit", **ceilings(sets[0]), kernel_gap=0.0,
                        kernel_latency={}, compute_efficiency={}, memory_efficiency={}, wave_latency={}, kstep_latency={}, block_bandwidth={},
                        overlap_exponent=float("inf"))
-    split = [fit_cases(m) for m in sets]
+    split = fit_split(sets)
     train = [c for t, _ in split for c in t]
     held = [c for _, h in split for c in h]
     train_terms = [tuple(kernel_terms(k, gpu, base) for k, _ in workload_of(c).counted) for c in train]
     counts = [tuple(n for _, n in workload_of(c).counted) for c in train]
-    kernels = _Kernels([(i, t, n) for i, (terms, ns) in enumerate(zip(train_terms, counts)) for t, n in zip(terms, ns)],
-                       len(train))
+    kernels = KernelArrays([(i, t, n) for i, (terms, ns) in enumerate(zip(train_terms, counts)) for t, n in zip(terms, ns)],
+                           len(train))
     measured = np.array([c.seconds for c in train], dtype=float)  # fit_cases keeps measured cases only
 
     # each source's training cases weigh the same: the hand-picked shapes users run stay in view beside the random draws
@@ -255,29 +203,33 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
     floor_shift = np.concatenate([np.full(len(t), ceilings(m)["launch_floor"] - base.launch_floor)
                                   for m, (t, _) in zip(sets, split)])
 
-    def loss(cal: Calibration) -> float:
-        err = log_error(kernels.predicted(cal) + floor_shift, measured)
-        err = err + TAIL_WEIGHT * np.maximum(err - TAIL_START, 0.0)
-        return float(np.mean([np.mean(err[g]) for g in groups]))
+    def errors(predicted: np.ndarray, at: Any) -> np.ndarray:
+        """e + TAIL_WEIGHT max(e - TAIL_START, 0), e = |log(predicted / measured)|, of the cases ``at``."""
+        err = log_error(predicted + floor_shift[at], measured[at])
+        return err + TAIL_WEIGHT * np.maximum(err - TAIL_START, 0.0)  # type: ignore[no-any-return]
 
-    cal, best = base, loss(base)
-    coordinates = _coordinates(train_terms)
-    for _ in range(PASSES):
-        for parameter, key in coordinates:
-            for value in GRIDS[parameter]:
-                trial = _with(cal, parameter, key, value)
-                value_loss = loss(trial)
-                if value_loss < best - 1e-12:
-                    cal, best = trial, value_loss
+    cal, best = descend(kernels, base, _coordinates(train_terms), GRIDS, errors, groups, PASSES)
+    return FitResult(_used_keys(cal, train_terms), len(train), len(held), best, tuple(c.id for c in train))
+
+
+def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "Optional[Sequence[StepSet]]" = None
+        ) -> FitResult:
+    """Fit the predictor's parameters to the training cases of ``msets`` for ``gpu`` (its SM count and peaks).
+
+    The ceilings are the first file's; the kernels' parameters are fitted on every file's training cases
+    (``fit_kernels``); the host times of eager programs on whole steps (``steps``, default the committed step
+    files), FSDP's host time and the links' on their own files (``parallel_parameters``, ``link_parameters``).
+    """
     from .collectives import link_parameters
     from .parallel import parallel_parameters
 
+    kernels = fit_kernels(msets, gpu)
     links = link_parameters()
     links["link_latency"] = ReadOnlyTable(links["link_latency"])
     links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])
     links["link_misaligned"] = ReadOnlyTable(links["link_misaligned"])
-    fitted = _used_keys(cal, train_terms).replace(**host_parameters(steps), **parallel_parameters(), **links)
-    return FitResult(fitted, len(train), len(held), best)
+    fitted = kernels.calibration.replace(**host_parameters(steps), **parallel_parameters(), **links)
+    return dataclasses.replace(kernels, calibration=fitted)
 
 
 def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, float]:
