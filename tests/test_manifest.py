@@ -1,0 +1,217 @@
+"""The data folder's manifest (data/manifest.yaml): every file listed once, its facts as the commit log and the files'
+own records give them, and a bad manifest refused with an error naming the file and the field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+import solkit
+from solkit.calibration.manifest import MANIFEST_NAME, ROLES, data_dir, load_manifest, manifest
+from solkit.errors import OptionError, SolkitError, SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+
+
+def test_the_manifest_lists_exactly_the_files_of_data():
+    """One entry per file of data/ and its subfolders (the manifest itself aside), none twice, none missing."""
+    on_disk = {p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.is_file()} - {MANIFEST_NAME}
+    listed = [e.file for e in manifest().entries]
+    assert len(listed) == len(set(listed)) == len(on_disk) >= 80  # 80 files when the manifest was written
+    assert set(listed) == on_disk
+
+
+def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
+    """solkit/data is the package's data folder; in a source checkout it is the repository's data/ (a link)."""
+    assert data_dir() == (Path(solkit.__file__).parent / "data").resolve() == DATA.resolve()
+
+
+@pytest.mark.parametrize("name, role, seed, after, added", [
+    # b9b37fd: "The frozen seed-2042 step test (90 random steps measured after be3dbc7 froze the model as it stands ...)"
+    ("h200_steps_test_seed2042.json", "test", 2042, "be3dbc7", "b9b37fd"),
+    # d11d401: "The frozen seed-2041 step test (90 random steps measured after f08f101 froze the model ...)"
+    ("h200_steps_test_seed2041.json", "test", 2041, "f08f101", "d11d401"),
+    # 693cebd: "the frozen seed-2032 test draw (1,000 random cases and 200 SDPA cases ... after commit 2e97ee8 froze the model)"
+    ("h200_sample_test_seed2032.json", "test", 2032, "2e97ee8", "693cebd"),
+    ("h200_sdpa_test_seed2032.json", "test", 2032, "2e97ee8", "693cebd"),
+    # 420089c: "the frozen collectives test (seed 2036, 120 cases, after commit 615211b)"
+    ("h200x2_collectives_test_seed2036.json", "test", 2036, "615211b", "420089c"),
+    # f08f101 committed seed 2040's draw, "measured after e8e0d6a froze the launch counts", looked at to choose the probe's use
+    ("h200_steps_test_seed2040.json", "spent", 2040, "e8e0d6a", "f08f101"),
+    # 615211b: "the seed-2033 draw found it [link_misaligned] ... and is spent"; 96bd492 froze the model for seeds 2033/2034
+    ("h200x2_collectives_test_seed2033.json", "spent", 2033, "96bd492", "615211b"),
+    ("h200x2_parallel_steps_test_seed2034.json", "spent", 2034, "96bd492", "615211b"),
+    # 7b26cea: "the frozen test draw of whole steps (seed 2029, 60 random steps measured after 98403b1 ...)", profiled since
+    ("h200_steps_test_seed2029.json", "profiled", 2029, "98403b1", "7b26cea"),
+    # 919e6bb: "H200 measurements (310 cases), calibrated predictor ...": the catalogue, hand-picked (no seed)
+    ("h200_measurements.json", "fit", None, None, "919e6bb"),
+])
+def test_facts_from_the_commit_log(name, role, seed, after, added):
+    """Each file's role, seed, the commit it was measured after and the commit that added it, as the log says."""
+    e = manifest().entry(name)
+    assert (e.role, e.seed, e.after, e.added) == (role, seed, after, added)
+
+
+def test_the_newest_frozen_test_of_each_family():
+    """What every predictor change reports on: seed 2032 (kernels, the default mix and SDPA), 2042 (steps), 2036
+    (collectives), 2037 (2-GPU steps); no cast test is frozen (seed 2028's is spent)."""
+    m = manifest()
+    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2032.json"
+    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2032.json"
+    assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
+    assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
+    assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
+    assert m.newest_test("kernels", "cast") is None
+
+
+def _own_record(name: str) -> dict:
+    """(date, gpu, gpus, seed) as a JSON file records them: measure_h200.py's meta, steps.py's env, the comm scripts'
+    environment and command."""
+    raw = json.loads((DATA / name).read_text())
+    if "meta" in raw and "gpu_name" in raw["meta"]:
+        meta = raw["meta"]
+        return {"date": meta["date_utc"], "gpu": meta["gpu_name"], "gpus": 1, "seed": meta["args"].get("sample_seed")}
+    command = raw.get("command") or []
+    seed = int(command[command.index("--draw") + 1]) if "--draw" in command else None
+    if "env" in raw and "gpu" in raw["env"]:
+        return {"date": raw["created_utc"], "gpu": raw["env"]["gpu"], "gpus": 1, "seed": seed}
+    if "environment" in raw:
+        env = raw["environment"]
+        return {"date": env["created_utc"], "gpu": env["gpus"][0], "gpus": len(env["gpus"]), "seed": seed}
+    return {}
+
+
+def test_dates_gpus_and_seeds_are_the_files_own():
+    """Every measurement file that records when, on what and with which seed it ran agrees with its entry."""
+    checked = 0
+    for e in manifest().entries:
+        if not e.file.endswith(".json") or "/" in e.file:
+            continue
+        own = _own_record(e.file)
+        if own:
+            assert {k: getattr(e, k) for k in own} == own, e.file
+            checked += 1
+    assert checked == 42  # 21 kernel files + 11 step files + 5 collectives files + 5 split-step files
+
+
+def test_sampled_sets_roles_follow_the_sampler():
+    """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
+    fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
+    families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm"}
+    allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
+    for e in manifest().select(measures="kernels"):
+        if e.role == "report":
+            continue
+        args = json.loads((DATA / e.file).read_text())["meta"]["args"]
+        if args.get("sample"):
+            assert e.family == families[args.get("sample_families")] and e.role in allowed[args["sample"]], e.file
+        else:
+            assert e.family == "catalogue", e.file
+
+
+def test_a_test_draw_is_in_no_fit_and_not_in_the_bank():
+    """No frozen test draw is read by a fit or built into the neighbour bank, and each names its freezing commit."""
+    from solkit.calibration.__main__ import FIT_DATA
+    from solkit.calibration.neighbours import BANK_DATA
+
+    tests = manifest().select(role="test")
+    assert len(tests) >= 6  # kernels x2, steps x2, collectives, 2-GPU steps
+    assert all(not e.bank and not e.fits and e.after for e in tests)
+    used = {Path(p).name for p in (*FIT_DATA, *BANK_DATA)}
+    assert used.isdisjoint(e.file for e in tests)
+
+
+def test_only_the_profiler_traces_stay_out_of_the_wheel():
+    """shipped: false exactly for data/profiles, which pyproject's wheel excludes."""
+    kept_out = {e.file for e in manifest().entries if not e.shipped}
+    assert kept_out == {e.file for e in manifest().entries if e.file.startswith("profiles/")}
+    assert len(kept_out) == 21  # 8 files in profiles/ + 7 in profiles/steps + 6 in profiles/parallel
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert '"/data/profiles"' in pyproject and '"data" = "solkit/data"' in pyproject
+
+
+def test_every_role_is_defined_in_the_header():
+    """The file's header defines each role of the vocabulary."""
+    header = (DATA / MANIFEST_NAME).read_text().split("\nprotocols:")[0]
+    for role in ROLES:
+        assert f"#     {role} " in header, role
+
+
+def _folder(tmp_path: Path, entries: list, planned: list = (), files=("a.json", "b.json")) -> Path:
+    """A data folder of small files and a manifest of ``entries``."""
+    for name in files:
+        (tmp_path / name).write_text("{}")
+    path = tmp_path / MANIFEST_NAME
+    path.write_text(yaml.safe_dump({"protocols": {"p": "a script"}, "files": entries, "planned": list(planned)}))
+    return path
+
+
+GOOD = [{"file": "a.json", "role": "fit", "measures": "kernels", "fits": ["kernels"], "protocol": "p"},
+        {"file": "b.json", "role": "test", "measures": "kernels", "after": "2e97ee8"}]
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda e, p: e[1].update(role="frozen"), "entry 'b.json', field 'role'"),
+    (lambda e, p: e[1].update(bank=True), "entry 'b.json', field 'bank': a frozen test draw is never in the neighbour bank"),
+    (lambda e, p: e[1].pop("after"), "entry 'b.json', field 'after'"),
+    (lambda e, p: e[1].update(fits=["kernels"]), "entry 'b.json', field 'fits'"),
+    (lambda e, p: e[0].pop("fits"), "entry 'a.json', field 'fits'"),
+    (lambda e, p: e[0].update(fits=["everything"]), "entry 'a.json', field 'fits.0'"),
+    (lambda e, p: e[1].update(after="HEAD~3"), "entry 'b.json', field 'after': expected a commit hash"),
+    (lambda e, p: e[0].update(protocol="q"), "entry 'a.json', field 'protocol'"),
+    (lambda e, p: e[0].update(date="yesterday"), "entry 'a.json', field 'date'"),
+    (lambda e, p: e[0].update(colour="red"), "entry 'a.json', field 'colour'"),
+    (lambda e, p: e[0].update(shipped=False), "entry 'a.json', field 'shipped'"),
+    (lambda e, p: e.append(dict(e[0])), "entry 'a.json', field 'file': named twice"),
+    (lambda e, p: e.append({"file": "c.json", "role": "record", "measures": "host"}), "entry 'c.json', field 'file': no such file"),
+    (lambda e, p: e.pop(), "not in the manifest: b.json"),
+    (lambda e, p: p.append({"file": "a.json", "role": "fit", "measures": "collectives", "fits": ["link_hop"]}),
+     "named twice"),
+    (lambda e, p: p.append({"file": "c.json", "role": "fit", "measures": "collectives"}), "planned entry 'c.json', field 'fits'"),
+])
+def test_a_bad_manifest_names_the_file_and_the_field(tmp_path, change, words):
+    """Each broken rule is a SpecError (a ValueError) naming the manifest, the entry and the field."""
+    entries = [dict(e) for e in GOOD]
+    planned: list = []
+    load_manifest(_folder(tmp_path, entries))  # whole, it loads
+    change(entries, planned)
+    path = _folder(tmp_path, entries, planned)
+    with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(".", r"\.")) as info:
+        load_manifest(path)
+    assert str(path) in str(info.value) and isinstance(info.value, ValueError)
+
+
+def test_a_planned_file_that_exists_must_move_to_files(tmp_path):
+    """A planned measurement whose file is committed is refused until its entry moves to 'files'."""
+    planned = [{"file": "c.json", "role": "fit", "measures": "collectives", "fits": ["link_hop"]}]
+    assert load_manifest(_folder(tmp_path, [dict(e) for e in GOOD], planned)).planned[0].file == "c.json"
+    with pytest.raises(SpecError, match="planned entry 'c.json', field 'file': the file exists now"):
+        load_manifest(_folder(tmp_path, [dict(e) for e in GOOD], planned, files=("a.json", "b.json", "c.json")))
+
+
+def test_a_missing_or_broken_manifest_is_a_spec_error(tmp_path):
+    """No manifest, bad YAML, or a list at the top: each a SpecError naming the file."""
+    with pytest.raises(SpecError, match="no data manifest"):
+        load_manifest(tmp_path / MANIFEST_NAME)
+    (tmp_path / MANIFEST_NAME).write_text("files: [")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_manifest(tmp_path / MANIFEST_NAME)
+    (tmp_path / MANIFEST_NAME).write_text("- a.json\n")
+    with pytest.raises(SpecError, match="expected a mapping"):
+        load_manifest(tmp_path / MANIFEST_NAME)
+
+
+@pytest.mark.parametrize("where, words", [({"role": "frozen"}, "role must be one of fit, bank"),
+                                          ({"colour": "red"}, "manifest field must be one of file, role"),
+                                          ({"fits": "all"}, "fits must be one of kernels")])
+def test_a_bad_query_is_an_option_error(where, words):
+    """Asking for an unknown role, field or fit names it (OptionError, a ValueError)."""
+    with pytest.raises(OptionError, match=words) as info:
+        manifest().files(**where)
+    assert isinstance(info.value, SolkitError) and isinstance(info.value, ValueError)
+    with pytest.raises(OptionError, match="'nothing.json' is not in the data manifest"):
+        manifest().entry("nothing.json")
