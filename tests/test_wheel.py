@@ -9,6 +9,7 @@ import venv
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,11 @@ bank = calibration(solkit.load_gpu('h200')).neighbours  # the shipped neighbour 
 assert bank is not None and len(bank) > 10_000, bank
 p = solkit.predict(solkit.ops.matmul(25, 8, 6984, dtype='fp32', batch=2), 'h200')
 assert p.kernels[0].neighbour > 1.0, p.kernels[0]
+from solkit.calibration import data_dir, manifest  # the data folder ships: the manifest loads and checks against it
+data = data_dir()
+assert 'site-packages' in str(data) and (data / 'manifest.yaml').is_file() and not (data / 'profiles').exists(), data
+shipped = [e.file for e in manifest().entries if e.shipped]
+assert all((data / name).is_file() for name in shipped) and len(shipped) >= 50, len(shipped)
 print(len(names), folder)
 """
 
@@ -48,3 +54,10 @@ def test_wheel_installs_and_loads_every_spec(tmp_path):
     cli = subprocess.run([str(py), "-m", "solkit", "gpus"], cwd=tmp_path, check=True, capture_output=True, text=True, env=env)
     for name in shipped:
         assert name in cli.stdout
+    # the calibration runs from the wheel alone: the fit of the shipped data is the committed spec's
+    refit = subprocess.run([str(py), "-m", "solkit.calibration", "fit", "--spec", str(ROOT / "hardware_specs" / "h200-sxm.yaml")],
+                           cwd=tmp_path, check=True, capture_output=True, text=True, env=env)
+    committed = yaml.safe_load((ROOT / "hardware_specs" / "h200-sxm.yaml").read_text())["measured"]
+    printed = yaml.safe_load(refit.stdout)["measured"]
+    assert printed["fit"] == committed["fit"] and printed["kernel_latency_us"] == committed["kernel_latency_us"]
+    assert printed["method"] == committed["method"]  # the same files, named as in a checkout (data/NAME)

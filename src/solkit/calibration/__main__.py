@@ -8,7 +8,9 @@
     python -m solkit.calibration collectives [--out data/h200x2_collectives.md]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
-Paths are relative to the current folder (run it from a source checkout's root).
+A measurement file is a path, or a file of solkit's data folder by name (``NAME`` or ``data/NAME``: the copy
+shipped in the package, a source checkout's ``data/``); ``data/manifest.yaml`` gives each file's role, and the
+defaults below are read from it. Outputs (``--out``, the spec with ``--write``) are paths from the current folder.
 """
 
 from __future__ import annotations
@@ -19,58 +21,60 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..hardware import load_spec_file
-from .crossval import cross_validate, format_scores
-from .fitting import fit, round_calibration
-from .neighbours import BANK_DATA, bank_document, bank_file, bank_rows, holdout_by_set, write_bank
 from ..prediction import calibration
-from .data import load_measurements
+from .collectives import (COMM_FIT_DATA, COMM_MISALIGNED_DATA, COMM_MULTI_FIT_DATA, COMM_SPENT_DATA, COMM_TEST_DATA,
+                          COMM_TEST_FROZEN, COMM_VALIDATION_DATA, collectives_report)
+from .crossval import cross_validate, format_scores
+from .data import MeasurementSet, load_measurements
+from .fitting import fit
+from .manifest import DataFile, data_path, manifest
 from .metrics import evaluate
+from .neighbours import BANK_DATA, bank_document, bank_file, bank_rows, holdout_by_set, write_bank
+from .parallel import parallel_report_lines
+from .programs import programs_report
 from .report import sampled_report, validation_report
-from .writer import _dump, measured_section, write_measured
+from .rounding import round_calibration
+from .writer import measured_section, section_text, write_measured
 
-DATA = "data/h200_measurements.json"
-#: the fit reads the sampled fit sets (the first's ceilings; all their cases: seed 2026, then seed 2027, measured
-#: after the frozen test draw, SDPA as users call it, and casts between precisions) and two thirds of the
-#: hand-picked catalogue
-FIT_DATA = ("data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", "data/h200_sdpa_fit_seed2027.json",
-            "data/h200_cast_fit_seed2028.json", DATA)
+
+def _shown(name: str) -> str:
+    """A data file as the commands name it: ``data/NAME`` (its place in a source checkout)."""
+    return f"data/{name}"
+
+
+def _title(e: DataFile) -> str:
+    """A sampled set's heading in the sampled report: its role, family and what the manifest says of it."""
+    role = {"test": "Test (frozen)", "spent": "Test (spent)", "bank": "Fit (bank only)"}.get(e.role, e.role.capitalize())
+    return f"{role}, {e.family}, {e.describe()}"
+
+
+_KERNELS = manifest().select(measures="kernels")
+#: the kernel fit's files, in the fit's order (the first gives the measured ceilings)
+FIT_DATA = tuple(_shown(e.file) for e in _KERNELS if "kernels" in e.fits)
+#: the hand-picked catalogue (its training two thirds are fitted, its held-out third reported) and its second run
+DATA = _shown(manifest().files(role="fit", measures="kernels", family="catalogue")[0])
+REPEAT = _shown(manifest().files(role="repeat", measures="kernels", family="catalogue")[0])
+_FIRST = manifest().entry(FIT_DATA[0])
+#: the validation set drawn with the first fit file (its seed and family)
+VALIDATION = _shown(manifest().files(role="validation", measures="kernels", family=_FIRST.family, seed=_FIRST.seed)[0])
+#: an earlier run of the first fit file's cases (the sampled report's run-to-run spread)
+SAMPLE_REPEAT = _shown(manifest().files(role="repeat", measures="kernels", family=_FIRST.family, seed=_FIRST.seed)[0])
+#: the newest frozen test draw of the sampler's default mix (the validation report shows it first)
+FROZEN_TEST = _shown(getattr(manifest().newest_test("kernels", "sampled"), "file", ""))
+#: the sampled report's sets, in order: (title, path): the frozen test draws first, then every other sampled set
+SAMPLED_SETS = tuple((_title(e), _shown(e.file)) for e in
+                     sorted((e for e in _KERNELS if e.family != "catalogue" and e.role in ("fit", "bank", "validation", "test",
+                                                                                          "spent")),
+                            key=lambda e: e.role != "test"))
 SPEC = "hardware_specs/h200-sxm.yaml"
-REPEAT = "data/h200_measurements_run2.json"
-VALIDATION = "data/h200_sample_validation.json"
-#: the random test draw measured after the current model was frozen (commit 2e97ee8)
-FROZEN_TEST = "data/h200_sample_test_seed2032.json"
-#: a spent test set (seed 2027, measured after commit 490446c froze the model of then); the frozen test of the
-#: current model is seed 2032's (SAMPLED_SETS' first)
-TEST = "data/h200_sample_test_seed2027.json"
-#: the sampled report's sets, in order: (title, path)
-SAMPLED_SETS = (
-    ("Test, seed 2032 (frozen: measured after commit 2e97ee8 froze this model; in no fit and not in the bank)",
-     "data/h200_sample_test_seed2032.json"),
-    ("SDPA as users call it, seed 2032, test (frozen: measured after commit 2e97ee8, this model)",
-     "data/h200_sdpa_test_seed2032.json"),
-    ("Fit, seed 2026", "data/h200_sample_fit_run2.json"),
-    ("Fit, seed 2027", "data/h200_sample_fit_seed2027.json"),
-    ("Fit, seed 2030 (bank only)", "data/h200_sample_fit_seed2030.json"),
-    ("Fit, seed 2030, convs and batched GEMMs only (bank only)", "data/h200_sample_fit_conv_bmm_seed2030.json"),
-    ("Validation, seed 2026", VALIDATION),
-    ("Validation, seed 2027", "data/h200_sample_validation_seed2027.json"),
-    ("Validation, seed 2030", "data/h200_sample_validation_seed2030.json"),
-    ("Test, seed 2028 (spent: the result of commit 98403b1 is data/h200_test_seed2028_frozen.md; in the bank since)",
-     "data/h200_sample_test_seed2028.json"),
-    ("Test, seed 2027 (spent: data/h200_test_seed2027_frozen.md; in the bank since)", TEST),
-    ("Earlier test, seed 2026 (spent: measured after the previous model, seen since)", "data/h200_sample_test.json"),
-    ("SDPA as users call it (no backend forced; modelled as impl='sdpa'), seed 2027, fit", "data/h200_sdpa_fit_seed2027.json"),
-    ("SDPA as users call it, seed 2027, validation", "data/h200_sdpa_validation_seed2027.json"),
-    ("SDPA as users call it, seed 2027, test (spent: measured after 5185ace, an earlier model)",
-     "data/h200_sdpa_test_seed2027.json"),
-    ("Casts between precisions (dst.copy_(src)), seed 2028, fit", "data/h200_cast_fit_seed2028.json"),
-    ("Casts between precisions, seed 2028, validation", "data/h200_cast_validation_seed2028.json"),
-    ("Casts between precisions, seed 2028, test (spent: measured after 98403b1)", "data/h200_cast_test_seed2028.json"),
-)
-SAMPLE_REPEAT = "data/h200_sample_fit.json"
 SAMPLED_REPORT = "data/h200_sample_report.md"
 REPORT = "data/h200_validation.md"
 PROGRAMS_REPORT = "data/h200_programs.md"
+
+
+def _load(path: str) -> MeasurementSet:
+    """A measurement file by path or by its name in the data folder."""
+    return load_measurements(data_path(path))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -108,65 +112,58 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     gpu = load_spec_file(args.spec)
     if args.command == "fit":
-        msets = [load_measurements(path) for path in args.data]
+        msets = [_load(path) for path in args.data]
         result = fit(msets, gpu)
         section = measured_section(msets[0], result, " + ".join(args.data), bank_file(gpu.name))
-        print(_dump(section), end="")
+        print(section_text(section), end="")
         if args.write:
-            rows = [r for path in args.bank for r in bank_rows(load_measurements(path), gpu,
+            rows = [r for path in args.bank for r in bank_rows(_load(path), gpu,
                                                                  round_calibration(result.calibration))]
             write_bank(Path(args.spec).parent / bank_file(gpu.name), bank_document(rows, gpu.name, args.bank))
             write_measured(args.spec, section)
             print(f"wrote {args.spec} and its neighbour bank {bank_file(gpu.name)} ({len(rows)} cases)")
         return 0
     if args.command == "cv":
-        sample, catalogue = (load_measurements(path) for path in args.data)
-        scores = cross_validate(sample, catalogue, load_measurements(args.validation), gpu,
+        sample, catalogue = (_load(path) for path in args.data)
+        scores = cross_validate(sample, catalogue, _load(args.validation), gpu,
                                 gpu.measured.calibration(gpu.name) if gpu.measured else fit([sample, catalogue], gpu).calibration)
         print(format_scores(scores))
         return 0
     if args.command == "sampled":
         named = [item.rsplit("=", 1) for item in args.sets]
-        sets = [(name, path, load_measurements(path)) for name, path in named]
+        sets = [(name, path, _load(path)) for name, path in named]
         # the earlier run repeats the seed-2026 fit set (run 2)
         again = next((m for _, path, m in sets if Path(path).name == Path(FIT_DATA[0]).name), sets[0][2])
-        earlier = (load_measurements(args.repeat), again) if args.repeat else None
+        earlier = (_load(args.repeat), again) if args.repeat else None
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
-        named_rows = [(Path(path).name, bank_rows(load_measurements(path), gpu, calibration(gpu))) for path in BANK_DATA]
+        named_rows = [(Path(path).name, bank_rows(_load(path), gpu, calibration(gpu))) for path in BANK_DATA]
         text = sampled_report(sets, gpu, args.spec, cv_table, earlier, holdout_by_set(named_rows, gpu, calibration(gpu)))
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0
     if args.command == "collectives":
-        from .collectives import (COMM_FIT_DATA, COMM_MISALIGNED_DATA, COMM_MULTI_FIT_DATA, COMM_SPENT_DATA, COMM_TEST_DATA,
-                                  COMM_TEST_FROZEN, COMM_VALIDATION_DATA, collectives_report)
-        from .programs import data_dir
 
         named = ([("fit", COMM_FIT_DATA), ("fit: chunks off 16-byte alignment (link_misaligned)", COMM_MISALIGNED_DATA),
                   ("validation", COMM_VALIDATION_DATA)] + [(f"frozen test ({COMM_TEST_FROZEN[t]})" if t in COMM_TEST_FROZEN else "frozen test", t)
                                                         for t in COMM_TEST_DATA]
                  + [("fit: 4 or 8 GPUs (link_hop)", t) for t in COMM_MULTI_FIT_DATA]
                  + [(f"spent test ({why})", t) for t, why in COMM_SPENT_DATA])
-        present = [(title, path) for title, path in named if (data_dir() / path).exists()]
+        present = [(title, path) for title, path in named if data_path(path).exists()]
         if not present:
             print(f"no collectives measured yet (data/{COMM_FIT_DATA}): run benchmarks/comm/run_x2.sh on 2 GPUs")
             return 1
-        from .parallel import parallel_report_lines
-
         text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0
     if args.command == "programs":
-        from .programs import programs_report
-
         text = programs_report(gpu)
         Path(args.out).write_text(text, encoding="utf-8")
         print(text)
         return 0
-    mset = load_measurements(args.data)
-    repeat = load_measurements(args.repeat) if args.repeat else None
-    frozen = (args.frozen, load_measurements(args.frozen)) if args.frozen else None
+    mset = _load(args.data)
+    repeat = _load(args.repeat) if args.repeat else None
+    frozen = (args.frozen, _load(args.frozen)) if args.frozen else None
     text = validation_report(mset, gpu, args.data, args.spec, repeat, frozen)
     Path(args.out).write_text(text, encoding="utf-8")
     print(text)

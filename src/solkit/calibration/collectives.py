@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any, NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -25,31 +24,28 @@ from ..comm import COLLECTIVES, collective, steps_at_two
 from ..errors import SpecError
 from ..hardware.system import default_system
 from ..prediction import calibration, misaligned_chunk, predict
-from .fitting import _round
+from .manifest import data_path, manifest
 from .metrics import log_error
-from .programs import data_dir
+from .rounding import rounded
 
 __all__ = ["CollectiveCase", "load_collectives", "fit_links", "fit_misaligned", "fit_hops", "link_parameters", "collective_errors",
            "collectives_report", "COMM_FIT_DATA", "COMM_VALIDATION_DATA", "COMM_MISALIGNED_DATA", "COMM_SPENT_DATA", "COMM_MULTI_FIT_DATA",
            "COMM_TEST_FROZEN", "COMM_TEST_DATA", "NCCL_HOPS_US", "LARGE"]
 
-COMM_FIT_DATA = "h200x2_collectives_fit.json"
-COMM_VALIDATION_DATA = "h200x2_collectives_validation_seed2031.json"
-#: all-gather, reduce-scatter, all-to-all and all-reduce of 2**k + 16 bytes (1 MiB .. 8 GiB): chunks off 16-byte
-#: alignment, which ``link_misaligned`` is fitted on
-COMM_MISALIGNED_DATA = "h200x2_collectives_misaligned.json"
-COMM_TEST_DATA: tuple[str, ...] = ("h200x2_collectives_test_seed2036.json",)
-#: what the frozen test read on the model it was measured against, where the model changed since
-COMM_TEST_FROZEN = {"h200x2_collectives_test_seed2036.json": (
-    "seed 2036, measured after commit 615211b froze the model, which read 4.6% / 33.2% at 1 MiB and more and 15.3% / "
-    "42.4% below; link_misaligned's 16 MiB threshold came after")}
-#: the grids on 4 and 8 GPUs of one node (``benchmarks/comm/run_gpus.sh``, issue 15), which fit ``link_hop`` once
-#: measured (until then it is NCCL's own figure, ``NCCL_HOPS_US``)
-COMM_MULTI_FIT_DATA: tuple[str, ...] = ("h200x4_collectives_fit.json", "h200x8_collectives_fit.json")
-#: test draws no longer frozen, and why: (file, reason)
-COMM_SPENT_DATA: tuple[tuple[str, str], ...] = (
-    ("h200x2_collectives_test_seed2033.json", "seed 2033, measured after commit 96bd492 froze the model, before "
-     "link_misaligned existed: then 16.5% / 60.3% at 1 MiB and more, 19.8% / 72.8% below"),)
+#: the collectives files by role (``data/manifest.yaml`` says what each is and when it was measured): the 2-GPU grid
+#: (``link_latency``, ``link_efficiency``), the misaligned grid (``link_misaligned``: chunks off 16-byte alignment),
+#: the validation draw, the frozen test draws (each with what it read on the model it was measured after, where the
+#: model changed since), the grids on 4 and 8 GPUs of one node (``link_hop``, once measured: until then
+#: ``data/manifest.yaml`` lists them as planned and the hop is NCCL's own figure, ``NCCL_HOPS_US``), and the spent
+#: test draws with why
+COMM_FIT_DATA: str = manifest().files(role="fit", fits="links")[0]
+COMM_MISALIGNED_DATA: str = manifest().files(role="fit", fits="link_misaligned")[0]
+COMM_VALIDATION_DATA: str = manifest().files(role="validation", measures="collectives")[0]
+COMM_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="collectives")
+COMM_TEST_FROZEN: dict[str, str] = {e.file: e.describe() for e in manifest().select(role="test", measures="collectives")}
+COMM_MULTI_FIT_DATA: tuple[str, ...] = manifest().files(role="fit", fits="link_hop")
+COMM_SPENT_DATA: tuple[tuple[str, str], ...] = tuple((e.file, e.describe())
+                                                     for e in manifest().select(role="spent", measures="collectives"))
 #: what each ring step beyond a 2-GPU ring's adds, inside a node and across nodes (us): NCCL's own latency model,
 #: src/graph/tuning.cc, hwLat[NVLINK][RING][LL] = .47 and hwLat[NET][RING][LL] = 2.7, as one public copy of that file
 #: prints them (the code search's find_string "static const float baseLat", id 1133962389; other NCCL versions differ:
@@ -75,9 +71,7 @@ class CollectiveCase(NamedTuple):
 
 def load_collectives(path: Any) -> list[CollectiveCase]:
     """The measured cases of a collectives file (a name in ``data/`` or a path); failed or skipped cases left out."""
-    file = Path(path)
-    if not file.exists():
-        file = data_dir() / str(path)
+    file = data_path(path)
     raw = json.loads(file.read_text(encoding="utf-8"))
     out = []
     for c in raw["cases"]:
@@ -116,8 +110,8 @@ def fit_links(cases: Sequence[CollectiveCase], gpu: Any = "h200") -> dict[str, A
         # predicted[l, e, case] = floor + latency l + transfer / efficiency e
         predicted = floor + _LATENCY_GRID[:, None, None] + transfer[None, None, :] / _EFFICIENCY_GRID[None, :, None]
         li, ei = _best(predicted, measured)
-        latency[op] = _round(float(_LATENCY_GRID[li]), "link_latency")
-        efficiency[op] = _round(float(_EFFICIENCY_GRID[ei]), "link_efficiency")
+        latency[op] = rounded(float(_LATENCY_GRID[li]), "link_latency")
+        efficiency[op] = rounded(float(_EFFICIENCY_GRID[ei]), "link_efficiency")
     hops = {name: us * 1e-6 for name, us in NCCL_HOPS_US.items()}
     return {"link_latency": latency, "link_efficiency": efficiency, "link_misaligned": {}, **hops}
 
@@ -137,7 +131,7 @@ def fit_misaligned(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: 
         predicted = floor + links["link_latency"][op] + transfer[None, :] / _MISALIGNED_GRID[:, None]
         best = float(_MISALIGNED_GRID[_best(predicted, measured)[0]])
         if best < 1.0:
-            out[op] = _round(best, "link_misaligned")
+            out[op] = rounded(best, "link_misaligned")
     return out
 
 
@@ -161,21 +155,21 @@ def fit_hops(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: Any = 
         fixed.append(floor + links["link_latency"][c.op] + float(link.bus_bytes) / (eff * system.link_bandwidth))
     measured = np.array([c.seconds for c in mine])
     predicted = np.array(fixed)[None, :] + _HOP_GRID[:, None] * np.array(extra)[None, :]
-    return _round(float(_HOP_GRID[_best(predicted, measured)[0]]), "link_hop")
+    return rounded(float(_HOP_GRID[_best(predicted, measured)[0]]), "link_hop")
 
 
 def link_parameters(path: Optional[str] = None, misaligned: Optional[str] = None) -> dict[str, Any]:
     """The collectives' parameters for the spec's ``measured:`` section: fitted when the fit file exists, else empty;
     ``link_misaligned`` on the misaligned grid (the grid's powers of two are all aligned)."""
-    file = data_dir() / (path or COMM_FIT_DATA)
+    file = data_path(path or COMM_FIT_DATA)
     if not file.exists():
         return {"link_latency": {}, "link_efficiency": {}, "link_misaligned": {}, "link_hop": 0.0, "network_hop": 0.0}
     measured = load_collectives(file)
     links = fit_links(measured)
-    draw = data_dir() / (misaligned or COMM_MISALIGNED_DATA)
+    draw = data_path(misaligned or COMM_MISALIGNED_DATA)
     if draw.exists():
         links["link_misaligned"] = fit_misaligned(load_collectives(draw), links)
-    more = [c for name in COMM_MULTI_FIT_DATA if (data_dir() / name).exists() for c in load_collectives(name)]
+    more = [c for name in COMM_MULTI_FIT_DATA for c in load_collectives(name)]
     hop = fit_hops(measured + more, links)  # cases on 4 or 8 GPUs, when measured
     if hop is not None:
         links["link_hop"] = hop

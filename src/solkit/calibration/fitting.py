@@ -29,18 +29,23 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence
 
 import numpy as np
 
-from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration, ReadOnlyTable
+from ..hardware.parameters import Calibration, ReadOnlyTable
 from ..precision import rate_class
 from ..prediction import KernelTerms, kernel_terms
+from .collectives import link_parameters
 from .data import MeasuredCase, MeasurementSet, fit_cases, sample_set_of, workload_of
 from .descent import KernelArrays, descend
+from .manifest import manifest
 from .metrics import log_error
+from .parallel import parallel_parameters
+from .programs import StepSet, fit_host, load_steps
+from .rounding import rounded
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .programs import StepSet
     from ..hardware.schema import GPU
 
-__all__ = ["ceilings", "fit", "fit_kernels", "fit_split", "FitResult", "GRIDS", "MIN_CASES_PER_KEY", "PASSES", "TAIL_START", "TAIL_WEIGHT", "round_calibration"]
+__all__ = ["ceilings", "fit", "fit_kernels", "fit_split", "host_parameters", "FitResult", "GRIDS", "MIN_CASES_PER_KEY",
+           "PASSES", "TAIL_START", "TAIL_WEIGHT"]
 
 EFFICIENCY_GRID = np.geomspace(0.03, 1.0, 90)  # an efficiency is a share of a measured ceiling: at most 1 (a spec check)
 LATENCY_GRID = np.linspace(0.0, 20e-6, 81)
@@ -73,13 +78,6 @@ PASSES = 12
 PER_OPERATOR_KINDS = ("reduction", "elementwise", "attention", "conv", "gemm", "copy")
 
 
-def _round(value: float, parameter: str) -> float:
-    """``value`` (SI) rounded as the spec keeps it (in its file unit)."""
-    p = next(p for p in PARAMETERS if p.name == parameter)
-    factor = UNIT_FACTORS[p.unit]
-    return float(round(value / factor, p.digits) * factor) if np.isfinite(value) else float(value)
-
-
 def ceilings(mset: MeasurementSet) -> dict[str, Any]:
     """The directly measured ceilings in SI units, rounded as the spec keeps them."""
     c = mset.ceilings
@@ -88,21 +86,11 @@ def ceilings(mset: MeasurementSet) -> dict[str, Any]:
         key = rate_class(run["dtype"])
         rates[key] = max(rates.get(key, 0.0), run["flops_per_s"])
     return {
-        "matmul_rate": {k: _round(v, "matmul_rate") for k, v in rates.items()},
-        "copy_bandwidth": _round(c["copy_bandwidth_bytes_per_s"], "copy_bandwidth"),
-        "read_bandwidth": _round(c["read_bandwidth_bytes_per_s"], "read_bandwidth"),
-        "launch_floor": _round(c["launch_floor_s"], "launch_floor"),
+        "matmul_rate": {k: rounded(v, "matmul_rate") for k, v in rates.items()},
+        "copy_bandwidth": rounded(c["copy_bandwidth_bytes_per_s"], "copy_bandwidth"),
+        "read_bandwidth": rounded(c["read_bandwidth_bytes_per_s"], "read_bandwidth"),
+        "launch_floor": rounded(c["launch_floor_s"], "launch_floor"),
     }
-
-
-def round_calibration(cal: Calibration) -> Calibration:
-    """Every fitted parameter rounded as the spec keeps it (what the committed file holds)."""
-    changes: dict[str, Any] = {}
-    for p in PARAMETERS:
-        if p.fitted:
-            value = getattr(cal, p.name)
-            changes[p.name] = {k: _round(v, p.name) for k, v in value.items()} if p.keyed else _round(value, p.name)
-    return cal.replace(**changes)
 
 
 @dataclass(frozen=True)
@@ -212,7 +200,7 @@ def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") 
     return FitResult(_used_keys(cal, train_terms), len(train), len(held), best, tuple(c.id for c in train))
 
 
-def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "Optional[Sequence[StepSet]]" = None
+def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: Optional[Sequence[StepSet]] = None
         ) -> FitResult:
     """Fit the predictor's parameters to the training cases of ``msets`` for ``gpu`` (its SM count and peaks).
 
@@ -220,9 +208,6 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
     (``fit_kernels``); the host times of eager programs on whole steps (``steps``, default the committed step
     files), FSDP's host time and the links' on their own files (``parallel_parameters``, ``link_parameters``).
     """
-    from .collectives import link_parameters
-    from .parallel import parallel_parameters
-
     kernels = fit_kernels(msets, gpu)
     links = link_parameters()
     links["link_latency"] = ReadOnlyTable(links["link_latency"])
@@ -232,10 +217,8 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: "
     return dataclasses.replace(kernels, calibration=fitted)
 
 
-def host_parameters(steps: "Optional[Sequence[StepSet]]" = None) -> dict[str, float]:
+def host_parameters(steps: Optional[Sequence[StepSet]] = None) -> dict[str, float]:
     """The host-time parameters fitted on whole steps (``programs.fit_host``; default: the committed step files)."""
-    from .programs import STEP_FIT_DATA, fit_host, load_steps
-
-    sets = list(steps) if steps is not None else [load_steps(name) for name in STEP_FIT_DATA]
+    sets = list(steps) if steps is not None else [load_steps(name) for name in manifest().files(role="fit", fits="host")]
     host = fit_host(sets)
     return {name: getattr(host, name) for name in type(host).model_fields if name.startswith("host_")}

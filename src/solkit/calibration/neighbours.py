@@ -20,25 +20,18 @@ from ..prediction import kernel_seconds, kernel_terms
 from ..prediction.kernel import combined
 from ..prediction.neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
 from ..sol import roofline
-from .data import MeasurementSet, group_of, workload_of
+from .data import MeasurementSet, fit_cases, group_of, sample_set_of, workload_of
 from .fitting import ceilings
+from .manifest import manifest
 from .metrics import log_error
 
 __all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file", "predicted",
            "write_bank"]
-#: the measured sets in the bank: every sampled set measured so far (fit, validation, the spent test draws),
-#: SDPA as users call it, casts, the conv/bmm fit draw and the catalogue's training two thirds (its held-out third
-#: stays out, so the validation report's held-out rows stay unseen). Never a frozen test set measured after this.
-BANK_DATA = (
-    "data/h200_sample_fit_run2.json", "data/h200_sample_fit_seed2027.json", "data/h200_sample_fit_seed2030.json",
-    "data/h200_sample_fit_conv_bmm_seed2030.json",
-    "data/h200_sample_validation.json", "data/h200_sample_validation_seed2027.json",
-    "data/h200_sample_validation_seed2030.json",
-    "data/h200_sample_test.json", "data/h200_sample_test_seed2027.json", "data/h200_sample_test_seed2028.json",
-    "data/h200_sdpa_fit_seed2027.json", "data/h200_sdpa_validation_seed2027.json", "data/h200_sdpa_test_seed2027.json",
-    "data/h200_cast_fit_seed2028.json", "data/h200_cast_validation_seed2028.json", "data/h200_cast_test_seed2028.json",
-    "data/h200_measurements.json",
-)
+#: the measured sets in the bank, in the order it is built (``data/manifest.yaml``'s ``bank: true``): every sampled set
+#: measured so far (fit, validation, the spent test draws), SDPA as users call it, casts, the conv/bmm fit draw and the
+#: catalogue's training two thirds (its held-out third stays out, so the validation report's held-out rows stay
+#: unseen). Never a frozen test draw (the manifest refuses one with ``bank: true``).
+BANK_DATA: tuple[str, ...] = tuple(f"data/{name}" for name in manifest().files(bank=True))
 
 
 @dataclass(frozen=True)
@@ -58,8 +51,6 @@ class BankRow:
 
 def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = False) -> list[BankRow]:
     """The bank rows of a file's measured primary cases (a catalogue's training two thirds; ``holdout``: its held-out third)."""
-    from .data import fit_cases, sample_set_of
-
     physical = cal.replace(neighbours=None)
     floor = mset.ceilings.get("launch_floor_s")  # each machine's own launch floor (one early file measured none)
     shift = ceilings(mset)["launch_floor"] - physical.launch_floor if floor else 0.0

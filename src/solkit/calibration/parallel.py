@@ -3,7 +3,7 @@
 ``data/h200_parallel_steps_world1_unprofiled.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1,
 timed before any profiler session; ``data/h200_parallel_steps_world1.json`` is the older run timed after one, its host
 times about 1.5x slower) holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
-(host time at least ``CPU_BOUND`` of the step), the difference is the CPU time FSDP2's hooks add:
+(``programs.cpu_bound``: the wall time within 10% of the host time), the difference is the CPU time FSDP2's hooks add:
 ``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
 a backward pass per layer (the root group's share included).
 """
@@ -13,36 +13,35 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..errors import SpecError
-from .fitting import _round
-from .programs import data_dir
+from .manifest import data_path, manifest
+from .programs import CPU_BOUND, cpu_bound
+from .rounding import rounded
 
-__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "MODES", "PRESETS", "step_workload",
-           "step_errors"]
+__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND",
+           "LAYERS", "MODES", "PRESETS", "step_workload", "step_errors"]
 
-PARALLEL_FIT_DATA = "h200_parallel_steps_world1_unprofiled.json"
-#: the same scripts on 2 H200s: the grid (measured with the collectives' fit), the frozen test (seed 2037, after commit
-#: 615211b froze the model) and an earlier draw (seed 2034, measured before link_misaligned existed)
-PARALLEL_X2_SETS: tuple[tuple[str, str], ...] = (
-    ("grid (2 GPUs; its single/DDP/FSDP steps shaped no parameter)", "h200x2_parallel_steps.json"),
-    ("frozen test (seed 2037, measured after commit 615211b froze the model)", "h200x2_parallel_steps_test_seed2037.json"),
-    ("spent test (seed 2034, measured before link_misaligned existed)", "h200x2_parallel_steps_test_seed2034.json"))
+#: the world-size-1 steps ``host_fsdp_group`` is fitted on (``data/manifest.yaml`` says what each file is)
+PARALLEL_FIT_DATA: str = manifest().files(role="fit", fits="fsdp_host")[0]
+_TITLES = {"validation": "grid, 2 GPUs", "test": "frozen test", "spent": "spent test"}
+#: the same scripts on 2 H200s, (title, file): the grid (measured with the collectives' fit), the frozen test and the
+#: spent draws
+PARALLEL_X2_SETS: tuple[tuple[str, str], ...] = tuple(
+    (f"{_TITLES[e.role]} ({e.describe()})", e.file)
+    for e in manifest().select(measures="parallel_steps", gpus=2) if e.role in _TITLES)
 #: the modes of benchmarks/comm/parallel_steps.py: the plain step, DDP, FSDP2
 MODES = ("single", "ddp", "fsdp")
-#: a step is CPU-bound when the host's time is at least this share of it
-CPU_BOUND = 0.9
 #: layers of the measured models (their configs: tests/data/hf_configs)
 LAYERS = {"bert-base": 12, "llama-1b": 16}
 
 
 def fit_fsdp_host(path: Any = None) -> tuple[float, int]:
     """(host_fsdp_group in seconds, cases it is the median of) from a world-size-1 parallel-steps file."""
-    file = Path(path) if path is not None else data_dir() / PARALLEL_FIT_DATA
+    file = data_path(path if path is not None else PARALLEL_FIT_DATA)
     cases = [c for c in json.loads(file.read_text(encoding="utf-8"))["cases"] if c.get("status") == "ok"]
     by_key = {(c["model"], c["seq"], c["batch"], c["mode"]): c for c in cases}
     per_layer = []
@@ -50,12 +49,12 @@ def fit_fsdp_host(path: Any = None) -> tuple[float, int]:
         plain = by_key.get((model, seq, batch, "single"))
         if mode != "fsdp" or plain is None or model not in LAYERS:
             continue
-        if min(c["host_seconds"] / c["seconds"], plain["host_seconds"] / plain["seconds"]) < CPU_BOUND:
+        if not (cpu_bound(c["seconds"], c["host_seconds"]) and cpu_bound(plain["seconds"], plain["host_seconds"])):
             continue
         per_layer.append((c["seconds"] - plain["seconds"]) / (2 * LAYERS[model]))
     if not per_layer:
         raise SpecError(f"{file}: no CPU-bound pair of plain and FSDP steps to fit host_fsdp_group on")
-    return _round(max(statistics.median(per_layer), 0.0), "host_fsdp_group"), len(per_layer)
+    return rounded(max(statistics.median(per_layer), 0.0), "host_fsdp_group"), len(per_layer)
 
 
 def parallel_parameters() -> dict[str, float]:
@@ -86,7 +85,7 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, prob
 
     from ..prediction import predict
 
-    file = Path(path) if Path(path).exists() else data_dir() / str(path)
+    file = data_path(path)
     cases = [c for c in json.loads(file.read_text(encoding="utf-8"))["cases"] if c.get("status") == "ok"]
     out = []
     for c in cases:
@@ -104,12 +103,10 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, prob
 
 def parallel_report_lines(gpu: Any = "h200") -> list[str]:
     """Markdown lines: per 2-GPU steps file and mode, the cases, median and p90 error, and the median measured / predicted
-    (above 1: the model is fast), with how many steps were CPU-bound (host time >= ``CPU_BOUND`` of the step)."""
+    (above 1: the model is fast), with how many steps were CPU-bound (``programs.cpu_bound``)."""
     lines = ["# Data-parallel training steps on 2 H200s: predicted against measured", "",
              "Error = exp(|log(predicted / measured)|) - 1 of the median step (the max over ranks). Goal (issue 14): 10%.", ""]
     for title, name in PARALLEL_X2_SETS:
-        if not (data_dir() / name).exists():
-            continue
         rows = step_errors(name, gpu)
         lines += [f"## {title} (`data/{name}`)", "", "| mode | cases | CPU-bound | median | p90 | measured / predicted |",
                   "|---|---:|---:|---:|---:|---:|"]
@@ -117,7 +114,7 @@ def parallel_report_lines(gpu: Any = "h200") -> list[str]:
             mine = [(c, p, e) for c, p, e in rows if c["mode"] == mode]
             if not mine:
                 continue
-            bound = sum(c["host_seconds"] >= CPU_BOUND * c["seconds"] for c, _, _ in mine)
+            bound = sum(cpu_bound(c["seconds"], c["host_seconds"]) for c, _, _ in mine)
             errors = [e for _, _, e in mine]
             ratio = statistics.median(c["seconds"] / p for c, p, _ in mine)
             lines.append(f"| {mode} | {len(mine)} | {bound} | {statistics.median(errors):.1%} | "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -25,33 +24,30 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import SpecError
 from ..workload import Workload, issued_launches
-from .fitting import _round
+from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
+from .rounding import rounded
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
-           "repeatability", "programs_report"]
+           "cpu_bound", "repeatability", "programs_report", "data_dir"]
 
-#: the step file the host parameters are fitted on: the grid and the seed-2028 draw, timed in a process that never
-#: ran the profiler (2026-12-01; the quietest of 3 blocks of 10 steps per case); then the frozen test draws, each
-#: measured after a commit froze the model: seed 2042 after be3dbc7 (the model as it stands), seed 2041 after f08f101
-#: (before the review's mending of be3dbc7: the rotary table's gradient, gelu_new's fp32)
-STEP_FIT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled.json",)
-STEP_TEST_DATA: tuple[str, ...] = ("h200_steps_test_seed2042.json", "h200_steps_test_seed2041.json")
-#: earlier frozen draws, spent: seed 2040 (measured after commit e8e0d6a froze eager autograd's launch counts, then
-#: looked at to choose the host probe's use) and seed 2035 (measured after commit 4dab430 froze the model before both)
-STEP_SPENT_DATA: tuple[str, ...] = ("h200_steps_test_seed2040.json", "h200_steps_test_seed2035.json")
-#: the fit's cases timed again the same way in a fresh process (the same machine as the seed-2035 test, right after
-#: it; 53 of 87 within the budget): how far two timings of one program agree, the floor under any prediction
-STEP_REPEAT_DATA: tuple[str, ...] = ("h200_steps_fit_unprofiled_run2.json",)
-#: the same cases timed after a profiler session in the process (run 1, the fit until 2026-12-01, and the blocks run),
-#: and the frozen seed-2029 test measured so: one torch.profiler session leaves every later launch of the process
-#: about 1.5x slower on the host (data/h200_host_noise.jsonl), so their CPU-bound steps are slower than a program
-#: that is never profiled, and they shape no parameter
-STEP_PROFILED_DATA: tuple[str, ...] = ("h200_steps_fit.json", "h200_steps_run1.json", "h200_steps_fit_blocks.json",
-                                       "h200_steps_test_seed2029.json")
-#: a step is CPU-bound (its host time is the issue time alone) when its wall time is within 10% of it
+#: the step files by role (``data/manifest.yaml`` says what each is and when it was measured): the file the host
+#: parameters are fitted on; the frozen test draws, then the spent ones; the fit's cases timed again; and the files
+#: timed after a profiler session in the process, which shape no parameter
+STEP_FIT_DATA: tuple[str, ...] = manifest().files(role="fit", fits="host")
+STEP_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="steps")
+STEP_SPENT_DATA: tuple[str, ...] = manifest().files(role="spent", measures="steps")
+STEP_REPEAT_DATA: tuple[str, ...] = manifest().files(role="repeat", measures="steps")
+STEP_PROFILED_DATA: tuple[str, ...] = manifest().files(role="profiled", measures="steps")
+#: a step is CPU-bound (its host time is the issue time alone) when its wall time is within 10% of it: wall < 1.1 x host
 CPU_BOUND = 1.1
+
+
+def cpu_bound(wall: float, host: float) -> bool:
+    """The CPU bounds a step of ``wall`` seconds whose host took ``host`` to issue it: wall < ``CPU_BOUND`` x host."""
+    return wall < CPU_BOUND * host
+
 
 _ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
@@ -94,7 +90,7 @@ class StepCase(BaseModel):
     @property
     def cpu_bound(self) -> bool:
         """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time."""
-        return self.wall_ms is not None and self.host_ms is not None and self.ok and self.wall_ms < CPU_BOUND * self.host_ms
+        return self.wall_ms is not None and self.host_ms is not None and self.ok and cpu_bound(self.wall_ms, self.host_ms)
 
 
 class StepSet(BaseModel):
@@ -107,16 +103,9 @@ class StepSet(BaseModel):
     path: str = ""
 
 
-def data_dir() -> Path:
-    """The repository's data folder (a source checkout)."""
-    return Path(__file__).resolve().parents[3] / "data"
-
-
 def load_steps(path: Any) -> StepSet:
     """A step file by path, or by name in the data folder."""
-    p = Path(path)
-    if not p.exists():
-        p = data_dir() / str(path)
+    p = data_path(path)
     try:
         raw = json.loads(p.read_text())
     except FileNotFoundError:
@@ -209,10 +198,10 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
     program, layer, launch = _nonnegative_least_squares(x, y)
     training = float(np.median([(host - program * preamble - layer * layers) / launches
                                 for preamble, layers, launches, host in train]))
-    return HostFit(host_program=_round(program, "host_program"), host_layer=_round(layer, "host_layer"),
-                   host_launch=_round(launch, "host_launch"),
-                   host_launch_training=_round(max(training, 0.0), "host_launch_training"),
-                   host_probe=_round(reference * 1e-6, "host_probe") if reference else 0.0,
+    return HostFit(host_program=rounded(program, "host_program"), host_layer=rounded(layer, "host_layer"),
+                   host_launch=rounded(launch, "host_launch"),
+                   host_launch_training=rounded(max(training, 0.0), "host_launch_training"),
+                   host_probe=rounded(reference * 1e-6, "host_probe") if reference else 0.0,
                    inference_cases=len(infer),
                    training_cases=len(train))
 
@@ -257,12 +246,12 @@ def programs_report(gpu: Any = "h200") -> str:
              "Written by `python -m solkit.calibration programs` from the step files (`benchmarks/programs/steps.py`). "
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
+    def described(names: Sequence[str]) -> str:
+        return "; ".join(manifest().entry(name).describe() for name in names)
+
     for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         ("frozen tests (seed 2042, measured after commit be3dbc7 froze the model as it stands; seed 2041, "
-                          "after commit f08f101: eager autograd's launches and the host probe, before the review's "
-                          "mending)", STEP_TEST_DATA),
-                         ("spent tests (seed 2040: measured after commit e8e0d6a froze the launch counts, then used to choose "
-                          "how the probe enters; seed 2035: measured after commit 4dab430, before both)", STEP_SPENT_DATA),
+                         (f"frozen tests ({described(STEP_TEST_DATA)})", STEP_TEST_DATA),
+                         (f"spent tests ({described(STEP_SPENT_DATA)})", STEP_SPENT_DATA),
                          ("the fit's cases timed again (a fresh process, another machine)", STEP_REPEAT_DATA),
                          ("timed after a profiler session (host times about 1.5x a never-profiled program's; they "
                           "shape nothing)", STEP_PROFILED_DATA)):

@@ -17,9 +17,10 @@ from ..errors import SpecError
 from ..hardware import load_spec_file
 from ..hardware.parameters import PARAMETERS, UNIT_FACTORS, Calibration
 from .data import MeasurementSet
-from .fitting import TAIL_START, TAIL_WEIGHT, FitResult, round_calibration
+from .fitting import TAIL_START, TAIL_WEIGHT, FitResult
+from .rounding import round_calibration
 
-__all__ = ["measured_section", "write_measured", "METHOD"]
+__all__ = ["measured_section", "section_text", "write_measured", "METHOD"]
 
 #: how the ceilings were measured (``benchmarks/measure_h200.py``), as the spec states it
 METHOD = (
@@ -79,7 +80,8 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def _dump(section: dict[str, Any]) -> str:
+def section_text(section: dict[str, Any]) -> str:
+    """The ``measured:`` section as the spec file holds it (YAML text)."""
     text = yaml.dump({"measured": section}, Dumper=_Dumper, sort_keys=False, default_flow_style=None, width=110,
                      allow_unicode=True)
     return text
@@ -99,7 +101,7 @@ def write_measured(spec: Any, section: dict[str, Any]) -> str:
     for key, value in root.value:
         if key.value == "measured":
             start, end = key.start_mark.index, value.end_mark.index
-    new = _dump(section)
+    new = section_text(section)
     if start is None:
         updated = text.rstrip() + "\n\n" + new
     else:
