@@ -45,7 +45,8 @@ def _shown(name: str) -> str:
 def _title(e: DataFile) -> str:
     """A sampled set's heading in the sampled report: its role, family and what the manifest says of it."""
     role = {"test": "Test (frozen)", "spent": "Test (spent)", "bank": "Fit (bank only)"}.get(e.role, e.role.capitalize())
-    return f"{role}, {e.family}, {e.describe()}"
+    said = "; ".join(([f"measured after commit {e.after}"] if e.after else []) + ([e.note] if e.note else []))
+    return f"{role}, {e.family}, seed {e.seed}" + (f" ({said})" if said else "")
 
 
 _KERNELS = manifest().select(measures="kernels")
