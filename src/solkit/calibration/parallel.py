@@ -3,7 +3,7 @@
 ``data/h200_parallel_steps_world1_unprofiled.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1,
 timed before any profiler session; ``data/h200_parallel_steps_world1.json`` is the older run timed after one, its host
 times about 1.5x slower) holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
-(``programs.cpu_bound``: the wall time within 10% of the host time), the difference is the CPU time FSDP2's hooks add:
+(``prediction.cpu_bound``: the step's time within 10% of the host time), the difference is the CPU time FSDP2's hooks add:
 ``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
 a backward pass per layer (the root group's share included).
 """
@@ -18,8 +18,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SpecError
+from ..prediction import CPU_BOUND, cpu_bound
 from .manifest import data_path, manifest
-from .programs import CPU_BOUND, cpu_bound
 from .rounding import rounded
 
 __all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND",
@@ -49,7 +49,7 @@ def fit_fsdp_host(path: Any = None) -> tuple[float, int]:
         plain = by_key.get((model, seq, batch, "single"))
         if mode != "fsdp" or plain is None or model not in LAYERS:
             continue
-        if not (cpu_bound(c["seconds"], c["host_seconds"]) and cpu_bound(plain["seconds"], plain["host_seconds"])):
+        if not (bool(cpu_bound(c["seconds"], c["host_seconds"])) and bool(cpu_bound(plain["seconds"], plain["host_seconds"]))):
             continue
         per_layer.append((c["seconds"] - plain["seconds"]) / (2 * LAYERS[model]))
     if not per_layer:
@@ -103,7 +103,7 @@ def step_errors(path: Any, gpu: Any = "h200", modes: Sequence[str] = MODES, prob
 
 def parallel_report_lines(gpu: Any = "h200") -> list[str]:
     """Markdown lines: per 2-GPU steps file and mode, the cases, median and p90 error, and the median measured / predicted
-    (above 1: the model is fast), with how many steps were CPU-bound (``programs.cpu_bound``)."""
+    (above 1: the model is fast), with how many steps were CPU-bound (``prediction.cpu_bound``)."""
     lines = ["# Data-parallel training steps on 2 H200s: predicted against measured", "",
              "Error = exp(|log(predicted / measured)|) - 1 of the median step (the max over ranks). Goal (issue 14): 10%.", ""]
     for title, name in PARALLEL_X2_SETS:
@@ -114,7 +114,7 @@ def parallel_report_lines(gpu: Any = "h200") -> list[str]:
             mine = [(c, p, e) for c, p, e in rows if c["mode"] == mode]
             if not mine:
                 continue
-            bound = sum(cpu_bound(c["seconds"], c["host_seconds"]) for c, _, _ in mine)
+            bound = sum(bool(cpu_bound(c["seconds"], c["host_seconds"])) for c, _, _ in mine)
             errors = [e for _, _, e in mine]
             ratio = statistics.median(c["seconds"] / p for c, p, _ in mine)
             lines.append(f"| {mode} | {len(mine)} | {bound} | {statistics.median(errors):.1%} | "

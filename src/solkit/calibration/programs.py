@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import SpecError
+from ..prediction import CPU_BOUND, cpu_bound
 from ..workload import Workload, issued_launches
 from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
@@ -31,6 +32,8 @@ from .rounding import rounded
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
            "cpu_bound", "repeatability", "programs_report", "data_dir"]
+#: CPU_BOUND and cpu_bound are the predictor's (``solkit.prediction.host``): a step is CPU-bound when its wall time
+#: is within 10% of its host (issue) time
 
 #: the step files by role (``data/manifest.yaml`` says what each is and when it was measured): the file the host
 #: parameters are fitted on; the frozen test draws, then the spent ones; the fit's cases timed again; and the files
@@ -40,15 +43,6 @@ STEP_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="steps"
 STEP_SPENT_DATA: tuple[str, ...] = manifest().files(role="spent", measures="steps")
 STEP_REPEAT_DATA: tuple[str, ...] = manifest().files(role="repeat", measures="steps")
 STEP_PROFILED_DATA: tuple[str, ...] = manifest().files(role="profiled", measures="steps")
-#: a step is CPU-bound (its host time is the issue time alone) when its wall time is within 10% of it: wall < 1.1 x host
-CPU_BOUND = 1.1
-
-
-def cpu_bound(wall: float, host: float) -> bool:
-    """The CPU bounds a step of ``wall`` seconds whose host took ``host`` to issue it: wall < ``CPU_BOUND`` x host."""
-    return wall < CPU_BOUND * host
-
-
 _ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
 
@@ -89,8 +83,9 @@ class StepCase(BaseModel):
 
     @property
     def cpu_bound(self) -> bool:
-        """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time."""
-        return self.wall_ms is not None and self.host_ms is not None and self.ok and cpu_bound(self.wall_ms, self.host_ms)
+        """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time (``prediction.cpu_bound``, the
+        one definition: the predictor's note on a predicted program uses it too)."""
+        return self.wall_ms is not None and self.host_ms is not None and self.ok and bool(cpu_bound(self.wall_ms, self.host_ms))
 
 
 class StepSet(BaseModel):
