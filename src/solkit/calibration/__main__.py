@@ -61,7 +61,8 @@ VALIDATION = _shown(manifest().files(role="validation", measures="kernels", fami
 #: an earlier run of the first fit file's cases (the sampled report's run-to-run spread)
 SAMPLE_REPEAT = _shown(manifest().files(role="repeat", measures="kernels", family=_FIRST.family, seed=_FIRST.seed)[0])
 #: the newest frozen test draw of the sampler's default mix (the validation report shows it first)
-FROZEN_TEST = _shown(getattr(manifest().newest_test("kernels", "sampled"), "file", ""))
+_FROZEN = manifest().newest_test("kernels", "sampled")
+FROZEN_TEST = _shown(_FROZEN.file) if _FROZEN is not None else ""
 #: the sampled report's sets, in order: (title, path): the frozen test draws first, then every other sampled set
 SAMPLED_SETS = tuple((_title(e), _shown(e.file)) for e in
                      sorted((e for e in _KERNELS if e.family != "catalogue" and e.role in ("fit", "bank", "validation", "test",

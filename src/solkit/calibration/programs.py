@@ -6,7 +6,8 @@ shapes, the median wall time of one step (CUDA events), the median host time to 
 memory and a profile summary (kernel count and time). ``workload_of_step`` builds the same program
 with ``solkit.models``; ``fit_host`` fits the predictor's host-time parameters
 (``host_program``, ``host_layer``, ``host_launch``, ``host_launch_training``) on the cases whose
-step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time): least squares of the
+step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time: the predictor's one definition,
+``prediction.cpu_bound``): least squares of the
 host time on (1, layers, issued launches) for inference, then the training launch cost as the median of
 what is left per launch, each case's host time first brought to the fit's median launch probe
 (``host_probe``; ``predict(host_probe_us=)`` scales back to another machine). Only the fit files shape the
@@ -32,8 +33,6 @@ from .rounding import rounded
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
            "cpu_bound", "repeatability", "programs_report", "data_dir"]
-#: CPU_BOUND and cpu_bound are the predictor's (``solkit.prediction.host``): a step is CPU-bound when its wall time
-#: is within 10% of its host (issue) time
 
 #: the step files by role (``data/manifest.yaml`` says what each is and when it was measured): the file the host
 #: parameters are fitted on; the frozen test draws, then the spent ones; the fit's cases timed again; and the files
@@ -43,6 +42,7 @@ STEP_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="steps"
 STEP_SPENT_DATA: tuple[str, ...] = manifest().files(role="spent", measures="steps")
 STEP_REPEAT_DATA: tuple[str, ...] = manifest().files(role="repeat", measures="steps")
 STEP_PROFILED_DATA: tuple[str, ...] = manifest().files(role="profiled", measures="steps")
+
 _ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
 
