@@ -23,11 +23,11 @@ from typing import Any
 from .errors import CaptureError
 
 #: loaded on first use: name -> its module (these import torch)
-_LAZY = {"capture": "run", "capture_call": "run", "SYNCS": "run", "setup": "record", "hf_model": "hf", "CapturedModel": "hf",
+_LAZY = {"capture": "run", "capture_call": "run", "calls": "run", "SYNCS": "run", "setup": "record", "hf_model": "hf", "CapturedModel": "hf",
          "CapturedProgram": "program", "CaptureMemory": "program", "Coverage": "program", "SOURCE": "program"}
 
 __all__ = ["CaptureError", "CaptureMemory", "CapturedModel", "CapturedProgram", "Coverage", "SOURCE", "SYNCS", "capture", "setup",
-           "capture_call", "hf_model"]
+           "calls", "capture_call", "hf_model"]
 
 
 def __getattr__(name: str) -> Any:

@@ -3,7 +3,7 @@ captured call exactly as it reads a profiled one.
 
 Per schema argument (positional, then keyword-only, defaults filled in as the profiler records them): a tensor is its
 dims, its dtype's C++ name ("c10::BFloat16", "float", "long int"), its strides and "" as concrete value; a number or
-bool is type "Scalar" with its text ("1", "0.1", "True"); a dtype, layout or memory format its enum number as a
+bool is type "Scalar" with its text as the profiler prints it ("1", "0.10000000000000001", "1.", "True"); a dtype, layout or memory format its enum number as a
 "Scalar"; an int or bool list is a "ScalarList" ("[1, 1]"); a tensor list a "TensorList" with each tensor's dims and
 strides; None, a device and a string are empty (the profiler records none of them).
 """
@@ -48,6 +48,12 @@ def cpp_dtype(dtype: Any) -> str:
     return DTYPE_NAMES.get(dtype, str(dtype))
 
 
+def _number(x: float) -> str:
+    """A float as the profiler writes it: 17 significant digits, a point kept on a whole number ("1.", "0.1000...1")."""
+    text = "%.17g" % x
+    return text if any(c in text for c in ".enia") else text + "."
+
+
 def _one(value: Any) -> tuple[Any, str, str, Any]:
     """(dims, type, concrete, strides) of one argument."""
     if isinstance(value, torch.Tensor):
@@ -57,7 +63,7 @@ def _one(value: Any) -> tuple[Any, str, str, Any]:
     if isinstance(value, bool):
         return (), "Scalar", str(value), ()
     if isinstance(value, (int, float, torch.SymInt, torch.SymFloat)):
-        return (), "Scalar", repr(value) if isinstance(value, float) else str(value), ()
+        return (), "Scalar", _number(value) if isinstance(value, float) else str(value), ()
     if isinstance(value, torch.dtype):
         return (), "Scalar", str(_ENUM.get(cpp_dtype(value), -1)), ()
     if isinstance(value, torch.layout):

@@ -203,6 +203,8 @@ class Recorder(TorchDispatchMode):
         except DataDependentOutputException:
             if name == "aten::_local_scalar_dense" and self.policy == "stall":
                 self.syncs.append((module, len(self.events)))
+                self.note("a value read on the host (.item()) stands in as zero (False, 0 or 0.0): a branch on it takes "
+                          "the zero side")
                 return _stand_in(args[0])
             raise CaptureError(_sync_message(name, module, "reads a tensor's value on the host (.item(), a Python "
                                              "bool or int of a tensor)", self.policy)) from None

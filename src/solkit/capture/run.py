@@ -9,7 +9,7 @@ profiles read) and holds repeated layers once; ``program_workload`` puts the rec
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 from .._validate import choice
 from ..errors import ArgumentTypeError
@@ -18,7 +18,7 @@ from ._torch import torch as _torch
 from .errors import CaptureError
 from .program import CaptureMemory, CapturedProgram, program_workload
 
-__all__ = ["capture", "capture_call", "SYNCS"]
+__all__ = ["capture", "capture_call", "calls", "SYNCS"]
 
 #: what a device-to-host read (``.item()``) becomes: a recorded host stall (its value read as zero) or an error
 SYNCS = ("stall", "error")
@@ -37,30 +37,31 @@ def _name_of(fn: Any) -> str:
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
 
 
-def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[str] = None, syncs: str = "stall",
-                 preamble: bool = False, step: Optional[Callable[..., Workload]] = None,
-                 notes: tuple[str, ...] = ()) -> Workload:
-    """The Workload of ``fn(*args, **kwargs)`` run on fake tensors; its ``origin`` is the ``CapturedProgram``.
-
-    ``args`` and ``kwargs`` may hold real, meta or fake tensors, modules and optimizers (swapped for fakes while it
-    runs; what ``fn`` reaches only through a global is not found: pass it or close over it). ``syncs``: "stall"
-    records a device-to-host read (``.item()``) as a host stall, its value read as zero (NB: a branch on it takes
-    the zero side), "error" raises a CaptureError there. ``preamble``: the program runs Python before its first
-    launch (a Hugging Face model). ``step(optimizer, amp, microbatches, checkpointing)``: how the program rebuilds
-    itself as a training step (``models.training_step``). ``notes``: assumptions of the caller, kept on the recipe.
-    """
-    torch = _torch()
+def _checked(fn: Any, args: Any, kwargs: Any, syncs: str) -> str:
+    """The sync policy, after checking the call's arguments."""
     if not callable(fn):
         raise ArgumentTypeError(f"fn must be a callable (a function or a module), got {type(fn).__name__}")
     if not isinstance(args, (tuple, list)):
         raise ArgumentTypeError(f"args must be a tuple of fn's positional arguments, got {type(args).__name__}")
     if kwargs is not None and not isinstance(kwargs, dict):
         raise ArgumentTypeError(f"kwargs must be a dict of fn's keyword arguments, got {type(kwargs).__name__}")
-    policy = choice("syncs", syncs, SYNCS)
-    label = _name_of(fn) if name is None else name
-    from torch._subclasses.fake_tensor import FakeTensorMode
+    return str(choice("syncs", syncs, SYNCS))
 
-    from .build import build
+
+class _Run(NamedTuple):
+    """One run of a program on fake tensors: what the recorder wrote, the modules it knew, the parameters."""
+
+    recorder: Any
+    tracker: Any
+    params: int
+    stepped: bool
+
+
+def _run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], policy: str, label: str) -> _Run:
+    """Run ``fn`` once on fake tensors under the recorder (the module docstring)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.optim.optimizer import register_optimizer_step_post_hook
+
     from .fake import fake_program
     from .functions import FunctionMode, cuda_semantics
     from .modules import Tracker
@@ -68,13 +69,10 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
 
     mode = FakeTensorMode()
     recorder = Recorder(policy)
-    faked, fargs, fkwargs = fake_program(mode, fn, tuple(args), dict(kwargs or {}))
+    faked, fargs, fkwargs = fake_program(mode, fn, args, kwargs)
     params, hooks = _parameters(faked, recorder)
     stepped: list[Any] = []
-    from torch.optim.optimizer import register_optimizer_step_post_hook
-
-    hooks.append(register_optimizer_step_post_hook(
-        lambda opt, a, k: stepped.append(_mark_states(opt, recorder))))
+    hooks.append(register_optimizer_step_post_hook(lambda opt, a, k: stepped.append(_mark_states(opt, recorder))))
     tracker = Tracker(recorder, faked.modules)
     functions = FunctionMode(recorder)
     try:
@@ -93,7 +91,37 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
         for h in hooks:
             h.remove()
         faked.undo()
-    built = build(recorder.events, tracker.layer, tracker.kinds)
+    return _Run(recorder, tracker, params, bool(stepped))
+
+
+def calls(fn: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+    """The ATen calls ``fn(*args, **kwargs)`` makes on fake tensors, each an ``Event`` (op, trace-form arguments as a
+    profiler records them, outputs, backward, module path), in order: what ``capture`` maps."""
+    _torch()
+    policy = _checked(fn, args, kwargs, "stall")
+    return tuple(_run(fn, tuple(args), dict(kwargs), policy, _name_of(fn)).recorder.events)
+
+
+def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[str] = None, syncs: str = "stall",
+                 preamble: bool = False, step: Optional[Callable[..., Workload]] = None,
+                 notes: tuple[str, ...] = ()) -> Workload:
+    """The Workload of ``fn(*args, **kwargs)`` run on fake tensors; its ``origin`` is the ``CapturedProgram``.
+
+    ``args`` and ``kwargs`` may hold real, meta or fake tensors, modules and optimizers (swapped for fakes while it
+    runs; what ``fn`` reaches only through a global is not found: pass it or close over it). ``syncs``: "stall"
+    records a device-to-host read (``.item()``) as a host stall, its value read as zero (NB: a branch on it takes
+    the zero side), "error" raises a CaptureError there. ``preamble``: the program runs Python before its first
+    launch (a Hugging Face model). ``step(optimizer, amp, microbatches, checkpointing)``: how the program rebuilds
+    itself as a training step (``models.training_step``). ``notes``: assumptions of the caller, kept on the recipe.
+    """
+    _torch()
+    policy = _checked(fn, args, kwargs, syncs)
+    label = _name_of(fn) if name is None else name
+    from .build import build
+
+    run = _run(fn, tuple(args), dict(kwargs or {}), policy, label)
+    recorder = run.recorder
+    built = build(recorder.events, run.tracker.layer, run.tracker.kinds)
     if not built.parts:
         raise CaptureError(f"{label!r} launched no kernel on fake tensors (its ATen calls were views and metadata only)")
     peak, split = recorder.memory.peak()
@@ -104,9 +132,9 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
     stalls = tuple(built.first_launch[i] if i < len(built.first_launch) else n_launches for _, i in recorder.syncs)
     notes = tuple(dict.fromkeys([*recorder.notes, *built.notes, *notes]))
     if recorder.syncs:
-        notes += (f"{len(recorder.syncs)} device-to-host read(s) recorded as host stalls, each value read as zero",)
-    training = any(e.backward for e in recorder.events) or bool(stepped)
-    recipe = CapturedProgram(label, training, built.layers, bool(preamble), params, built.coverage, memory,
+        notes += (f"{len(recorder.syncs)} device-to-host sync(s) recorded as host stalls",)
+    training = any(e.backward for e in recorder.events) or run.stepped
+    recipe = CapturedProgram(label, training, built.layers, bool(preamble), run.params, built.coverage, memory,
                              len(recorder.syncs), notes, stalls, step=step)
     return program_workload(label, built.parts, recipe)
 
