@@ -205,7 +205,7 @@ class CapturedModel:
 
         def run(model: Any, ids: Any) -> Any:
             cache = tf.DynamicCache(config=model.config)
-            return model(input_ids=ids, past_key_values=cache, use_cache=True, logits_to_keep=1).logits
+            return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1).logits
 
         return self._capture(run, (model, ids), f"{self.name} prefill", b, s, low, False, train=False)
 
@@ -226,8 +226,8 @@ class CapturedModel:
         def run(model: Any, prompt: Any, ids: Any) -> Any:
             with setup():
                 cache = tf.DynamicCache(config=model.config)
-                model(input_ids=prompt, past_key_values=cache, use_cache=True, logits_to_keep=1)
-            return model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+                model(input_ids=prompt, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1)
+            return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True).logits
 
         return self._capture(run, (model, prompt, ids), f"{self.name} decode", b, 1, low, False, train=False)
 
@@ -249,8 +249,10 @@ class CapturedModel:
         use_amp = resolve_amp(amp, {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[low])
         model = self._prepared(torch.float32 if use_amp else low, True)
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")
+        kind = "activation" if hasattr(model, "activation_checkpointing_enable") else "gradient"  # renamed in 5.2x
+        disable = getattr(model, f"{kind}_checkpointing_disable")
         if checkpointing:
-            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            getattr(model, f"{kind}_checkpointing_enable")(**{f"{kind}_checkpointing_kwargs": {"use_reentrant": False}})
 
         def run(model: Any, ids: Any) -> None:
             with setup():
@@ -268,7 +270,7 @@ class CapturedModel:
                                  stepped=True)
         finally:
             if checkpointing:
-                model.gradient_checkpointing_disable()
+                disable()
 
     def memory(self, batch: Any = 1, seq: Any = 2048, training: Any = False, optimizer: Any = "adamw",
                checkpointing: Any = False, gpu: Any = None, dtype: Any = "bf16", amp: Any = None,
@@ -298,6 +300,13 @@ class CapturedModel:
 
         with _unpacked_positions():
             return capture_call(run, args, name=label, preamble=True, step=None if stepped else step, notes=self.notes)
+
+
+def _cache_kwarg(model: Any) -> str:
+    """The forward's keyword for a KV cache: ``cache`` (transformers >= 5.2x), else ``past_key_values``."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 @contextlib.contextmanager

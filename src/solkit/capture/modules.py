@@ -29,7 +29,8 @@ class Tracker:
         for root in roots:
             self._name(root, "" if len(roots) == 1 else type(root).__name__)
         self._handles: list[Any] = []
-        self._again: list[bool] = []  # per running module: whether it runs inside the backward
+        self._again: list[tuple[bool, bool]] = []  # per running module: inside the backward, function mode entered
+        self.functions: Any = None  # the capture's FunctionMode, re-entered for a forward recomputed in the backward
 
     def _name(self, module: Any, prefix: str) -> None:
         """Name ``module`` and its descendants under ``prefix``."""
@@ -56,15 +57,23 @@ class Tracker:
         self.recorder.modules.append(self.path(module))
         self.recorder.objects.append(module)
         again = torch._C._current_graph_task_id() != -1  # a forward inside the backward: checkpointing's recompute
-        self._again.append(again)
+        entered = False
         if again:
             self.recorder.recompute += 1
+            # torch function modes are off inside the autograd engine: the recompute runs under the program's again
+            if self.functions is not None and not torch._C._is_torch_function_mode_enabled():
+                self.functions.__enter__()
+                entered = True
+        self._again.append((again, entered))
 
     def _post(self, module: Any, args: Any, output: Any) -> None:
         if self.recorder.objects and self.recorder.objects[-1] is module:
             self.recorder.modules.pop()
             self.recorder.objects.pop()
-            if self._again and self._again.pop():
+            again, entered = self._again.pop() if self._again else (False, False)
+            if entered:
+                self.functions.__exit__(None, None, None)
+            if again:
                 self.recorder.recompute -= 1
 
     def __enter__(self) -> "Tracker":

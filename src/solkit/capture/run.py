@@ -75,6 +75,7 @@ def _run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], policy: str, la
     hooks.append(register_optimizer_step_post_hook(lambda opt, a, k: stepped.append(_mark_states(opt, recorder))))
     tracker = Tracker(recorder, faked.modules)
     functions = FunctionMode(recorder)
+    tracker.functions = functions
     try:
         with cuda_semantics(functions), tracker, mode, recorder, functions:
             out = fn(*fargs, **fkwargs)
