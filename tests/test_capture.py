@@ -268,6 +268,15 @@ def test_zeros_launch_one_fill():
     _same(_one(w.counted[0][0]), ops.fill(256 * 1024, "fp32"))
 
 
+def test_dropout_is_cudas_fused_kernel():
+    """nn.Dropout(0.1) in train mode is one native_dropout kernel (ops.dropout), as on a GPU (a CPU build would
+    decompose it); in eval mode it launches nothing."""
+    w = capture(torch.nn.Dropout(0.1), torch.randn(64, 1024))
+    _same(w, ops.dropout(64 * 1024, dtype="fp32"))
+    with pytest.raises(CaptureError, match="launched no kernel"):
+        capture(torch.nn.Dropout(0.1).eval(), torch.randn(64, 1024))
+
+
 def test_autocast_casts_as_cuda_autocast_does():
     """A fp32 Linear called twice under torch.autocast("cuda", bf16): input, weight and bias cast for the first call,
     the input only for the second (the weight cache of the autocast region); the GEMMs run in bf16."""

@@ -13,6 +13,7 @@ device-specific choices are made here as eager CUDA makes them:
   gradient; its output is allocated as the fused kernels allocate it ([b, sq, h, d] transposed), with the fp32
   log-sum-exp it saves. A mask with a causal module (``module.is_causal``, Hugging Face's attention classes) counts as
   causal (NB: a sliding window is counted as full causal attention);
+- dropout runs CUDA's fused ``native_dropout`` (a CPU build decomposes it into bernoulli_ and multiplies);
 - optimizers default to their foreach kernels, as on a CUDA device.
 """
 
@@ -78,6 +79,8 @@ class FunctionMode(TorchFunctionMode):
             args, kwargs = self._autocast("scaled_dot_product_attention", args, kwargs)
             return _sdpa(self.recorder, *args, **kwargs)
         name = getattr(func, "__name__", "")
+        if name in ("dropout", "dropout_") and func in _DROPOUTS:
+            return _dropout(name, *args, **kwargs)
         if name in _ALL and _ORIGINAL["is_autocast_enabled"]("cuda"):
             args, kwargs = self._autocast(name, args, kwargs)
             with _autocast_off():
@@ -151,6 +154,23 @@ def _autocast_off() -> Iterator[None]:
         yield
     finally:
         torch.set_autocast_enabled("cuda", was)
+
+
+# ---- dropout ---------------------------------------------------------------------------------------------------
+
+_DROPOUTS = (torch.nn.functional.dropout, torch.dropout, torch.dropout_, torch.Tensor.dropout if hasattr(torch.Tensor,
+                                                                                                          "dropout")
+             else torch.dropout)
+
+
+def _dropout(name: str, input: Any, p: float = 0.5, training: bool = True, inplace: bool = False, train: Any = None) -> Any:
+    """dropout as CUDA runs it: one fused ``native_dropout`` kernel (the CPU build decomposes it into bernoulli_ and
+    multiplies); nothing at all in eval mode or with p = 0."""
+    train = training if train is None else train
+    if not train or p == 0 or input.numel() == 0:
+        return input
+    out = torch.native_dropout(input, float(p), True)[0]
+    return input.copy_(out) if inplace or name == "dropout_" else out
 
 
 # ---- SDPA ------------------------------------------------------------------------------------------------------

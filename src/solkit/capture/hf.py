@@ -123,10 +123,11 @@ class CapturedModel:
             kwargs["experts_implementation"] = "grouped_mm"
             notes += ("mixture of experts: grouped GEMMs counted as balanced top-k routing (each expert an equal share "
                       "of the routed tokens)",)
+        build = _builder(config)
         with torch.device("meta"):
             try:
                 try:
-                    self.module = tf.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, **kwargs)
+                    self.module = build(config, dtype=torch.bfloat16, **kwargs)
                 except ValueError as exc:
                     if "scaled_dot_product_attention" not in str(exc):
                         raise
@@ -134,7 +135,7 @@ class CapturedModel:
                     notes += (f"{type(config).__name__.removesuffix('Config')} has no SDPA attention in transformers: "
                               "its eager attention runs (QK^T, softmax, PV as kernels; every pair counted, as "
                               "computed)",)
-                    self.module = tf.AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, **kwargs)
+                    self.module = build(config, dtype=torch.bfloat16, **kwargs)
             except (ValueError, KeyError) as exc:
                 raise OptionError(f"transformers cannot build a causal LM from this config ({config.model_type}): "
                                   f"{exc}") from None
@@ -300,6 +301,21 @@ class CapturedModel:
 
         with _unpacked_positions():
             return capture_call(run, args, name=label, preamble=True, step=None if stepped else step, notes=self.notes)
+
+
+#: the heads ``architectures`` may name besides a causal LM's (the model class is then that one)
+_HEADS = ("ForCausalLM", "LMHeadModel", "ForMaskedLM")
+
+
+def _builder(config: Any) -> Any:
+    """How to build the config's model: the class ``architectures`` names when it is a language-model head of
+    transformers (``BertForMaskedLM``), else ``AutoModelForCausalLM``."""
+    tf = _transformers()
+    names = getattr(config, "architectures", None) or []
+    cls = getattr(tf, names[0], None) if len(names) == 1 and str(names[0]).endswith(_HEADS) else None
+    if cls is None:
+        return tf.AutoModelForCausalLM.from_config
+    return lambda cfg, **kw: cls._from_config(cfg, **kw)
 
 
 def _cache_kwarg(model: Any) -> str:

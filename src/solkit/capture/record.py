@@ -3,7 +3,8 @@
 Each call becomes an ``Event``: the op's name, its arguments in trace form (``encode``), its tensor outputs, whether
 the autograd engine ran it and the module path it came from (forward: the modules whose forward is running; backward:
 the module of the forward op whose gradient node runs, by the node's sequence number). Calls that launch no kernel
-(views, metadata, uninitialized allocations) are kept out of the events but their outputs still count as memory.
+(views, metadata, uninitialized allocations, outputs of no element) are kept out of the events but their outputs
+still count as memory.
 
 A device-to-host read (``.item()``: ``aten::_local_scalar_dense``) is a recorded stall under ``syncs="stall"`` (the
 value read stands in as zero: NB, a branch on it takes the zero side) or a CaptureError under ``syncs="error"``; a
@@ -214,8 +215,8 @@ class Recorder(TorchDispatchMode):
         outs = _tensors(out) if not isinstance(out, tuple) else [t for o in out for t in _tensors(o)]
         for t in outs:
             self.memory.track(t)
-        if self.suppress or name in NO_LAUNCH or func.is_view:
-            return out
+        if self.suppress or name in NO_LAUNCH or func.is_view or (outs and all(t.numel() == 0 for t in outs)):
+            return out  # nothing launches (a kernel over no element returns before launching)
         mutable = func._schema.is_mutable
         inputs = [t for a in list(args) + list(kwargs.values()) for t in _tensors(a)]
         if not mutable and outs and _aliases(outs, inputs):
