@@ -188,7 +188,7 @@ class CapturedModel:
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")
 
         def run(model: Any, ids: Any) -> Any:
-            with torch.autocast("cuda", dtype=low, enabled=use_amp):
+            with torch.autocast("cuda", dtype=low, enabled=use_amp), torch.set_grad_enabled(train):
                 return model(input_ids=ids, use_cache=False).logits
 
         return self._capture(run, (model, ids), f"{self.name} forward", b, s, low, use_amp)
@@ -205,8 +205,9 @@ class CapturedModel:
         tf = _transformers()
 
         def run(model: Any, ids: Any) -> Any:
-            cache = tf.DynamicCache(config=model.config)
-            return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1).logits
+            with torch.inference_mode():  # as generation runs: no autograd graph, nothing kept for a backward
+                cache = tf.DynamicCache(config=model.config)
+                return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1).logits
 
         return self._capture(run, (model, ids), f"{self.name} prefill", b, s, low, False, train=False)
 
@@ -225,10 +226,11 @@ class CapturedModel:
         from .record import setup
 
         def run(model: Any, prompt: Any, ids: Any) -> Any:
-            with setup():
-                cache = tf.DynamicCache(config=model.config)
-                model(input_ids=prompt, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1)
-            return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True).logits
+            with torch.inference_mode():  # as generation runs: no autograd graph, nothing kept for a backward
+                with setup():
+                    cache = tf.DynamicCache(config=model.config)
+                    model(input_ids=prompt, **{_cache_kwarg(model): cache}, use_cache=True, logits_to_keep=1)
+                return model(input_ids=ids, **{_cache_kwarg(model): cache}, use_cache=True).logits
 
         return self._capture(run, (model, prompt, ids), f"{self.name} decode", b, 1, low, False, train=False)
 

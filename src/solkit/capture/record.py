@@ -104,6 +104,7 @@ class Memory:
 
     records: list[_Storage] = field(default_factory=list)
     clock: int = 0
+    quiet: list[list[int]] = field(default_factory=list)  # [start, end] clocks of setup blocks: no peak taken inside
     _live: dict[int, _Storage] = field(default_factory=dict)
     _refs: list[Any] = field(default_factory=list)
 
@@ -140,10 +141,10 @@ class Memory:
         live: dict[str, int] = {}
         total = best = 0
         split: dict[str, int] = {}
-        for _, delta, kind in changes:
+        for clock, delta, kind in changes:
             live[kind] = live.get(kind, 0) + delta
             total += delta
-            if total > best:
+            if total > best and not any(start <= clock <= end for start, end in self.quiet):
                 best, split = total, dict(live)
         return best, split
 
@@ -215,10 +216,12 @@ class Recorder(TorchDispatchMode):
         outs = _tensors(out) if not isinstance(out, tuple) else [t for o in out for t in _tensors(o)]
         for t in outs:
             self.memory.track(t)
+        inputs = [t for a in list(args) + list(kwargs.values()) for t in _tensors(a)]
+        if func.is_view and not self.suppress and outs and not _aliases(outs, inputs) and inputs:
+            return self._copied(func, inputs[0], outs[0], module, backward, out)
         if self.suppress or name in NO_LAUNCH or func.is_view or (outs and all(t.numel() == 0 for t in outs)):
             return out  # nothing launches (a kernel over no element returns before launching)
         mutable = func._schema.is_mutable
-        inputs = [t for a in list(args) + list(kwargs.values()) for t in _tensors(a)]
         if not mutable and outs and _aliases(outs, inputs):
             return out  # every output is an input's storage: a view by another name
         trace = encode(func, tuple(args), kwargs)
@@ -235,6 +238,18 @@ class Recorder(TorchDispatchMode):
         self.events.append(Event(name, trace, outputs, backward, module, read, hints, lists, mutable, self.recompute > 0))
         return out
 
+
+    def _copied(self, func: Any, source: Any, result: Any, module: str, backward: bool, out: Any) -> Any:
+        """An op that may alias its input but made a new tensor (``to`` a new dtype, ``reshape`` or ``contiguous`` of
+        a strided input, as they reach the recorder whole under inference mode): the copy eager runs, ``_to_copy``."""
+        if result.numel() == 0:
+            return out
+        trace = encode(torch.ops.aten._to_copy.default, (source,), {"dtype": result.dtype})
+        outputs = (Output(tuple(result.shape), cpp_dtype(result.dtype), tuple(result.stride()),
+                          int(result.numel()) * result.element_size()),)
+        self.events.append(Event("aten::_to_copy", trace, outputs, backward, module, _stored_bytes(source), (None, None),
+                                 0, False, self.recompute > 0))
+        return out
 
     def _grouped_fallback(self, func: Any, args: Any, kwargs: Any, module: str) -> Any:
         """``_grouped_mm`` off bfloat16: ATen's fallback reads the group offsets on the host (a stall) and runs one
@@ -282,14 +297,17 @@ def active() -> Optional[Recorder]:
 
 class setup:  # noqa: N801 - a context manager used like a function
     """Inside a captured function: what runs here launches nothing in the program (building inputs, a KV cache, an
-    optimizer's state); its tensors still count as memory. Outside a capture it does nothing."""
+    optimizer's state); the tensors it leaves count as memory, its own transient peak does not. Outside a capture it
+    does nothing."""
 
     def __enter__(self) -> "setup":
         self.recorder = active()
         if self.recorder is not None:
             self.recorder.suppress += 1
+            self.recorder.memory.quiet.append([self.recorder.memory.clock + 1, -1])
         return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.recorder is not None:
             self.recorder.suppress -= 1
+            self.recorder.memory.quiet[-1][1] = self.recorder.memory.clock
