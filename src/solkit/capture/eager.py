@@ -8,6 +8,7 @@ recorded call into the calls that launch (each then mapped by ``solkit.ops.aten.
 - ``nll_loss_backward`` and ``embedding_dense_backward``: a ``zero_`` of the gradient, then the op;
 - ``slice_backward``, ``select_backward``, ``constant_pad_nd``: a ``fill_`` of the output, then a ``copy_`` of the
   smaller tensor into it; ``masked_fill`` (out of place): a ``clone`` then ``masked_fill_``; ``repeat``: a ``copy_``;
+- ``type_as`` (whole under inference mode): the cast ``_to_copy`` it makes;
 - ``arange`` (its factory form, which has no out tensor to read the dtype of): as ``arange.start_out`` with the
   output as out;
 - ``_grouped_mm`` (a mixture of experts' expert GEMMs): a batched GEMM over the experts, each taking an equal share of
@@ -21,8 +22,12 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from ..ops.aten import SCALAR_TYPES
 from .encode import TraceArgs
 from .record import Event, Output
+
+#: C++ dtype name -> c10::ScalarType number
+_ENUM = {name: number for number, name in SCALAR_TYPES.items()}
 
 __all__ = ["Launch", "launched", "FILLS", "BALANCED", "SDPA_BACKWARD"]
 
@@ -54,6 +59,13 @@ def _copy(dst: tuple[int, ...], dtype: str, src: tuple[int, ...], src_dtype: str
     """copy_(dst, src, non_blocking=False)."""
     return Launch("aten::copy_", TraceArgs((dst, src, ()), (dtype, src_dtype, "Scalar"), ("", "", "False"),
                                            (_contiguous(dst), _contiguous(src), ())))
+
+
+def _cast(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], to: str) -> Launch:
+    """_to_copy(self, dtype=to): a copy into another dtype."""
+    number = str(_ENUM.get(to, -1))
+    return Launch("aten::_to_copy", TraceArgs((shape, (), (), (), (), (), ()), (dtype, "Scalar", "", "", "", "Scalar", ""),
+                                              ("", number, "", "", "", "False", ""), (strides, (), (), (), (), (), ())))
 
 
 def _contiguous(shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -133,6 +145,8 @@ def launched(e: Event) -> list[Launch]:
         n = out.shape[0] if out.shape else 1
         return [Launch(op, TraceArgs(((), (), (), out.shape), ("Scalar", "Scalar", "Scalar", out.dtype),
                                      ("0", str(n), "1", ""), ((), (), (), out.stride)))]
+    if op == "aten::type_as" and e.outputs:  # to(other's dtype), whole under inference mode: a cast
+        return [_cast(e.trace.shapes[0], e.trace.dtypes[0], e.trace.strides[0], e.outputs[0].dtype)]
     if op == "aten::_grouped_mm":
         return _grouped(e) or [Launch(op, e.trace)]
     return [Launch(op, e.trace)]

@@ -67,8 +67,13 @@ class CaptureMemory:
 
     @property
     def total(self) -> int:
-        """The peak (the sum of the four kinds)."""
+        """The peak (the sum of the four kinds), as ``MemoryFootprint.total``."""
         return self.peak
+
+    @property
+    def weights(self) -> int:
+        """The parameters' bytes, as ``MemoryFootprint.weights``."""
+        return self.parameters
 
     def __repr__(self) -> str:
         gb = 1e9

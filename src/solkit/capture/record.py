@@ -31,6 +31,7 @@ __all__ = ["Event", "Output", "Recorder", "NO_LAUNCH", "SYNC_HINT", "setup", "ac
 NO_LAUNCH = frozenset({
     "aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided",
     "aten::_unsafe_view", "aten::lift_fresh", "aten::lift_fresh_copy", "aten::resize_", "aten::set_", "aten::detach",
+    "aten::detach_", "aten::requires_grad_", "aten::retain_grad",
     "aten::_reshape_alias", "aten::sym_size", "aten::sym_stride", "aten::sym_numel", "aten::sym_storage_offset",
     "aten::size", "aten::stride", "aten::is_contiguous", "aten::dim", "aten::numel", "aten::storage_offset",
     "aten::is_non_overlapping_and_dense", "aten::is_strides_like_format", "aten::_has_compatible_shallow_copy_type",
