@@ -158,9 +158,8 @@ def _autocast_off() -> Iterator[None]:
 
 # ---- dropout ---------------------------------------------------------------------------------------------------
 
-_DROPOUTS = (torch.nn.functional.dropout, torch.dropout, torch.dropout_, torch.Tensor.dropout if hasattr(torch.Tensor,
-                                                                                                          "dropout")
-             else torch.dropout)
+#: the dropout functions a program calls (the functional one, and the builtins it and nn.Dropout reach)
+_DROPOUTS = (torch.nn.functional.dropout, torch.dropout, torch.dropout_)
 
 
 def _dropout(name: str, input: Any, p: float = 0.5, training: bool = True, inplace: bool = False, train: Any = None) -> Any:
