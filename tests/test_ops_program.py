@@ -214,7 +214,7 @@ def test_pool2d_with_indices():
 
 def test_log_softmax_is_softmax():
     """aten::_log_softmax and its backward are claimed by softmax: a [4096, 30522] bf16 call maps to x in, y out, 5 FLOPs/element."""
-    from solkit.profile.aten import map_call
+    from solkit.ops.aten import map_call
 
     assert ops.by_aten("aten::_log_softmax") == (ops.REGISTRY["softmax"], False)
     assert ops.by_aten("aten::_log_softmax_backward_data") == (ops.REGISTRY["softmax"], True)

@@ -11,7 +11,7 @@ import pytest
 
 from solkit import models, ops
 from solkit.profile._read import read_text
-from solkit.profile.aten import ADAPTERS, Mapped, Unmapped, adapter, list_dtype_of_kernel, map_call, map_records
+from solkit.ops.aten import ADAPTERS, Mapped, Unmapped, adapter, list_dtype_of_kernel, map_call, map_records
 from solkit.profile.chrome import read_chrome
 
 PROFILES = Path(__file__).resolve().parents[1] / "data" / "profiles"

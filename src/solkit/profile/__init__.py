@@ -1,9 +1,9 @@
 """Real profiles joined to their speed of light: ``load_profile`` (torch.profiler Chrome traces, Nsight Compute CSV).
 
 Layers: ``_read`` (files, formats, the ``KernelRecord``), ``chrome`` and ``ncu`` (parsers),
-``timeline`` (kernel, span, idle time, gaps), ``aten`` (an ATen op call -> a registered operator's
-workload), ``profile`` (``Profile``: kernels, calls, aggregates), ``report`` (text, HTML, dict, frame)
-and ``measure`` (run a function under torch.profiler; needs torch).
+``timeline`` (kernel, span, idle time, gaps), ``profile`` (``Profile``: kernels, calls, aggregates; each op
+call mapped by the registry's ATen adapters, ``solkit.ops.aten``, which capture shares), ``report`` (text, HTML,
+dict, frame) and ``measure`` (run a function under torch.profiler; needs torch).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from ..workload import Workload, chain
 from . import timeline
 from .calls import L2_RESIDENT, ProfiledCall, ProfileKernel
 from ._read import KernelRecord, detect_format, read_text
-from .aten import Mapped, Unmapped, map_records
+from ..ops.aten import Mapped, Unmapped, map_records
 from .chrome import read_chrome
 from .ncu import read_ncu
 

@@ -1,5 +1,8 @@
 """One ATen op call of a trace (name, input shapes, dtypes, strides, concrete inputs) to a solkit workload.
 
+The one mapping profiles (``solkit.profile``) and capture (``solkit.capture``) share: pure functions of
+shapes, dtypes, strides and concrete values as text, no torch import.
+
 ``map_call`` asks the registry which operator claims the ATen name (``solkit.ops.by_aten``), then the
 argument adapter registered for that name (``ADAPTERS``, one small function per name or family, as
 ``torch.utils.flop_counter``'s ``register_flop_formula``) turns the call's inputs into the operator's
@@ -42,11 +45,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple, Optional, Union
 
 from ..errors import SolkitError
-from ..ops import by_aten, reduce
-from ..ops import get as get_operator
-from ..ops.registry import Operator
 from ..precision import PRECISIONS, normalize
 from ..workload import Workload
+from .registry import Operator, by_aten
+from .registry import get as get_operator
+from .tensor import reduce
 
 __all__ = [
     "Mapped", "Unmapped", "map_call", "map_records", "ADAPTERS", "adapter", "precision_of", "list_dtype_of_kernel",
