@@ -58,11 +58,11 @@ def main() -> None:
     seconds, (step, predicted) = _best(qwen_step, args.rounds)
     print(f"(a) Qwen3-8B training step, 1 x 8192 tokens, captured and predicted: {seconds:.2f} s CPU "
           f"(goal {GOALS['qwen3_8b_step']:.0f} s: {'met' if seconds <= GOALS['qwen3_8b_step'] else 'MISSED'}); "
-          f"{len(step):,} kernels, {step.origin.coverage}, predicted {predicted.seconds * 1e3:.1f} ms on an H200")
+          f"{len(step):,} kernels, {step.recipe.coverage}, predicted {predicted.seconds * 1e3:.1f} ms on an H200")
     seconds, forward = _best(llama_forward, args.rounds)
     print(f"(b) Llama-3.1-405B forward, 1 x 2048 tokens, captured: {seconds:.2f} s CPU "
           f"(goal {GOALS['llama_405b_forward']:.0f} s: {'met' if seconds <= GOALS['llama_405b_forward'] else 'MISSED'}); "
-          f"{len(forward):,} kernels, {forward.origin.layers} layers held once, {forward.flops:.4g} model FLOPs")
+          f"{len(forward):,} kernels, {forward.recipe.layers} layers held once, {forward.flops:.4g} model FLOPs")
 
 
 if __name__ == "__main__":

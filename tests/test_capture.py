@@ -157,7 +157,7 @@ def test_a_training_step_counts_what_eager_autograd_runs():
     backward = 2 * (2 * b * d1 * d2) + 2 * b * d0 * d1  # layer 2: dX, dW; layer 1: dW
     assert gemm == forward + backward  # 155,648
     params = d0 * d1 + d1 + d1 * d2 + d2  # 2,344
-    assert w.origin.params == params and w.origin.training
+    assert w.recipe.params == params and w.recipe.training
     foreach = [k for k, _ in w.counted if k.name.startswith("_foreach")]
     # momentum buf *= 0.9; buf += grad; p += -lr * buf: three foreach launches over every parameter element
     assert len(foreach) == 3
@@ -253,7 +253,7 @@ def test_an_unmodeled_op_stays_visible():
     assert kernel.name.startswith("sort") and kernel.op == "unmodeled" and count == 1
     assert kernel.bytes_read == n * 4 and kernel.bytes_written == n * 4 + n * 8  # 1,048,576 read; 3,145,728 written
     assert kernel.executed_flops == 0
-    cov = w.origin.coverage
+    cov = w.recipe.coverage
     assert cov.unmodeled == (("aten::sort", 1),) and cov.fraction == 0.0 and cov.calls == 1
 
 
@@ -332,7 +332,7 @@ def test_identical_layers_are_held_once():
     w = capture(_Stack(6), torch.randn(8, 32))
     (body, count), = w.parts
     assert count == 1 and body.parts[0][1] == 6 and len(body.parts[0][0]) == 4
-    assert len(w) == 6 * 4 and w.origin.layers == 6
+    assert len(w) == 6 * 4 and w.recipe.layers == 6
     single = capture(_Stack(1), torch.randn(8, 32))
     assert w.flops == 6 * single.flops
 
@@ -360,7 +360,7 @@ def test_peak_follows_allocation_and_free_order():
         return b * 4
 
     w = capture(f, torch.randn(256, 1024))  # 256 * 1024 * 4 B = 1,048,576 B, a multiple of 512
-    mem = w.origin.memory
+    mem = w.recipe.memory
     assert mem.peak == 3 * 1_048_576 and mem.activations == mem.peak and mem.parameters == 0
 
 
@@ -376,7 +376,7 @@ def test_training_memory_by_kind():
         lin(x).sum().backward()
         opt.step()
 
-    mem = capture(step, lin, torch.randn(64, 1024)).origin.memory
+    mem = capture(step, lin, torch.randn(64, 1024)).recipe.memory
     weights = 1024 * 1024 * 4  # 4,194,304
     assert mem.parameters == weights and mem.optimizer_states == 2 * weights
     assert mem.gradients in (0, weights)  # the peak comes before the gradient or with it
@@ -394,8 +394,8 @@ class _Reads(torch.nn.Module):
 def test_a_host_read_is_a_recorded_stall():
     """``.item()`` becomes a host stall (counted, its place kept), the value read standing in as zero."""
     w = capture(_Reads(), torch.randn(64))
-    assert w.origin.syncs == 1 and len(w.origin.stalls) == 1
-    assert any("stands in as zero" in n for n in w.origin.notes)
+    assert w.recipe.syncs == 1 and len(w.recipe.stalls) == 1
+    assert any("stands in as zero" in n for n in w.recipe.notes)
 
 
 def test_a_host_read_can_be_an_error():
@@ -425,6 +425,6 @@ def test_a_data_dependent_shape_is_an_error_naming_what_gets_past_it():
 def test_a_captured_program_predicts_as_an_eager_program():
     """predict reads the recipe (eager, its layers): a captured stack predicts a positive time with host time."""
     w = capture(_Stack(4), torch.randn(64, 32))
-    assert w.origin.kernels == "eager" and not w.origin.preamble and not w.origin.training
+    assert w.recipe.kernels == "eager" and not w.recipe.preamble and not w.recipe.training
     p = sk.predict(w, "h200")
     assert p.seconds > 0

@@ -180,7 +180,7 @@ def test_moe_expert_flops_by_hand_where_flop_counter_has_none():
     t, k, d, f, layers = 2 * 64, 2, 128, 256, 2
     experts = layers * (2 * t * k * d * 2 * f + 2 * t * k * f * d)  # 2 * (16,777,216 + 8,388,608) = 50,331,648
     assert _gemm(w) - counts["aten.mm"] == experts
-    assert any("balanced top-k" in note for note in w.origin.notes)
+    assert any("balanced top-k" in note for note in w.recipe.notes)
 
 
 # ---- capture as the oracle of the closed form ----------------------------------------------------------------
@@ -215,7 +215,7 @@ def test_a_captured_forward_is_input_to_training_step():
     m = hf_model({"model_type": "qwen3", **SMALL})
     via = models.training_step(m.forward(batch=2, seq=32))
     direct = m.training_step(batch=2, seq=32)
-    assert len(via) == len(direct) and via.flops == direct.flops and via.origin.training
+    assert len(via) == len(direct) and via.flops == direct.flops and via.recipe.training
     assert any(k.name.startswith("_fused_adamw_") for k, _ in via.counted)
 
 
@@ -244,7 +244,7 @@ def test_decode_attends_over_the_cache():
     attention = [k for k, _ in w.counted if k.kind == "attention"]
     expected = ops.attention(2, 4, 1, 65, 32, kv_heads=2, causal=False, impl="sdpa", dtype="bf16")
     assert attention and all(k.model_flops == expected.flops for k in attention)  # 4*2*4*32*65 = 133,120
-    assert w.origin.preamble and not w.origin.training
+    assert w.recipe.preamble and not w.recipe.training
 
 
 def test_amp_moe_step_runs_the_grouped_gemm_fallback_with_stalls():
@@ -253,14 +253,14 @@ def test_amp_moe_step_runs_the_grouped_gemm_fallback_with_stalls():
     m = hf_model({"model_type": "mixtral", **SMALL, "num_local_experts": 4, "num_experts_per_tok": 2})
     w = m.training_step(batch=2, seq=32, amp=True)
     grouped = [k for k, _ in w.counted if k.kind == "gemm" and k.precision == "fp32" and k.launches == 4]
-    assert grouped and w.origin.syncs >= 2 * 3  # 2 layers x 3 grouped GEMMs forward (more in the backward)
+    assert grouped and w.recipe.syncs >= 2 * 3  # 2 layers x 3 grouped GEMMs forward (more in the backward)
 
 
 def test_one_real_size_forward_maps_almost_everything():
     """Qwen3-8B's prefill of 1 x 128 tokens, real size on meta: 36 layers held once, over 99% of calls mapped."""
     m = hf_model(CONFIGS / "qwen3-8b.json")
     w = m.prefill(batch=1, seq=128)
-    assert w.origin.layers == 36 and w.origin.coverage.fraction > 0.99
+    assert w.recipe.layers == 36 and w.recipe.coverage.fraction > 0.99
     tokens, d, kv, f, layers, vocab = 128, 4096, 1024, 12288, 36, 151936
     per_layer = 2 * tokens * (2 * d * d + 2 * d * kv + 3 * d * f)  # q and o, k and v, gate, up and down
     assert _gemm(w) == layers * per_layer + 2 * 1 * d * vocab  # the head over the last token: 1.9964e12
@@ -350,4 +350,4 @@ def test_captured_programs_call_what_the_h200_profiles_call(name, phase):
     # the live-bytes peak against the profiled run's torch.cuda.max_memory_allocated (manifest): BERT 4.67 of 4.79 GB,
     # the Llama prefill 4.12 of 4.23 GB, its decode 3.88 of 4.02 GB (the CUDA context and workspaces are not counted)
     measured = json.loads((PROFILES / "manifest.json").read_text())["programs"][name]["peak_memory_bytes"]
-    assert 0.95 <= w.origin.memory.peak / measured <= 1.0
+    assert 0.95 <= w.recipe.memory.peak / measured <= 1.0

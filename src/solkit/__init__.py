@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import comm, errors, models, ops, plot
+from . import capture, comm, errors, models, ops, plot
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import clear_cache, list_gpus, load_gpu
@@ -41,6 +41,7 @@ __all__ = [
     "Workload",
     "achieved_bandwidth",
     "achieved_flops",
+    "capture",
     "chain",
     "clear_cache",
     "comm",

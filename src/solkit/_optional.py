@@ -7,7 +7,7 @@ from types import ModuleType
 
 from .errors import OptionalDependencyError, PlotDependencyError
 
-__all__ = ["require_pandas", "require_matplotlib", "require_torch", "PLOT_INSTALL_HINT"]
+__all__ = ["require_pandas", "require_matplotlib", "require_torch", "require_transformers", "PLOT_INSTALL_HINT"]
 
 #: how to install what ``solkit.plot`` needs
 PLOT_INSTALL_HINT = "pip install 'solkit[plot]'"
@@ -31,6 +31,14 @@ def require_matplotlib() -> ModuleType:
             f"solkit.plot needs matplotlib, which is not installed ({exc}); install it with: {PLOT_INSTALL_HINT}"
         ) from exc
     return module
+
+
+def require_transformers(what: str = "capturing a Hugging Face config") -> ModuleType:
+    """transformers, or an ``OptionalDependencyError`` saying that ``what`` needs it and how to install it."""
+    try:
+        return importlib.import_module("transformers")
+    except ImportError as exc:
+        raise OptionalDependencyError(f"{what} needs transformers: pip install 'solkit[capture]'") from exc
 
 
 def require_torch(what: str = "solkit.measure") -> ModuleType:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "SolkitError",
+    "CaptureError",
     "SpecError",
     "UnknownGPUError",
     "UnknownSourceError",
@@ -75,6 +76,11 @@ class OptionalDependencyError(SolkitError, ImportError):
 
 class PlotDependencyError(OptionalDependencyError):
     """matplotlib, needed for charts, is not installed; the message gives the install command."""
+
+
+class CaptureError(SolkitError, RuntimeError):
+    """A captured program needs what fake tensors cannot give (a value read on the host, a data-dependent shape) or
+    failed inside torch; the message names the ATen op, the module path and what would get past it."""
 
 
 class CLIError(SolkitError, ValueError):

@@ -3,7 +3,7 @@
 ``capture(fn, *args, **kwargs)`` runs ``fn`` once on fake tensors under CUDA's semantics and maps every ATen call it
 makes through the registry's ATen adapters (``solkit.ops.aten``, the table profiles read), as eager PyTorch launches
 them; repeated layers are held once; what no operator models stays as an unmodeled kernel, counted in the
-coverage. The result's ``origin`` (``CapturedProgram``) says what ``predict`` needs (eager, training, layers,
+coverage. The result's ``recipe`` (``CapturedProgram``) says what ``predict`` needs (eager, training, layers,
 preamble, params) and carries the coverage, the memory peak (``CaptureMemory``) and the syncs. ``hf_model(config)``
 builds a Hugging Face model from its config on the meta device and captures its programs, with the methods of
 ``models.Transformer``.
@@ -20,7 +20,7 @@ import sys
 import types
 from typing import Any
 
-from .errors import CaptureError
+from ..errors import CaptureError
 
 #: loaded on first use: name -> its module (these import torch)
 _LAZY = {"capture": "run", "capture_call": "run", "calls": "run", "SYNCS": "run", "setup": "record", "hf_model": "hf", "CapturedModel": "hf",

@@ -26,9 +26,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from .eager import SDPA_BACKWARD
-from .errors import CaptureError
+from ..errors import CaptureError
 from .encode import cpp_dtype, encode
-from .record import Output, Recorder, _stored_bytes
+from .record import Output, Recorder, stored_bytes
 
 __all__ = ["FunctionMode", "cuda_semantics", "LOWER", "FP32", "FP32_DTYPE", "PROMOTE"]
 
@@ -200,7 +200,7 @@ class _Attention(torch.autograd.Function):
             recorder.suppress -= 1
         trace = encode(_SDPA_OP, (q, k, v, mask, dropout, causal), {"scale": scale, "enable_gqa": gqa})
         inputs = [t for t in (q, k, v, mask) if t is not None]
-        read = sum(_stored_bytes(t) for t in inputs)
+        read = sum(stored_bytes(t) for t in inputs)
         recorder.emit("aten::scaled_dot_product_attention", trace,
                       (Output(tuple(out.shape), _name(out), tuple(out.stride()), out.numel() * out.element_size()),),
                       read, module, False)
@@ -219,7 +219,7 @@ class _Attention(torch.autograd.Function):
         finally:
             recorder.suppress -= 1
         grads = tuple(Output(tuple(t.shape), _name(t), tuple(t.stride()), t.numel() * t.element_size()) for t in (dq, dk, dv))
-        read = ctx.read + _stored_bytes(grad) + _stored_bytes(out) + _stored_bytes(lse)
+        read = ctx.read + stored_bytes(grad) + stored_bytes(out) + stored_bytes(lse)
         recorder.emit(SDPA_BACKWARD, ctx.trace, grads, read, ctx.module, True)
         return None, dq, dk, dv, None, None, None, None, None
 

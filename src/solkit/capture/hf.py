@@ -26,8 +26,7 @@ from .._validate import choice, dim, flag
 from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize
 from ..workload import Workload
-from ._torch import torch as _torch
-from ._torch import transformers as _transformers
+from .._optional import require_torch, require_transformers
 from .program import SOURCE, CaptureMemory
 
 __all__ = ["hf_model", "CapturedModel", "OPTIMIZERS"]
@@ -71,7 +70,7 @@ def _config_dict(config: Any) -> tuple[dict[str, Any], str]:
 
 def _transformers_config(config: Any, overrides: Mapping[str, Any]) -> tuple[Any, str, tuple[str, ...]]:
     """(the language model's transformers config, where it came from, notes)."""
-    tf = _transformers()
+    tf = require_transformers()
     notes: list[str] = []
     if isinstance(config, tf.PretrainedConfig):
         cfg, where = config, ""
@@ -114,7 +113,8 @@ class CapturedModel:
     source = SOURCE
 
     def __init__(self, config: Any, name: str, notes: tuple[str, ...] = ()) -> None:
-        torch, tf = _torch(), _transformers()
+        torch = require_torch("capture")
+        require_transformers()
         self.config = config
         self.name = name
         kwargs: dict[str, Any] = {"attn_implementation": "sdpa"}
@@ -167,7 +167,7 @@ class CapturedModel:
         p = normalize(dtype, what)
         if p not in _DTYPES:
             raise OptionError(f"{what} must be one of {', '.join(_DTYPES)} for a captured program, got {dtype!r}")
-        return getattr(_torch(), _DTYPES[p])
+        return getattr(require_torch("capture"), _DTYPES[p])
 
     def _prepared(self, weights: Any, training: bool) -> Any:
         """The meta module in ``weights``' dtype, in train or eval mode."""
@@ -181,7 +181,7 @@ class CapturedModel:
         autocast to ``dtype``; ``training``: train mode, dropout on)."""
         self._check(impl, kernels, quant)
         b, s = _one("batch", batch), _one("seq", seq)
-        torch = _torch()
+        torch = require_torch("capture")
         low = self._dtype(dtype)
         use_amp, train = flag("amp", amp), flag("training", training)
         model = self._prepared(torch.float32 if use_amp else low, train)
@@ -198,11 +198,11 @@ class CapturedModel:
         """Prefill: the prompt's forward writing transformers' DynamicCache, logits for each sequence's last token."""
         self._check(impl, kernels, quant, kv_dtype)
         b, s = _one("batch", batch), _one("seq", seq)
-        torch = _torch()
+        torch = require_torch("capture")
         low = self._dtype(dtype)
         model = self._prepared(low, False)
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")
-        tf = _transformers()
+        tf = require_transformers()
 
         def run(model: Any, ids: Any) -> Any:
             with torch.inference_mode():  # as generation runs: no autograd graph, nothing kept for a backward
@@ -217,12 +217,12 @@ class CapturedModel:
         (filled by a prefill that launches nothing)."""
         self._check(impl, kernels, quant, kv_dtype)
         b, c = _one("batch", batch), _one("context", context)
-        torch = _torch()
+        torch = require_torch("capture")
         low = self._dtype(dtype)
         model = self._prepared(low, False)
         prompt = torch.zeros((b, c), dtype=torch.long, device="meta")
         ids = torch.zeros((b, 1), dtype=torch.long, device="meta")
-        tf = _transformers()
+        tf = require_transformers()
         from .record import setup
 
         def run(model: Any, prompt: Any, ids: Any) -> Any:
@@ -245,10 +245,10 @@ class CapturedModel:
 
     def _step(self, b: int, s: int, low: Any, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:
         """The captured training step (``training_step``)."""
-        from ..models.steps import resolve_amp
+        from ..models.training import resolve_amp
         from .record import setup
 
-        torch = _torch()
+        torch = require_torch("capture")
         use_amp = resolve_amp(amp, {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[low])
         model = self._prepared(torch.float32 if use_amp else low, True)
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")
@@ -283,7 +283,7 @@ class CapturedModel:
             w = self.training_step(batch, seq, dtype, optimizer, amp, microbatches, checkpointing)
         else:
             w = self.prefill(batch, seq, dtype)
-        m = w.origin.memory
+        m = w.recipe.memory
         if gpu is None:
             return m
         from ..hardware import as_gpu
@@ -312,7 +312,7 @@ _HEADS = ("ForCausalLM", "LMHeadModel", "ForMaskedLM")
 def _builder(config: Any) -> Any:
     """How to build the config's model: the class ``architectures`` names when it is a language-model head of
     transformers (``BertForMaskedLM``), else ``AutoModelForCausalLM``."""
-    tf = _transformers()
+    tf = require_transformers()
     names = getattr(config, "architectures", None) or []
     cls = getattr(tf, names[0], None) if len(names) == 1 and str(names[0]).endswith(_HEADS) else None
     if cls is None:
@@ -359,7 +359,7 @@ def _unpacked_positions() -> Iterator[None]:
 
 def _optimizer(name: str, model: Any) -> Any:
     """The step's optimizer with its state made (as after a first step), or None."""
-    torch = _torch()
+    torch = require_torch("capture")
     params = [p for p in model.parameters() if p.requires_grad]
     if name == "none":
         return None

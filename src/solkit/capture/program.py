@@ -1,7 +1,7 @@
 """A captured program's recipe (what ``predict`` and the calibration read of a program), its coverage and memory.
 
-``CapturedProgram`` rides on the Workload (``program_workload`` is the one place that puts it there; today as
-``Workload.origin``): ``kernels`` "eager" (one kernel per ATen kernel call), ``training`` (the autograd engine or an
+``CapturedProgram`` is the Workload's ``recipe`` (``workload.Program``; ``program_workload`` is the one place that puts
+it there): ``kernels`` "eager" (one kernel per ATen kernel call), ``training`` (the autograd engine or an
 optimizer ran), ``layers`` (the repeated layers run: what the host's per-layer time counts), ``preamble`` (a Hugging
 Face model runs Python before its first launch), ``params``, and ``training_step`` (a program that knows how to
 rebuild itself as a step, such as ``hf_model``'s forward; a plain capture is already the step it ran).
@@ -102,8 +102,11 @@ class CapturedProgram:
     source: str = SOURCE
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
-    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool) -> Workload:
-        """The training step of this program (``models.training_step`` of a captured forward)."""
+    def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
+        """The training step of this program (``models.training_step`` of a captured forward), on one GPU."""
+        if split.parallel:
+            raise OptionError(f"{self.name!r} is a captured program: a parallel split (dp, tp, pp, ep, zero) is modelled "
+                              "for the closed-form Transformer forwards only; capture one GPU's share of the step itself")
         if self.step is None:
             raise OptionError(f"{self.name!r} was captured as it ran (training={self.training}); a plain capture cannot "
                               "rebuild itself as a step: capture the step itself, sk.capture(step_fn, ...), with its "
@@ -113,4 +116,4 @@ class CapturedProgram:
 
 def program_workload(name: str, parts: tuple[tuple[Node, int], ...], recipe: CapturedProgram) -> Workload:
     """The captured program's Workload: its parts in launch order, the recipe riding on it."""
-    return Workload.of(name, parts, origin=recipe)
+    return Workload.of(name, parts, recipe=recipe)

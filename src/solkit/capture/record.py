@@ -23,7 +23,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException, DynamicO
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from .encode import TraceArgs, cpp_dtype, encode
-from .errors import CaptureError
+from ..errors import CaptureError
 
 __all__ = ["Event", "Output", "Recorder", "NO_LAUNCH", "SYNC_HINT", "setup", "active"]
 
@@ -71,7 +71,7 @@ class Event(NamedTuple):
     recompute: bool = False  # a forward run again inside the backward (activation checkpointing)
 
 
-def _stored_bytes(t: Any) -> int:
+def stored_bytes(t: Any) -> int:
     """Bytes of a tensor's elements as stored: dims of stride 0 (broadcast) counted once."""
     n = 1
     for size, stride in zip(t.shape, t.stride()):
@@ -235,7 +235,7 @@ class Recorder(TorchDispatchMode):
             hints = (sum(int(t.numel()) for t in first), cpp_dtype(first[0].dtype))
         outputs = tuple(Output(tuple(t.shape), cpp_dtype(t.dtype), tuple(t.stride()), int(t.numel()) * t.element_size())
                         for t in outs)
-        read = sum(_stored_bytes(t) for t in inputs if t.dim() > 0 or len(inputs) == 1)
+        read = sum(stored_bytes(t) for t in inputs if t.dim() > 0 or len(inputs) == 1)
         self.events.append(Event(name, trace, outputs, backward, module, read, hints, lists, mutable, self.recompute > 0))
         return out
 
@@ -248,7 +248,7 @@ class Recorder(TorchDispatchMode):
         trace = encode(torch.ops.aten._to_copy.default, (source,), {"dtype": result.dtype})
         outputs = (Output(tuple(result.shape), cpp_dtype(result.dtype), tuple(result.stride()),
                           int(result.numel()) * result.element_size()),)
-        self.events.append(Event("aten::_to_copy", trace, outputs, backward, module, _stored_bytes(source), (None, None),
+        self.events.append(Event("aten::_to_copy", trace, outputs, backward, module, stored_bytes(source), (None, None),
                                  0, False, self.recompute > 0))
         return out
 

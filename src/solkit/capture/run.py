@@ -14,8 +14,8 @@ from typing import Any, Callable, NamedTuple, Optional
 from .._validate import choice
 from ..errors import ArgumentTypeError
 from ..workload import Workload
-from ._torch import torch as _torch
-from .errors import CaptureError
+from .._optional import require_torch
+from ..errors import CaptureError
 from .program import CaptureMemory, CapturedProgram, program_workload
 
 __all__ = ["capture", "capture_call", "calls", "SYNCS"]
@@ -32,7 +32,7 @@ def capture(fn: Any, /, *args: Any, **kwargs: Any) -> Workload:
 
 def _name_of(fn: Any) -> str:
     """A function's or module's name."""
-    if isinstance(fn, _torch().nn.Module):
+    if isinstance(fn, require_torch("capture").nn.Module):
         return type(fn).__name__
     return str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__)
 
@@ -98,7 +98,7 @@ def _run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], policy: str, la
 def calls(fn: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """The ATen calls ``fn(*args, **kwargs)`` makes on fake tensors, each an ``Event`` (op, trace-form arguments as a
     profiler records them, outputs, backward, module path), in order: what ``capture`` maps."""
-    _torch()
+    require_torch("capture")
     policy = _checked(fn, args, kwargs, "stall")
     return tuple(_run(fn, tuple(args), dict(kwargs), policy, _name_of(fn)).recorder.events)
 
@@ -106,7 +106,7 @@ def calls(fn: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
 def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[str] = None, syncs: str = "stall",
                  preamble: bool = False, step: Optional[Callable[..., Workload]] = None,
                  notes: tuple[str, ...] = ()) -> Workload:
-    """The Workload of ``fn(*args, **kwargs)`` run on fake tensors; its ``origin`` is the ``CapturedProgram``.
+    """The Workload of ``fn(*args, **kwargs)`` run on fake tensors; its ``recipe`` is the ``CapturedProgram``.
 
     ``args`` and ``kwargs`` may hold real, meta or fake tensors, modules and optimizers (swapped for fakes while it
     runs; what ``fn`` reaches only through a global is not found: pass it or close over it). ``syncs``: "stall"
@@ -115,7 +115,7 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
     launch (a Hugging Face model). ``step(optimizer, amp, microbatches, checkpointing)``: how the program rebuilds
     itself as a training step (``models.training_step``). ``notes``: assumptions of the caller, kept on the recipe.
     """
-    _torch()
+    require_torch("capture")
     policy = _checked(fn, args, kwargs, syncs)
     label = _name_of(fn) if name is None else name
     from .build import build
@@ -143,7 +143,7 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
 def _parameters(faked: Any, recorder: Any) -> tuple[int, list[Any]]:
     """The distinct parameters' elements; their storages (and buffers', inputs') noted as alive from the start;
     hooks that mark each accumulated gradient."""
-    torch = _torch()
+    torch = require_torch("capture")
     seen: dict[int, Any] = {}
     hooks: list[Any] = []
     for root in faked.modules:
@@ -164,7 +164,7 @@ def _parameters(faked: Any, recorder: Any) -> tuple[int, list[Any]]:
 
 def _mark_states(opt: Any, recorder: Any) -> int:
     """Mark an optimizer's state tensors (after its step) as optimizer states; their count."""
-    torch = _torch()
+    torch = require_torch("capture")
     n = 0
     for state in opt.state.values():
         for v in state.values():
