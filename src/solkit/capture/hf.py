@@ -27,7 +27,7 @@ from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize
 from ..workload import Workload
 from .._optional import require_torch, require_transformers
-from .program import SOURCE, CaptureMemory
+from .program import SOURCE, CaptureMemory, CapturedProgram
 
 __all__ = ["hf_model", "CapturedModel", "OPTIMIZERS"]
 
@@ -283,7 +283,10 @@ class CapturedModel:
             w = self.training_step(batch, seq, dtype, optimizer, amp, microbatches, checkpointing)
         else:
             w = self.prefill(batch, seq, dtype)
-        m = w.recipe.memory
+        recipe = w.recipe
+        if not isinstance(recipe, CapturedProgram):  # pragma: no cover - every captured program carries its recipe
+            raise TypeError(f"{w.name!r} carries no captured recipe")
+        m = recipe.memory
         if gpu is None:
             return m
         from ..hardware import as_gpu
