@@ -63,6 +63,19 @@ def test_every_room_has_a_layer():
     assert rooms - set(RANK) == set()
 
 
+#: the one name a facade takes from the layer above: ``models.from_hf_config`` is the closed form where solkit has one,
+#: else the model captured (DESIGN: "Captured vs closed form"), so it lives in capture and models re-exports it lazily
+FACADE = {"models/__init__.py": "solkit.capture.configs"}
+
+
+def test_the_facade_takes_one_name_from_above():
+    """models/__init__.py names solkit.capture.configs (lazily) for from_hf_config, and nothing else above it."""
+    from solkit import models
+
+    above = {name: module for name, module in models._LAZY.items() if not module.startswith(".")}
+    assert above == {"from_hf_config": FACADE["models/__init__.py"]}
+
+
 @pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(SRC)) for p in MODULES])
 def test_imports_run_down_the_layers(path):
     """A module imports its own room or lower layers only (type-checking imports included)."""

@@ -8,7 +8,8 @@ import pytest
 
 import solkit as sk
 from solkit import models
-from solkit.errors import ArgumentTypeError, OptionError, ShapeError
+from solkit.errors import ArgumentTypeError, NotModelledError, OptionalDependencyError, OptionError, ShapeError
+from solkit.models.hf import closed_form
 
 
 # ---- parameter counts (published figures; the hand sum in each comment) --------------------------------------
@@ -306,20 +307,43 @@ def test_hf_config_from_a_folder(tmp_path):
 
 
 @pytest.mark.parametrize("change, error, says", [
-    ({"model_type": "t5"}, OptionError, "model_type must be one of"),
-    ({"num_local_experts": 8}, OptionError, "'num_local_experts'=8 is not modelled"),
-    ({"architectures": ["LlamaForSequenceClassification"]}, OptionError, "LlamaForSequenceClassification"),
-    ({"hidden_act": "relu"}, OptionError, "'hidden_act'='relu'"),
-    ({"attention_bias": True}, OptionError, "'attention_bias'=True"),
+    ({"model_type": "t5"}, NotModelledError, "model_type must be one of"),
+    ({"num_local_experts": 8}, NotModelledError, "'num_local_experts'=8 is not modelled"),
+    ({"architectures": ["LlamaForSequenceClassification"]}, NotModelledError, "LlamaForSequenceClassification"),
+    ({"hidden_act": "relu"}, NotModelledError, "'hidden_act'='relu'"),
+    ({"attention_bias": True}, NotModelledError, "'attention_bias'=True"),
+    ({"layer_types": ["sliding_attention", "full_attention"]}, NotModelledError, "'layer_types'"),
     ({"hidden_size": None}, OptionError, "needs the key 'hidden_size'"),
 ])
 def test_hf_config_errors_name_the_key(change, error, says):
-    """A key solkit cannot honour is refused by name."""
+    """The closed form refuses by name a key it cannot honour (NotModelledError, an OptionError: from_hf_config then
+    captures the model) and a missing value (a plain OptionError)."""
     import json
 
     llama = json.loads((HF / "llama3-8b.json").read_text())
     with pytest.raises(error, match=says):
-        models.from_hf_config({**llama, **change})
+        closed_form({**llama, **change})
+
+
+def test_a_config_of_full_attention_layers_is_the_closed_form():
+    """Recent transformers save layer_types with every layer 'full_attention': the closed form models that (Qwen2)."""
+    import json
+
+    qwen = json.loads((HF / "qwen2.5-7b.json").read_text())
+    plain = models.from_hf_config(qwen)
+    typed = models.from_hf_config({**qwen, "layer_types": ["full_attention"] * qwen["num_hidden_layers"]})
+    assert isinstance(typed, models.Transformer) and typed.params == plain.params
+
+
+def test_a_config_without_a_closed_form_needs_capture(monkeypatch):
+    """Without torch, a config the closed form refuses says why and what to install, naming the refused key."""
+    import json
+    import sys
+
+    llama = json.loads((HF / "llama3-8b.json").read_text())
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch fails
+    with pytest.raises(OptionalDependencyError, match=r"'num_local_experts'=8 is not modelled.*needs torch"):
+        models.from_hf_config({**llama, "num_local_experts": 8})
 
 
 def test_hf_config_bad_inputs(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "SolkitError",
     "CaptureError",
+    "NotModelledError",
     "SpecError",
     "UnknownGPUError",
     "UnknownSourceError",
@@ -76,6 +77,11 @@ class OptionalDependencyError(SolkitError, ImportError):
 
 class PlotDependencyError(OptionalDependencyError):
     """matplotlib, needed for charts, is not installed; the message gives the install command."""
+
+
+class NotModelledError(OptionError):
+    """A model the closed form does not describe (a Hugging Face family or key it has no formula for); the message
+    names what. ``models.from_hf_config`` answers it by capturing the model's own code."""
 
 
 class CaptureError(SolkitError, RuntimeError):

@@ -26,6 +26,7 @@ import numpy as np
 
 from ._num import result
 from ._validate import dim
+from .capture.hf import CapturedModel
 from .errors import OptionError
 from .hardware import as_gpu
 from .models.architecture import Transformer
@@ -54,7 +55,7 @@ class InferenceEstimate:
     decode_tokens_per_s: Any  # batch / tpot
     latency: Any  # s: ttft + output x tpot
     throughput: Any  # generated tokens/s over the whole request: batch x output / latency
-    memory: MemoryFootprint
+    memory: Any  # a MemoryFootprint (closed form), or a captured program's CaptureMemory
 
     @property
     def fits(self) -> Any:
@@ -80,9 +81,11 @@ class InferenceEstimate:
 def inference(model: Transformer, gpu: Any, batch: Any = 1, prompt: Any = 2048, output: Any = 256, dtype: Any = "bf16",
               kv_dtype: Any = None, quant: Any = None, kernels: Any = "eager", impl: Any = "sdpa") -> InferenceEstimate:
     """Predicted TTFT, TPOT, tokens/s and memory of serving ``model`` on ``gpu`` (module docstring)."""
+    if isinstance(model, CapturedModel):
+        return _captured(model, gpu, batch, prompt, output, dtype, kv_dtype, quant, kernels, impl)
     if not isinstance(model, Transformer):
-        raise OptionError(f"model must be a solkit.models.Transformer (models.preset(...), models.from_hf_config(...)), "
-                          f"got {type(model).__name__}")
+        raise OptionError(f"model must be a solkit.models.Transformer or a captured model (models.preset(...), "
+                          f"models.from_hf_config(...)), got {type(model).__name__}")
     g = as_gpu(gpu)
     b = dim("batch", batch)
     p = int(dim("prompt", prompt)) if np.ndim(prompt) == 0 else _scalar("prompt")
@@ -96,6 +99,25 @@ def inference(model: Transformer, gpu: Any, batch: Any = 1, prompt: Any = 2048, 
     footprint = memory(model, batch=b, seq=p + n, gpu=g, dtype=dtype, kv_dtype=kv_dtype, quant=quant)
     return InferenceEstimate(model.name, g.name, b, p, n, ttft, tpot, result(b / tpot), result(latency),
                              result(b * n / latency), footprint)
+
+
+def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: Any, dtype: Any, kv_dtype: Any,
+              quant: Any, kernels: Any, impl: Any) -> InferenceEstimate:
+    """``inference`` of a captured model: one shape, each decode point captured (NB: its memory is the prefill's peak
+    at prompt + output tokens, whose activations a decode step never holds: a ceiling on the served footprint)."""
+    g = as_gpu(gpu)
+    if np.ndim(batch) or np.ndim(prompt) or np.ndim(output):
+        raise OptionError("a captured model runs one shape: batch, prompt and output must each be one number (call "
+                          "inference once per shape, or sweep a closed-form models.Transformer)")
+    b, p, n = (int(dim(name, value)) for name, value in (("batch", batch), ("prompt", prompt), ("output", output)))
+    options = dict(dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=kernels, impl=impl)
+    ttft = float(predict(model.prefill(batch=b, seq=p, **options), g, warn=False).seconds)
+    contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
+    tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False).seconds)
+                          for c in contexts]))
+    latency = ttft + n * tpot
+    footprint = model.memory(batch=b, seq=p + n, gpu=g, dtype=dtype)
+    return InferenceEstimate(model.name, g.name, b, p, n, ttft, tpot, b / tpot, latency, b * n / latency, footprint)
 
 
 def _scalar(name: str) -> Any:

@@ -26,7 +26,7 @@ from .errors import ArgumentTypeError, ShapeError
 from .kernel import (KERNEL_KINDS, MAX_LAUNCHES, MAX_LISTED, RING_COLLECTIVES, Gemm, Kernel, Link, Rows, add_figures,
                      big_count, is_overflow, overflow)
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Schedule", "Autograd", "Program", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Sync", "Schedule", "host_syncs", "Autograd", "Program", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
            "overflow", "is_overflow", "RING_COLLECTIVES"]
 
 #: the calibration key of FSDP's per-layer copy out of its gathered parameters: where the predictor charges the host
@@ -55,8 +55,15 @@ class Pipeline(NamedTuple):
         return -(-(self.stages - 1) // self.interleave)
 
 
+class Sync(NamedTuple):
+    """A workload's ``schedule``: the host waits for ``stream`` here (a device-to-host read: ``.item()``, ``.tolist()``,
+    a data-dependent shape) before it issues what follows; its parts (usually none) run after the wait."""
+
+    stream: str = "compute"
+
+
 #: how a workload's parts run in time beyond one after another (``predict``'s timeline reads it)
-Schedule = Union[Join, Pipeline]
+Schedule = Union[Join, Pipeline, Sync]
 
 
 class Autograd(NamedTuple):
@@ -136,6 +143,12 @@ def _sum(counted: tuple[tuple[Kernel, int], ...], figure: str) -> Num:
         value = getattr(k, figure)
         total = add_figures(total, value if count == 1 else value * count)  # pragma: no mutate (x * 1 is x)
     return total
+
+
+def host_syncs(w: "Workload") -> int:
+    """The times the host waits for the GPU in ``w`` (its ``Sync`` parts, each counted as often as it runs)."""
+    own = 1 if type(w.schedule) is Sync else 0
+    return own + sum(count * host_syncs(node) for node, count in w.parts if isinstance(node, Workload))
 
 
 def issued_launches(w: "Workload") -> float:

@@ -6,6 +6,9 @@ as an unmodeled kernel (kind "elementwise", calibration key "unmodeled": its ten
 fused optimizer call launches as PyTorch's multi_tensor_apply does (a new launch when its tensor list or its 320
 chunks of 65,536 elements are full; tensors per launch by list depth, MultiTensorApply.cuh).
 
+A device-to-host read recorded as a stall becomes a part of no kernels whose ``schedule`` is a ``workload.Sync`` (the
+host waits for the GPU there), in program order, inside its layer's part where it ran in one.
+
 Repeats: calls inside the children of a repeated container (``Tracker.containers``: a ModuleList of one class) are
 grouped by child; consecutive children whose calls are identical (the same ATen calls on the same shapes, dtypes and
 arguments) become one layer x N (``Workload.repeat``).
@@ -19,7 +22,7 @@ from typing import Any, Optional
 
 from ..ops.aten import Mapped, map_call
 from ..ops.registry import REGISTRY
-from ..workload import Kernel, Node, Workload, with_kernels
+from ..workload import Kernel, Node, Sync, Workload, with_kernels
 from .eager import SDPA_BACKWARD, Launch, launched
 from .program import Coverage
 from .record import Event
@@ -36,9 +39,9 @@ class Built:
     """A program's parts (launch order, layers held once), its coverage, layers and notes."""
 
     def __init__(self, parts: tuple[tuple[Node, int], ...], coverage: Coverage, layers: int, notes: tuple[str, ...],
-                 first_launch: list[int]) -> None:
+                 stalls: tuple[int, ...]) -> None:
         self.parts, self.coverage, self.layers, self.notes = parts, coverage, layers, notes
-        self.first_launch = first_launch  # per event: the index of its first launch in program order
+        self.stalls = stalls  # per host sync: the kernel calls (in launch order) before it
 
 
 class _Item:
@@ -120,22 +123,37 @@ def _label(e: Event, op: str) -> str:
     return f"{op.removeprefix('aten::')}{' backward' if e.backward else ''} ({where})"
 
 
-def build(events: list[Event], layer_of: Any, kinds: dict[str, str]) -> Built:
-    """The parts of a program of ``events`` (module docstring); ``layer_of(path)`` finds a call's layer."""
+def _sync(module: str, layer_of: Any) -> _Item:
+    """A host sync where ``module`` read a value on the host: a part of no kernels, scheduled ``Sync``."""
+    node = Workload.of(f"host sync ({module or 'top level'})", (), schedule=Sync())
+    return _Item(node, ("sync", module), layer_of(module) if module else None, True, 0.0, "sync", False)
+
+
+def build(events: list[Event], layer_of: Any, kinds: dict[str, str], syncs: Any = ()) -> Built:
+    """The parts of a program of ``events`` (module docstring); ``layer_of(path)`` finds a call's layer; ``syncs``:
+    (module path, the events before it) of each recorded host stall."""
     mapper = _Mapper()
     items: list[_Item] = []
-    first_launch: list[int] = []
-    for e in events:
-        first_launch.append(len(items))
+    at: dict[int, list[str]] = {}
+    for module, before in syncs:
+        at.setdefault(before, []).append(module)
+    stalls: list[int] = []
+    for index, e in enumerate(events):
+        for module in at.pop(index, ()):
+            stalls.append(sum(1 for i in items if i.op != "sync"))
+            items.append(_sync(module, layer_of))
         layer = layer_of(e.module) if e.module else None
         for launch in launched(e):
             node, mapped, key = mapper.node(e, launch)
             named = node.renamed(_label(e, launch.op), kernels=True) if isinstance(node, Workload) else \
                 node.renamed(_label(e, launch.op) + " [unmodeled]")
             items.append(_Item(named, key, layer, mapped, _bytes(node), launch.op, e.backward))
-    coverage = _coverage(items)
+    for module in (m for before in sorted(at) for m in at[before]):  # after the last call
+        stalls.append(sum(1 for i in items if i.op != "sync"))
+        items.append(_sync(module, layer_of))
+    coverage = _coverage([i for i in items if i.op != "sync"])
     parts, layers = _repeats(items, kinds)
-    return Built(parts, coverage, layers, tuple(mapper.notes), first_launch)
+    return Built(parts, coverage, layers, tuple(mapper.notes), tuple(stalls))
 
 
 def _coverage(items: list[_Item]) -> Coverage:

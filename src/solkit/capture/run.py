@@ -122,21 +122,19 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
 
     run = _run(fn, tuple(args), dict(kwargs or {}), policy, label)
     recorder = run.recorder
-    built = build(recorder.events, run.tracker.layer, run.tracker.kinds)
+    built = build(recorder.events, run.tracker.layer, run.tracker.kinds, recorder.syncs)
     if not built.parts:
         raise CaptureError(f"{label!r} launched no kernel on fake tensors (its ATen calls were views and metadata only)")
     peak, split = recorder.memory.peak()
     memory = CaptureMemory(split.get("parameters", 0), split.get("gradients", 0), split.get("optimizer_states", 0),
                            sum(v for k, v in split.items() if k not in ("parameters", "gradients", "optimizer_states")),
                            peak)
-    n_launches = built.coverage.calls
-    stalls = tuple(built.first_launch[i] if i < len(built.first_launch) else n_launches for _, i in recorder.syncs)
     notes = tuple(dict.fromkeys([*recorder.notes, *built.notes, *notes]))
     if recorder.syncs:
         notes += (f"{len(recorder.syncs)} device-to-host sync(s) recorded as host stalls",)
     training = any(e.backward for e in recorder.events) or run.stepped
     recipe = CapturedProgram(label, training, built.layers, bool(preamble), run.params, built.coverage, memory,
-                             len(recorder.syncs), notes, stalls, step=step)
+                             len(recorder.syncs), notes, built.stalls, step=step)
     return program_workload(label, built.parts, recipe)
 
 

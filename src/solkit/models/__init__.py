@@ -1,9 +1,11 @@
 """Whole networks: ``Transformer`` architectures (presets, Hugging Face configs), ResNet-50, training steps, memory.
 
-``preset(name)`` and ``from_hf_config(path_or_dict)`` return a ``Transformer``, a typed description
-of the architecture; its ``forward``, ``prefill`` and ``decode`` return Workloads (the kernels eager
-PyTorch or a fused engine runs), so ``roofline``, ``predict``, ``mfu`` and ``compare`` apply; its
-``params``, ``kv_cache_bytes``, ``flops_per_token`` and ``memory`` are closed forms.
+``preset(name)`` returns a ``Transformer``, a typed description of the architecture, and
+``from_hf_config(path_or_dict)`` one where solkit's closed form models the config (else the model captured
+from transformers' own code, ``solkit.capture``: a ``CapturedModel`` with the same methods); their
+``forward``, ``prefill`` and ``decode`` return Workloads (the kernels eager PyTorch or a fused engine runs),
+so ``roofline``, ``predict``, ``mfu`` and ``compare`` apply; a Transformer's ``params``, ``kv_cache_bytes``,
+``flops_per_token`` and ``memory`` are closed forms.
 ``training_step(forward)`` is the whole step. ``decoder_layer`` and ``transformer`` compose the
 fused ops directly (shapes, no architecture record). The pydantic-based names load on first use
 (``import solkit`` stays light).
@@ -17,9 +19,10 @@ from .resnet import resnet50
 from .training import backward, training_step
 from .transformer import decoder_layer, transformer
 
-#: loaded on first use: name -> its module (these import pydantic)
-_LAZY = {"Transformer": "architecture", "from_hf_config": "hf", "MemoryFootprint": "memory", "memory": "memory",
-         "PRESETS": "presets", "preset": "presets", "preset_names": "presets"}
+#: loaded on first use: name -> its module (these import pydantic); ``from_hf_config`` is the one name this facade
+#: takes from the layer above (``solkit.capture.configs``: the closed form where solkit has one, else the model captured)
+_LAZY = {"Transformer": ".architecture", "from_hf_config": "solkit.capture.configs", "MemoryFootprint": ".memory",
+         "memory": ".memory", "PRESETS": ".presets", "preset": ".presets", "preset_names": ".presets"}
 
 
 def __getattr__(name: str) -> Any:
@@ -27,7 +30,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -1,11 +1,13 @@
-"""``from_hf_config``: a ``Transformer`` from a Hugging Face ``config.json`` (llama, mistral, qwen2, gemma, gpt2, bert).
+"""The closed form of a Hugging Face ``config.json``: a ``Transformer`` (llama, mistral, qwen2, gemma, mixtral, gpt2, bert).
 
 Each family reads its own key names (``n_embd``/``n_layer`` for gpt2, ``hidden_size``/
 ``num_hidden_layers`` elsewhere) with the defaults of its transformers config class; the head
 follows ``architectures`` (``*ForCausalLM``/``*LMHeadModel``: an LM head, ``BertForMaskedLM``: BERT's
 MLM head, ``*Model``: none, BertModel with its pooler). Keys that change no count (ids, epsilons,
-RoPE settings, initializer ranges) are ignored; a key that would change the counts in a way solkit
-does not model (mixture of experts, a non-absolute BERT position embedding, ...) is refused by name.
+RoPE settings, initializer ranges) are ignored; a config the closed form does not model (another family, a
+mixture of experts outside Mixtral, a non-absolute BERT position embedding, ...) is a ``NotModelledError`` naming the key,
+which ``models.from_hf_config`` answers by capturing transformers' own modeling code (``solkit.capture``). A
+``layer_types`` of every layer "full_attention" (what recent transformers saves) is what the closed form models.
 """
 
 from __future__ import annotations
@@ -15,10 +17,10 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from ..errors import ArgumentTypeError, OptionError
+from ..errors import ArgumentTypeError, NotModelledError, OptionError
 from .architecture import Transformer
 
-__all__ = ["from_hf_config", "HF_FAMILIES"]
+__all__ = ["closed_form", "load_config", "HF_FAMILIES"]
 
 #: model_type -> (solkit family, the transformers config class's defaults that matter)
 _DECODER_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
@@ -34,7 +36,7 @@ HF_FAMILIES: tuple[str, ...] = (*_DECODER_DEFAULTS, "gpt2", "bert")
 _UNHONOURED: Mapping[str, Any] = {
     "num_local_experts": None, "num_experts": None, "n_routed_experts": None, "moe_intermediate_size": None,
     "attn_logit_softcapping": None, "final_logit_softcapping": None, "cross_attention_hidden_size": None,
-    "add_cross_attention": False, "is_encoder_decoder": False, "layer_types": None, "scale_attn_by_inverse_layer_idx": False,
+    "add_cross_attention": False, "is_encoder_decoder": False, "scale_attn_by_inverse_layer_idx": False,
     "reorder_and_upcast_attn": False, "chunk_size_feed_forward": 0,
 }
 
@@ -42,19 +44,24 @@ _GATED = {"silu": "swiglu", "swish": "swiglu", "gelu": "geglu", "gelu_pytorch_ta
           "gelu_fast": "geglu"}
 
 
-def from_hf_config(config: Any, name: str | None = None) -> Transformer:
-    """A ``Transformer`` from a Hugging Face config: a dict, a path to ``config.json``, or a folder holding one."""
-    data, where = _load(config)
+def closed_form(config: Any, name: str | None = None) -> Transformer:
+    """The ``Transformer`` of a Hugging Face config (a dict, a path to ``config.json``, or a folder holding one); a
+    ``NotModelledError`` names what the closed form cannot honour, an ``OptionError`` a value that is wrong."""
+    data, where = load_config(config)
     model_type = data.get("model_type")
     if model_type not in HF_FAMILIES:
-        raise OptionError(f"config model_type must be one of {', '.join(HF_FAMILIES)}, got {model_type!r}"
-                          f"{f' in {where}' if where else ''}")
+        raise NotModelledError(f"config model_type must be one of {', '.join(HF_FAMILIES)} for the closed form, got "
+                          f"{model_type!r}{f' in {where}' if where else ''}")
     for key, default in _UNHONOURED.items():
         if model_type == "mixtral" and key == "num_local_experts":
             continue  # Mixtral's experts are modelled (experts, top_k)
         if key in data and data[key] not in (default, None, 0, False, [], {}):
-            raise OptionError(f"config key {key!r}={data[key]!r} is not modelled by solkit (model_type {model_type!r}); "
-                              f"remove it or describe the model with models.Transformer(...)")
+            raise NotModelledError(f"config key {key!r}={data[key]!r} is not modelled by solkit's closed form (model_type "
+                              f"{model_type!r})")
+    kinds = data.get("layer_types")
+    if kinds is not None and (not isinstance(kinds, list) or any(k != "full_attention" for k in kinds)):
+        raise NotModelledError(f"config key 'layer_types'={kinds!r} is not modelled by solkit's closed form (every layer "
+                          "'full_attention' is)")
     build: Callable[[Mapping[str, Any]], dict[str, Any]] = _BUILDERS.get(model_type, _decoder)
     fields = build(data)
     stem = Path(where).parent.name if where.endswith("config.json") else Path(where).stem if where else ""
@@ -63,7 +70,7 @@ def from_hf_config(config: Any, name: str | None = None) -> Transformer:
     return Transformer(**fields)
 
 
-def _load(config: Any) -> tuple[dict[str, Any], str]:
+def load_config(config: Any) -> tuple[dict[str, Any], str]:
     """The config as a dict, and where it came from (a path, or '' for a dict)."""
     if isinstance(config, Mapping):
         return dict(config), ""
@@ -104,7 +111,7 @@ def _head(arch: str, lm_suffixes: tuple[str, ...], bare: str) -> str:
         return "lm"
     if arch == bare:
         return "none"
-    raise OptionError(f"config key 'architectures'={arch!r} is not modelled; solkit models {bare} and "
+    raise NotModelledError(f"config key 'architectures'={arch!r} is not modelled; solkit models {bare} and "
                       f"{' / '.join('*' + s for s in lm_suffixes)}")
 
 
@@ -116,13 +123,13 @@ def _decoder(data: Mapping[str, Any]) -> dict[str, Any]:
     heads = int(_need(data, "num_attention_heads"))
     act = data.get("hidden_activation") or data.get("hidden_act") or defaults["hidden_act"]
     if act not in _GATED:
-        raise OptionError(f"config key 'hidden_act'={act!r} is not modelled (gated MLPs with silu or gelu)")
+        raise NotModelledError(f"config key 'hidden_act'={act!r} is not modelled (gated MLPs with silu or gelu)")
     head = _head(_architecture(data, f"{prefix}ForCausalLM"), ("ForCausalLM",), f"{prefix}Model")
     window = data.get("sliding_window") if (model_type in ("mistral", "mixtral") or data.get("use_sliding_window")) else None
     if model_type == "qwen2":
         bias = "qkv"  # Qwen2Attention: q, k and v with biases, o without
     elif bool(data.get("attention_bias")) != bool(data.get("mlp_bias")):
-        raise OptionError(f"config keys 'attention_bias'={data.get('attention_bias')!r} and 'mlp_bias'="
+        raise NotModelledError(f"config keys 'attention_bias'={data.get('attention_bias')!r} and 'mlp_bias'="
                           f"{data.get('mlp_bias')!r} are not modelled together; solkit models biases nowhere, on q/k/v "
                           "only (qwen2) or everywhere (both True)")
     else:
@@ -149,7 +156,7 @@ def _gpt2(data: Mapping[str, Any]) -> dict[str, Any]:
     head = _head(_architecture(data, "GPT2LMHeadModel"), ("LMHeadModel",), "GPT2Model")
     act = data.get("activation_function", "gelu_new")
     if not str(act).startswith("gelu"):
-        raise OptionError(f"config key 'activation_function'={act!r} is not modelled (gelu variants)")
+        raise NotModelledError(f"config key 'activation_function'={act!r} is not modelled (gelu variants)")
     return dict(
         family="gpt2", layers=int(_need(data, "n_layer")), d_model=d, heads=int(_need(data, "n_head")),
         ffn=int(data.get("n_inner") or 4 * d), vocab=int(_need(data, "vocab_size")), mlp="gelu", norm="layernorm",
@@ -162,13 +169,13 @@ def _gpt2(data: Mapping[str, Any]) -> dict[str, Any]:
 def _bert(data: Mapping[str, Any]) -> dict[str, Any]:
     arch = _architecture(data, "BertModel")
     if arch not in ("BertForMaskedLM", "BertModel"):
-        raise OptionError(f"config key 'architectures'={arch!r} is not modelled; solkit models BertModel and BertForMaskedLM")
+        raise NotModelledError(f"config key 'architectures'={arch!r} is not modelled; solkit models BertModel and BertForMaskedLM")
     kind = data.get("position_embedding_type", "absolute")
     if kind != "absolute":
-        raise OptionError(f"config key 'position_embedding_type'={kind!r} is not modelled (absolute positions only)")
+        raise NotModelledError(f"config key 'position_embedding_type'={kind!r} is not modelled (absolute positions only)")
     act = data.get("hidden_act", "gelu")
     if not str(act).startswith("gelu"):
-        raise OptionError(f"config key 'hidden_act'={act!r} is not modelled (gelu variants)")
+        raise NotModelledError(f"config key 'hidden_act'={act!r} is not modelled (gelu variants)")
     masked = arch == "BertForMaskedLM"
     return dict(
         family="bert", layers=int(_need(data, "num_hidden_layers")), d_model=int(_need(data, "hidden_size")),

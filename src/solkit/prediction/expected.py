@@ -18,7 +18,7 @@ from .._num import any_, broadcast_to, maximum, result, where
 from .._validate import flag
 from ..errors import PerformanceWarning
 from ..sol import roofline
-from ..workload import FSDP_GROUP_OP, Workload, as_workload, issued_launches
+from ..workload import FSDP_GROUP_OP, Workload, as_workload, host_syncs, issued_launches
 from .collectives import collective_seconds, link_note
 from .gpu import calibration
 from .host import (cpu_bound, host_probe_seconds, host_scaled, overlapped, program_host_overhead, program_map,
@@ -118,6 +118,11 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
         notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(np.max(host))} "
                      f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
                      f"{'CPU-bound (the GPU waits for launches)' if bound_by_host else 'GPU-bound'}")
+    syncs = host_syncs(w)
+    if syncs:
+        notes.append(f"the host waits for the GPU {syncs:,} time(s) (device-to-host reads)"
+                     + (": the GPU idles while the launches after each are issued" if per_launch else
+                        "; no host time is modelled for this program, so they cost nothing here"))
     p = object.__new__(Prediction)
     s = object.__setattr__
     s(p, "workload", w.name)
@@ -129,6 +134,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     s(p, "notes", tuple(notes))
     s(p, "kernel_seconds", result(busy))
     s(p, "host_seconds", result(host))
+    s(p, "host_syncs", syncs)
     s(p, "_rows", rows)
     return p
 

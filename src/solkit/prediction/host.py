@@ -18,8 +18,8 @@ import numpy as np
 from .._validate import positive
 from ..errors import ArgumentTypeError, OptionError
 from ..hardware.parameters import PARAMETERS, Calibration
-from ..workload import Join, Kernel, Pipeline, Workload, issued_launches
-from .timeline import IDENTITY, Map, compose, join, launch, power
+from ..workload import Join, Kernel, Pipeline, Sync, Workload, issued_launches
+from .timeline import IDENTITY, Map, compose, join, launch, power, wait
 
 __all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "host_probe_seconds", "host_scaled",
            "program_host_overhead", "program_map", "overlapped", "scheduled"]
@@ -38,11 +38,11 @@ def overlapped(k: Kernel) -> bool:
 
 
 def scheduled(w: Workload) -> bool:
-    """Whether ``w`` holds overlapped collectives or a pipeline (then the timeline, not a plain sum, gives its time)."""
+    """Whether ``w`` holds overlapped collectives, a join, a pipeline or a host sync (then the timeline, not a plain sum,
+    gives its time)."""
     if w.schedule is not None:
         return True
     return any(overlapped(node) if isinstance(node, Kernel) else scheduled(node) for node, _ in w.parts)
-
 
 
 def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
@@ -52,12 +52,15 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
     launch (a float, or per kernel by ``id``: a sweep's absent kernels take none).
 
     Collectives with ``Link.overlap`` run on that NCCL stream; a sub-workload whose ``schedule`` is a ``Join``
-    makes the compute stream wait for the streams it names at its start or end; one whose ``schedule`` is a
+    makes the compute stream wait for the streams it names at its start or end; one whose ``schedule`` is a ``Sync``
+    makes the host wait for the stream it names (a device-to-host read) before its parts; one whose ``schedule`` is a
     ``Pipeline`` runs its part ``count + bubble`` times in time (the 1F1B schedule's fill and drain),
     its kernels still counted ``count`` times.
     """
     schedule = w.schedule
     m: Map = IDENTITY
+    if type(schedule) is Sync:
+        m = wait(schedule.stream)
     if type(schedule) is Join and schedule.at == "start":
         m = join(schedule.streams)
     bubble = schedule.bubble if type(schedule) is Pipeline else 0

@@ -36,8 +36,9 @@ class Prediction:
     """Expected time of a workload on one GPU, per kernel (``kernels``, built on demand), with the calibration it used."""
 
     __slots__ = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "kernel_seconds",
-                 "host_seconds", "_rows")
-    _FIELDS = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "kernel_seconds", "host_seconds")
+                 "host_seconds", "host_syncs", "_rows")
+    _FIELDS = ("workload", "gpu", "seconds", "t_sol", "calibrated", "launch_floor", "notes", "kernel_seconds", "host_seconds",
+               "host_syncs")
 
     workload: str
     gpu: str
@@ -48,6 +49,7 @@ class Prediction:
     notes: tuple[str, ...]
     kernel_seconds: Any  # the kernel bodies summed (GPU busy time)
     host_seconds: Any  # the CPU's time to issue an eager program's launches (0: not an eager program)
+    host_syncs: int  # the times the host waits for the GPU (device-to-host reads: ``workload.Sync``)
     _rows: Any  # () -> the per-kernel rows
 
     def __setattr__(self, name: str, value: Any) -> None:

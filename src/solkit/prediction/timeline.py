@@ -10,6 +10,7 @@ Each launch maps the clocks by a 4x4 max-plus matrix A, new[i] = max_j (A[i][j] 
 - a collective on the gradient stream waits for the compute issued before it (the gradients it
   reduces, an event): G' = max(G, M, H + host) + body;
 - a collective on the prefetch stream needs only its issue: P' = max(P, H + host) + body;
+- a host sync (``workload.Sync``: ``.item()`` reads a value the GPU computes): H' = max(H, M);
 - a join (``workload.Join``: the optimizer needs the reduced gradients; a layer needs its gathered
   parameters): M' = max(M, the joined streams' clocks).
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from .._num import maximum
 
-__all__ = ["Map", "STREAMS", "IDENTITY", "compose", "power", "launch", "join", "clocks"]
+__all__ = ["Map", "STREAMS", "IDENTITY", "compose", "power", "launch", "join", "wait", "clocks"]
 
 _NEG = -math.inf
 #: the clocks, in order; ``Link.overlap`` names one of the last two ("" runs on the compute stream)
@@ -102,6 +103,13 @@ def join(streams: tuple[str, ...]) -> Map:
     rows = [list(r) for r in IDENTITY]
     for name in streams:
         rows[_M][STREAMS.index(name)] = 0.0
+    return tuple(tuple(r) for r in rows)
+
+
+def wait(stream: str = "compute") -> Map:
+    """The host waits for ``stream`` (a device-to-host sync: ``.item()``, a data-dependent shape): H' = max(H, S)."""
+    rows = [list(r) for r in IDENTITY]
+    rows[_H][STREAMS.index(stream)] = 0.0
     return tuple(tuple(r) for r in rows)
 
 
