@@ -12,7 +12,7 @@ import pytest
 from solkit import models
 from solkit.calibration.programs import STEP_PROFILED_DATA, load_steps, workload_of_step
 from solkit.models.training import backward
-from solkit.workload import Autograd, Workload, issued_launches
+from solkit.workload import Workload, issued_launches
 
 
 def _layer(name: str, batch: int, seq: int) -> Workload:

@@ -10,7 +10,7 @@ import pytest
 
 import solkit as sk
 from solkit.prediction import CPU_BOUND, cpu_bound
-from solkit.stacks import CURRENT, torch211
+from solkit.stacks import torch211
 from solkit.workload import Autograd, Join, Pipeline, Program, Workload
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "solkit"
@@ -41,16 +41,33 @@ RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 
 def _imports(path: Path) -> list[tuple[str, tuple[str, ...], list[str]]]:
-    """(the importing module's room, the imported module's path inside solkit, the names taken) of each relative import."""
+    """(the importing module's room, the imported module's path inside solkit, the names taken) of each import of
+    solkit: relative (``from ..x import y``, ``from . import a, b``: each name its own module) or absolute
+    (``import solkit.x``, ``from solkit.x import y``)."""
     rel = path.relative_to(SRC).with_suffix("")
     package = list(rel.parts[:-1])
-    room = rel.parts[0] if len(rel.parts) > 1 else rel.parts[0]
+    room = rel.parts[0]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.level > 0:
-            base = package[: len(package) - (node.level - 1)]
+        if isinstance(node, ast.ImportFrom):
+            if node.level > 0:
+                base = package[: len(package) - (node.level - 1)]
+            elif (node.module or "").split(".")[0] == "solkit":
+                base = []
+                node = ast.ImportFrom(module=".".join((node.module or "").split(".")[1:]) or None, names=node.names,
+                                      level=1)
+            else:
+                continue
             target = tuple(base + (node.module.split(".") if node.module else []))
-            found.append((room, target, [a.name for a in node.names]))
+            if target:
+                found.append((room, target, [a.name for a in node.names]))
+            else:  # from . import a, b: each a module of its own
+                found += [(room, (a.name,), []) for a in node.names]
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                parts = a.name.split(".")
+                if parts[0] == "solkit" and len(parts) > 1:
+                    found.append((room, tuple(parts[1:]), []))
     return found
 
 
@@ -80,10 +97,10 @@ def test_the_facade_takes_one_name_from_above():
 def test_imports_run_down_the_layers(path):
     """A module imports its own room or lower layers only (type-checking imports included)."""
     upward = []
-    for room, target, names in _imports(path):
-        other = target[0] if target else names[0]
+    for room, target, _ in _imports(path):
+        other = target[0]
         if other != room and RANK.get(other, -1) > RANK[room]:
-            upward.append(".".join(target or names))
+            upward.append(".".join(target))
     assert upward == [], f"{path.relative_to(SRC)} imports a higher layer: {upward}"
 
 
@@ -130,5 +147,14 @@ def test_cpu_bound_has_one_definition():
 def test_the_stack_module_names_the_spec_stack():
     """The facts' stack is the one the H200 calibration was measured with (its measured.stack)."""
     stack = sk.load_gpu("h200").measured.stack
-    assert CURRENT is torch211
     assert {key: stack[key] for key in torch211.VERSIONS} == dict(torch211.VERSIONS)
+
+
+def test_a_spec_measured_with_another_stack_says_so(tmp_path):
+    """A GPU whose measured.stack is not the one the library facts were read off gets a note naming both."""
+    text = (SRC.parents[1] / "hardware_specs" / "h200-sxm.yaml").read_text(encoding="utf-8")
+    (tmp_path / "h200-sxm.yaml").write_text(text.replace("torch: 2.11.0+cu130", "torch: 2.13.0+cu130"), encoding="utf-8")
+    (tmp_path / "h200-sxm.neighbours.json").symlink_to(SRC.parents[1] / "hardware_specs" / "h200-sxm.neighbours.json")
+    notes = sk.predict(sk.ops.matmul(256, 256, 256), sk.load_gpu(tmp_path / "h200-sxm.yaml")).notes
+    assert any("torch 2.11.0+cu130 (solkit.stacks.torch211)" in n and "torch 2.13.0+cu130" in n for n in notes)
+    assert not any("solkit.stacks" in n for n in sk.predict(sk.ops.matmul(256, 256, 256), "h200").notes)

@@ -14,7 +14,7 @@ import solkit as sk
 from solkit import ops
 from solkit.errors import SpecError
 from solkit.prediction.bank import load_neighbours
-from solkit.prediction.neighbours import PRIOR, REACH, SOFTEN, STEP, Neighbours, bank_key, features, residual
+from solkit.prediction.neighbours import STEP, Neighbours, bank_key, features, residual
 from solkit.prediction import calibration, kernel_terms
 
 SPEC = Path(__file__).resolve().parents[1] / "hardware_specs" / "h200-sxm.yaml"

@@ -449,7 +449,7 @@ def test_a_numpy_integer_zero_stage_is_accepted():
 
 
 def test_the_timeline_and_the_plain_sum_agree_on_absent_kernels():
-    """A sweep where a kernel has no work at one point: the timeline (a Join origin) gives the plain sum's time there."""
+    """A sweep where a kernel has no work at one point: the timeline (a Join schedule) gives the plain sum's time there."""
     import numpy as np
 
     busy = Kernel("busy", "elementwise", "bf16", bytes_read=np.array([1e6, 1e6]))

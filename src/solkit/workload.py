@@ -88,7 +88,7 @@ class Program(Protocol):
     ``layers``: the repeated blocks the host's per-layer time counts; ``preamble``: Python runs before the
     first launch (a Hugging Face model's masks, positions, cache); ``params``: the model's parameters.
     ``training_step``: the step of this forward (``models.training_step`` documents the arguments; ``split``
-    is a ``models.parallel.Split``).
+    is a ``models.split.Split``).
     """
 
     @property

@@ -239,7 +239,6 @@ class Recorder(TorchDispatchMode):
         self.events.append(Event(name, trace, outputs, backward, module, read, hints, lists, mutable, self.recompute > 0))
         return out
 
-
     def _copied(self, func: Any, source: Any, result: Any, module: str, backward: bool, out: Any) -> Any:
         """An op that may alias its input but made a new tensor (``to`` a new dtype, ``reshape`` or ``contiguous`` of
         a strided input, as they reach the recorder whole under inference mode): the copy eager runs, ``_to_copy``."""

@@ -37,7 +37,6 @@ from .training import OPTIMIZER_STATES, OPTIMIZERS, resolve_amp
 __all__ = ["MemoryFootprint", "memory"]
 
 
-
 @dataclass(frozen=True)
 class MemoryFootprint:
     """Bytes held on the GPU by a model's step, by kind, their total, and (given a GPU) whether it fits."""

@@ -89,7 +89,6 @@ STAGES = ((3, 64, 256, 1), (4, 128, 512, 2), (6, 256, 1024, 2), (3, 512, 2048, 2
 BN_RELU_FLOPS = 2
 
 
-
 @checked_call
 def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "nhwc", batchnorm: bool = True,
              dtype: Any = "bf16", kernels: Any = "fused", training: Any = False, amp: Any = False) -> Workload:

@@ -15,6 +15,7 @@ from .._num import all_, any_, where
 from .._validate import broadcast, dim, flag
 from ..errors import OptionError
 from ..workload import Gemm, Kernel, Rows, Workload
+from ..stacks.torch211 import SDPA_HALF
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
 from .registry import boolean, operator, option, precision, size
@@ -25,9 +26,6 @@ IMPLS = ("flash", "naive", "cudnn", "efficient", "sdpa")
 #: the fused kernel each fused impl runs (its calibration key); "sdpa" in half precision is resolved by ``predict``
 FUSED_OPS = {"flash": "flash_attention", "cudnn": "cudnn_attention", "efficient": "efficient_attention",
              "sdpa": "sdpa_attention"}
-#: dtypes SDPA's fused flash and cuDNN kernels take; others (fp32) go to the efficient kernel, or, with GQA, to the
-#: unfused math path (the efficient kernel takes no GQA): measured on an H200, torch 2.11, 74 of 74 fp32 cases
-SDPA_HALF = ("bf16", "fp16")
 
 #: flash attention's backward executes five matrix products for the forward's two
 FLASH_BACKWARD_EXECUTED = 2.5

@@ -13,6 +13,7 @@ from typing import Any, Optional
 from .._num import all_, minimum, where
 from .._validate import broadcast, dim
 from ..workload import Gemm, Kernel, Workload
+from ..stacks.torch211 import FEW_CHANNEL_BYTES
 from ._common import check_fits, check_window, divisible, element_bytes, extent, single
 from .matmul import gemm, gemm_backward
 from .registry import MEMORY_BOUND, operator, option, pair, precision, size
@@ -20,9 +21,6 @@ from .registry import MEMORY_BOUND, operator, option, pair, precision, size
 __all__ = ["conv2d", "conv_output_size", "im2col", "layout_transform", "LAYOUTS"]
 
 LAYOUTS = ("nhwc", "nchw", "im2col")
-#: an NCHW conv (groups = 1) with fewer input-channel bytes than this runs directly, without layout transforms
-#: (measured on an H200: C = 3..7 bf16/fp16 ran cuDNN's implicit_convolve_sgemm alone in 6 of 7 sampled cases)
-FEW_CHANNEL_BYTES = 16
 
 
 def _check_conv(args: dict[str, Any]) -> None:

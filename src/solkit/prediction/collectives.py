@@ -8,6 +8,7 @@ import numpy as np
 
 from .._num import result
 from ..comm import steps_at_two
+from ..errors import ArgumentTypeError
 from ..hardware.parameters import Calibration
 from ..sol import link_seconds
 from ..workload import Kernel
@@ -44,7 +45,7 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     """
     link = k.link
     if link is None:
-        raise ValueError(f"collective_seconds: kernel {k.name!r} is not a collective (it has no link)")
+        raise ArgumentTypeError(f"k must be a collective kernel (with a Link), got {k.name!r}, a {k.kind} kernel")
     eff: Any = cal.link_efficiency.get(link.collective, DEFAULT_LINK_EFFICIENCY)
     misaligned = cal.link_misaligned.get(link.collective, 1.0)
     if misaligned != 1.0:  # a GPU's chunk off 16-byte alignment: NCCL's copies lose their 16-byte vectors
@@ -58,7 +59,6 @@ def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     body = latency + inside * cal.link_hop + crossing * cal.network_hop + t
     body = np.where(np.asarray(link.n_gpus) > 1, body, 0.0)  # one GPU: nothing to move
     return result(body)
-
 
 
 def link_note(system: Any, cal: Calibration) -> str:

@@ -20,7 +20,7 @@ from ..errors import PerformanceWarning
 from ..sol import roofline
 from ..workload import FSDP_GROUP_OP, Workload, as_workload, host_syncs, issued_launches
 from .collectives import collective_seconds, link_note
-from .gpu import calibration
+from .gpu import calibration, stack_note
 from .host import (cpu_bound, host_probe_seconds, host_scaled, overlapped, program_host_overhead, program_map,
                    scheduled)
 from .kernel import ALIGN_BYTES, combined, kernel_seconds, kernel_terms, limiter, misaligned_slowdown, sdpa_backend
@@ -58,6 +58,9 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
+    software = stack_note(g)
+    if software is not None and cal.calibrated:  # an uncalibrated GPU's source already names the reference it borrows
+        notes.append(software)
     if cal.neighbours is not None:
         moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
                  if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
@@ -114,10 +117,15 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
         if probe is not None:
             notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / "
                          f"{fit_probe * 1e6:.3g} us")
-        bound_by_host = bool(cpu_bound(np.max(seconds), np.max(host)))  # a sweep: its longest against its longest host
-        notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(np.max(host))} "
-                     f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(np.max(busy))} of kernels: "
-                     f"{'CPU-bound (the GPU waits for launches)' if bound_by_host else 'GPU-bound'}")
+        longest, issue, kernels = float(np.max(seconds)), float(np.max(host)), float(np.max(busy))  # a sweep: its longest
+        if bool(cpu_bound(longest, issue)):
+            pace = "CPU-bound (the GPU waits for launches)"
+        elif issue > kernels:  # the host sets the pace until its last launch; the GPU's tail runs after it
+            pace = f"partly CPU-bound (the GPU busy {kernels / longest:.0%} of the time: it waits for launches)"
+        else:
+            pace = "GPU-bound"
+        notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(issue)} "
+                     f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(kernels)} of kernels: {pace}")
     syncs = host_syncs(w)
     if syncs:
         notes.append(f"the host waits for the GPU {syncs:,} time(s) (device-to-host reads)"

@@ -8,7 +8,7 @@ efficiencies, and says so in ``Prediction.notes``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from ..comm import COLLECTIVES
 from ..errors import SpecError
@@ -16,11 +16,12 @@ from ..hardware import as_gpu, load_spec_file, shipped_dir
 from ..hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from ..ops.registry import calibration_keys
 from ..precision import rate_class
+from ..stacks import torch211
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU, Measured
 
-__all__ = ["REFERENCE_GPU", "calibration", "matmul_rate"]
+__all__ = ["REFERENCE_GPU", "calibration", "matmul_rate", "stack_note"]
 
 #: the measured GPU whose calibration an uncalibrated GPU borrows (read from the shipped specs)
 REFERENCE_GPU = "h200-sxm"
@@ -86,6 +87,18 @@ def _borrowed(g: "GPU") -> Calibration:
               f"floor ({ref.launch_floor * 1e6:g} us) and its kernel efficiencies and latencies")
     return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
                        copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None, neighbours=None)
+
+
+def stack_note(gpu: "GPU") -> Optional[str]:
+    """What a prediction on ``gpu`` assumes of the software, where its spec was measured with another stack than the
+    one solkit's library facts were read off (``solkit.stacks.torch211``); None where they agree."""
+    stack = gpu.measured.stack if gpu.measured is not None else None
+    if stack is not None and all(stack.get(key) == value for key, value in torch211.VERSIONS.items()):
+        return None
+    measured = (f"its spec was measured with {', '.join(f'{k} {v}' for k, v in stack.items())}" if stack is not None
+                else "its spec has no measured stack")
+    return (f"library choices (SDPA's backend, cuBLAS's and cuDNN's kernel classes, eager launch counts) are those of "
+            f"torch {torch211.VERSIONS['torch']} (solkit.stacks.torch211); {measured}")
 
 
 def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:

@@ -6,7 +6,8 @@ An eager program (a recipe whose ``kernels`` is "eager": ``workload.Program``) c
 ``prediction.timeline`` (the host, the compute stream, NCCL's gradient and prefetch streams).
 A program is CPU-bound when the host's issue time sets its pace: its time is within ``CPU_BOUND`` of
 the host time (the one definition: the calibration classifies measured steps by it, ``predict``'s note
-predicted ones).
+predicted ones; a program whose host takes longer than its kernels but ends in a GPU tail after its last
+launch, a training step's optimizer, is "partly CPU-bound" in the note).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def cpu_bound(seconds: Any, host: Any) -> Any:
 
 
 def overlapped(k: Kernel) -> bool:
+    """Whether ``k`` is a collective on an NCCL stream of its own (``Link.overlap``), beside the compute stream."""
     return k.link is not None and bool(k.link.overlap)
 
 

@@ -291,7 +291,6 @@ def combined(terms: Any, bodies: Any, cal: Calibration) -> Num:
     return total + cal.kernel_gap * maximum(launches - 1.0, 0.0)
 
 
-
 def limiter(terms: KernelTerms, cal: Calibration, compute: Num, memory: Num) -> Any:
     """What bounds the kernel: compute, memory, wave quantization, small channels, misaligned, few blocks, launch/latency or absent.
 

@@ -28,8 +28,7 @@ class KernelPrediction:
     wave_efficiency: Any
     limiter: Any
     misaligned: Any
-    neighbour: Any = 1.0  # the factor the neighbour correction put on its body (1.0: none; solkit.neighbours)
-
+    neighbour: Any = 1.0  # the factor the neighbour correction put on its body (1.0: none; prediction.neighbours)
 
 
 class Prediction:

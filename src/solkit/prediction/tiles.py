@@ -108,7 +108,6 @@ def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: flo
     return best, 2.0 * m * n * k * batch / rate / best, float(largest)
 
 
-
 def attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms: int) -> tuple[Any, Any, Any, Any]:
     """(seconds, wave efficiency, split-KV?, waves) of a flash attention kernel whose FLOPs take ``t_flat`` at full rate.
 

@@ -10,7 +10,4 @@ from __future__ import annotations
 
 from . import torch211
 
-__all__ = ["torch211", "CURRENT"]
-
-#: the stack the shipped calibration was measured with (every spec's ``measured.stack`` names it)
-CURRENT = torch211
+__all__ = ["torch211"]

@@ -11,7 +11,7 @@ from typing import Mapping
 
 __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_OPS", "WIDE_ROW", "WIDE_ROW_BYTES",
            "WIDE_ROW_THREADS", "WARP_BATCH_ROW", "FEW_INDICES", "FEW_INDEX_OPS", "ROW_VECTOR", "MIN_SPLIT_K",
-           "CONV_K_TILE_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
+           "CONV_K_TILE_BYTES", "FEW_CHANNEL_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
            "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH"]
@@ -60,6 +60,10 @@ UNALIGNED_OK = frozenset({"fp32", "fp64"})
 SKINNY = 16
 
 # ---- cuDNN -------------------------------------------------------------------------------------
+
+#: an NCHW conv (groups = 1) with fewer input-channel bytes than this runs directly, without layout transforms
+#: (measured on an H200: C = 3..7 bf16/fp16 ran cuDNN's implicit_convolve_sgemm alone in 6 of 7 sampled cases)
+FEW_CHANNEL_BYTES = 16
 
 #: an implicit-GEMM conv loads each filter tap's channels in k-tiles of this many bytes (C = 8 bf16 channels
 #: of a 7x7 filter compute as 32)
