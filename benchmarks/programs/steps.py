@@ -98,6 +98,14 @@ def tail_of(path: str, n: int = 600) -> str:
 # --------------------------------------------------------------------------- the grid
 
 FAMILIES = ("bert", "gpt2", "llama", "resnet50")
+#: the families of the captured-program draws (``--space capture``): configs in benchmarks/programs/configs/ (its
+#: README names each one's source and any cut)
+CAPTURE_FAMILIES: dict[str, str] = {
+    "qwen2": "qwen2.5-0.5b.json", "qwen3": "qwen3-0.6b.json", "mistral": "mistral-7b-4layers.json",
+    "gemma": "gemma-2b.json", "mixtral": "mixtral-small.json", "bert-large": "bert-large-uncased.json",
+    "gpt2-medium": "gpt2-medium.json",
+}
+CONFIGS = os.path.join(HERE, "configs")
 TRAIN_LR = 1e-4
 
 
@@ -157,20 +165,51 @@ DRAW_SPACE: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
     ("resnet50", "infer"): {"batch": (1, 256), "image": (128, 288)},
 }
 DECODE_TOKENS = 262_144
+#: the declared space of the captured-program draws (``--space capture``, issue 28): families never measured before,
+#: trained under AMP, run in eval mode in bf16 ("infer") and under autocast over fp32 weights ("infer_amp"), prefill
+#: and decode; the same log-uniform sizes as DRAW_SPACE
+CAPTURE_SPACE: dict[tuple[str, str], dict[str, tuple[int, int]]] = {
+    ("qwen2", "train"): {"batch": (1, 8), "seq": (128, 2048)},
+    ("qwen2", "infer"): {"batch": (1, 16), "seq": (128, 2048)},
+    ("qwen2", "prefill"): {"batch": (1, 8), "seq": (128, 4096)},
+    ("qwen2", "decode"): {"batch": (1, 64), "context": (128, 4096)},
+    ("qwen3", "train"): {"batch": (1, 8), "seq": (128, 2048)},
+    ("qwen3", "infer_amp"): {"batch": (1, 8), "seq": (128, 2048)},
+    ("qwen3", "prefill"): {"batch": (1, 8), "seq": (128, 4096)},
+    ("qwen3", "decode"): {"batch": (1, 64), "context": (128, 4096)},
+    ("mistral", "train"): {"batch": (1, 4), "seq": (128, 2048)},
+    ("mistral", "prefill"): {"batch": (1, 8), "seq": (128, 4096)},
+    ("mistral", "decode"): {"batch": (1, 64), "context": (128, 4096)},
+    ("gemma", "train"): {"batch": (1, 4), "seq": (128, 1024)},
+    ("gemma", "infer"): {"batch": (1, 8), "seq": (128, 2048)},
+    ("gemma", "decode"): {"batch": (1, 32), "context": (128, 4096)},
+    ("mixtral", "train"): {"batch": (1, 8), "seq": (128, 1024)},
+    ("mixtral", "prefill"): {"batch": (1, 8), "seq": (128, 2048)},
+    ("mixtral", "decode"): {"batch": (1, 64), "context": (128, 2048)},
+    ("bert-large", "train"): {"batch": (1, 32), "seq": (64, 512)},
+    ("bert-large", "infer"): {"batch": (1, 64), "seq": (32, 512)},
+    ("bert-large", "infer_amp"): {"batch": (1, 32), "seq": (32, 512)},
+    ("gpt2-medium", "train"): {"batch": (1, 8), "seq": (64, 1024)},
+    ("gpt2-medium", "infer_amp"): {"batch": (1, 16), "seq": (64, 1024)},
+    ("gpt2-medium", "prefill"): {"batch": (1, 16), "seq": (64, 1024)},
+    ("gpt2-medium", "decode"): {"batch": (1, 64), "context": (64, 1000)},
+}
 
 
-def draw(seed: int, count: int) -> list[dict[str, Any]]:
-    """``count`` cases drawn at random (seeded) from ``DRAW_SPACE``: a (family, mode) uniformly, then each size
-    log-uniform in its range (images rounded to a multiple of 32); ids are prefixed ``d{seed}-``."""
+def draw(seed: int, count: int, space: dict[tuple[str, str], dict[str, tuple[int, int]]] | None = None
+         ) -> list[dict[str, Any]]:
+    """``count`` cases drawn at random (seeded) from ``space`` (default ``DRAW_SPACE``): a (family, mode) uniformly,
+    then each size log-uniform in its range (images rounded to a multiple of 32); ids are prefixed ``d{seed}-``."""
     import random
 
+    space = DRAW_SPACE if space is None else space
     rng = random.Random(seed)
-    keys = sorted(DRAW_SPACE)
+    keys = sorted(space)
     out: list[dict[str, Any]] = []
     while len(out) < count:
         family, mode = keys[rng.randrange(len(keys))]
         sizes = {name: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi)))))
-                 for name, (lo, hi) in DRAW_SPACE[(family, mode)].items()}
+                 for name, (lo, hi) in space[(family, mode)].items()}
         if "image" in sizes:
             sizes["image"] = 32 * max(1, round(sizes["image"] / 32))
         if mode == "decode" and sizes["batch"] * sizes["context"] > DECODE_TOKENS:
@@ -198,8 +237,36 @@ def shrink(case: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- models
 
 
+#: the keys ``--small`` shrinks in a captured family's config (2 layers, hidden 64, vocab 1000)
+_SMALL = {"num_hidden_layers": 2, "n_layer": 2, "hidden_size": 64, "n_embd": 64, "intermediate_size": 128,
+          "num_attention_heads": 4, "n_head": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 1000,
+          "max_position_embeddings": 512, "n_positions": 512, "moe_intermediate_size": 64}
+
+
+def captured_config(family: str, small: bool) -> tuple[Any, Any]:
+    """(config, model class) of a family of the captured-program draws: its config.json in CONFIGS, built by
+    transformers' AutoConfig (an MoE with experts_implementation="grouped_mm" where this transformers has it, as the
+    captured program runs); ``small`` shrinks it."""
+    import transformers
+
+    with open(os.path.join(CONFIGS, CAPTURE_FAMILIES[family])) as f:
+        data = json.load(f)
+    model_type = data.pop("model_type")
+    for key in ("transformers_version", "_name_or_path", "quantization_config"):
+        data.pop(key, None)
+    if small:
+        data.update({k: v for k, v in _SMALL.items() if k in data})
+    data["attn_implementation"] = "sdpa"
+    cfg = transformers.AutoConfig.for_model(model_type, **data)
+    names = cfg.architectures or []
+    cls = getattr(transformers, names[0], None) if len(names) == 1 else None
+    return cfg, cls or transformers.AutoModelForCausalLM
+
+
 def hf_config(family: str, small: bool) -> tuple[Any, Any]:
     """(config, model class) of a transformers family; ``small``: 2 layers, hidden 64, vocab 1000."""
+    if family in CAPTURE_FAMILIES:
+        return captured_config(family, small)
     if family == "bert":
         from transformers import BertConfig, BertForMaskedLM
 
@@ -263,10 +330,17 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
     family, mode, batch = case["family"], case["mode"], case["batch"]
     config, cls = hf_config(family, small)
     torch.manual_seed(0)
+    kwargs: dict[str, Any] = {}
+    if any(getattr(config, k, None) for k in ("num_local_experts", "num_experts", "n_routed_experts")):
+        kwargs["experts_implementation"] = "grouped_mm"  # no host sync in the routing: what capture runs
     with torch.device(dev):
-        model = cls(config)
+        try:
+            model = cls._from_config(config, **kwargs) if kwargs else cls(config)
+        except (TypeError, ValueError) as err:  # a transformers without experts_implementation
+            kwargs = {"experts_implementation_error": f"{type(err).__name__}: {err}"[:200]}
+            model = cls(config)
     model = model.to(dev)
-    causal = family != "bert"
+    causal = not family.startswith("bert")
     gen = torch.Generator(device="cpu").manual_seed(1)
     length = case["context"] if mode == "decode" else case["seq"]
     ids = torch.randint(0, config.vocab_size, (batch, length), generator=gen).to(dev)
@@ -276,6 +350,8 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
         "model_class": f"transformers.{type(model).__name__}",
         "attn_implementation": getattr(model.config, "_attn_implementation", None),
         "tokens": batch if mode == "decode" else batch * length,  # tokens the step feeds the model
+        "transformers": __import__("transformers").__version__,
+        **({"experts": kwargs} if kwargs else {}),
     }
 
     if mode == "train":
@@ -295,6 +371,18 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
                           f"labels=input_ids{', use_cache=False' if causal else ''}).loss; "
                           "loss.backward(); opt.step()"),
                     dropout=_dropout(config))
+        return Bench(step, info)
+
+    if mode == "infer_amp":  # eval mode over fp32 weights under autocast (what a training loop's evaluation runs)
+        model = model.eval()
+        kw = {"use_cache": False} if causal else {}
+
+        def step() -> None:
+            with torch.inference_mode(), torch.autocast(dev, dtype=torch.bfloat16):
+                model(input_ids=ids, **kw)
+
+        info.update(optimizer=None, amp="bf16 autocast, fp32 weights",
+                    call=f"with inference_mode, autocast(bf16): model(input_ids{', use_cache=False' if causal else ''})")
         return Bench(step, info)
 
     model = model.to(torch.bfloat16).eval()
@@ -733,6 +821,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--draw", type=int, action="append", default=[], metavar="SEED",
                    help="add cases drawn at random from DRAW_SPACE with this seed (repeatable)")
     p.add_argument("--draw-count", type=int, default=40, help="cases per --draw seed (default 40)")
+    p.add_argument("--space", choices=("closed", "capture"), default="closed",
+                   help="the draws' space: DRAW_SPACE (the closed forms' families, default) or CAPTURE_SPACE (families "
+                        "never measured, for captured programs)")
     p.add_argument("--no-grid", action="store_true", help="leave out the hand-chosen grid (run only the draws)")
     p.add_argument("--only", default=None, metavar="REGEX", help="run only the cases whose id matches (re.search)")
     p.add_argument("--budget-s", type=float, default=480.0,
@@ -760,7 +851,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    cases = (grid() if not args.no_grid else []) + [c for seed in args.draw for c in draw(seed, args.draw_count)]
+    space = CAPTURE_SPACE if args.space == "capture" else DRAW_SPACE
+    cases = (grid() if not args.no_grid else []) + [c for seed in args.draw for c in draw(seed, args.draw_count, space)]
     if args.only:
         pat = re.compile(args.only)
         cases = [c for c in cases if pat.search(c["id"])]
