@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: mutmut's own output shown (``--verbose``), else hidden
+VERBOSE = "--verbose" in sys.argv
 
 #: the mutated files, by group: the counting code (operators' formulas and the workload's figures), the registry, the
 #: roofline and the predictor
@@ -132,6 +134,7 @@ also_copy=
     data
     benchmarks
     src/solkit/hardware_specs
+    src/solkit/data
 pytest_add_cli_args_test_selection=
     {tests}
 pytest_add_cli_args=
@@ -143,7 +146,7 @@ pytest_add_cli_args=
     {DESELECT}
 """)
     subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(jobs)], cwd=work,
-                   stdout=subprocess.DEVNULL, check=False)
+                   stdout=None if VERBOSE else subprocess.DEVNULL, check=False)
     return _results(work)
 
 
@@ -165,6 +168,7 @@ def summarize(results: dict[str, str]) -> dict[str, dict[str, object]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--verbose", action="store_true", help="show mutmut's own output")
     parser.add_argument("--out", default=str(ROOT / "data" / "mutation.json"))
     parser.add_argument("--keep", default="", help="run in this folder and keep it (to read survivors with mutmut show)")
     parser.add_argument("--reuse", action="append", default=[], metavar="ISOLATION=DIR",

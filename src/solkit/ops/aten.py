@@ -536,10 +536,33 @@ def _mm(call: Call, a: int, b: int) -> dict[str, Any]:
     return dict(m=sa[0], n=sb[1], k=sa[1], dtype=call.precision(a))
 
 
+def _transposed(call: Call, i: int) -> bool:
+    """Whether 2-D input ``i`` is stored column by column (a transposed view: strides (1, rows)), so that its stored
+    rows are its m elements long, as a weight gradient's X^T or dY^T is."""
+    shape, stride = call.shape(i), call.stride(i)
+    return stride is not None and len(stride) == 2 and shape[1] > 1 and stride[0] == 1 and stride[1] >= shape[0]
+
+
+def _wgrad_layout(call: Call, a: int) -> Optional[Callable[[Workload], Workload]]:
+    """An adjustment for a product whose first operand is a transposed view (autograd's weight gradient,
+    ``grad.t() @ x``): its GEMM's rows are m long as stored, so its alignment is m's and n's (``Gemm.layout``
+    "wgrad", as ``ops.matmul``'s own gradient marks it), not k's."""
+    if not _transposed(call, a):
+        return None
+
+    def adjust(w: Workload) -> Workload:
+        parts = tuple((k._replace(gemm=k.gemm._replace(layout="wgrad")) if k.kind == "gemm" and k.gemm is not None
+                       else k, n) for k, n in w.counted)
+        return Workload.of(w.name, parts, w.call)
+
+    return adjust
+
+
 @adapter("aten::mm", "aten::_int_mm")
 def _matmul_mm(call: Call) -> Adapted:
-    """mm(a [m,k], b [k,n]); _int_mm the same on int8 (int32 out)."""
-    return Adapted(_mm(call, 0, 1))
+    """mm(a [m,k], b [k,n]); _int_mm the same on int8 (int32 out). A transposed a (strides (1, m)) is stored as rows
+    of m: its GEMM is laid out as a weight gradient (``_wgrad_layout``)."""
+    return Adapted(_mm(call, 0, 1), _wgrad_layout(call, 0))
 
 
 def _bias(call: Call, i: int, n: int) -> bool:
@@ -575,7 +598,7 @@ def _matmul_with_bias(call: Call) -> Adapted:
     kw["bias"] = _bias(call, 0, kw["n"])
     if call.op == "aten::_addmm_activation":
         kw["epilogue"] = "gelu" if call.flag(5, "use_gelu", False) else "relu"
-    return Adapted(kw)
+    return Adapted(kw, None if call.op == "aten::baddbmm" else _wgrad_layout(call, 1))
 
 
 @adapter("aten::matmul")
