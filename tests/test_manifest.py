@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 import solkit
-from solkit.calibration.manifest import MANIFEST_NAME, ROLES, data_dir, load_manifest, manifest
+from solkit.calibration.manifest import MANIFEST_NAME, ROLES, DataFile, check_folder, data_dir, load_manifest, manifest
 from solkit.errors import OptionError, SolkitError, SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,11 +18,13 @@ DATA = ROOT / "data"
 
 
 def test_the_manifest_lists_exactly_the_files_of_data():
-    """One entry per file of data/ and its subfolders (the manifest itself aside), none twice, none missing."""
+    """One entry per file of data/ and its subfolders (the manifest itself aside), none twice, none missing: the check
+    the loader leaves out (``check_folder``) passes on the committed folder."""
     on_disk = {p.relative_to(DATA).as_posix() for p in DATA.rglob("*") if p.is_file()} - {MANIFEST_NAME}
     listed = [e.file for e in manifest().entries]
     assert len(listed) == len(set(listed)) == len(on_disk) >= 80  # 80 files when the manifest was written
     assert set(listed) == on_disk
+    assert check_folder(DATA / MANIFEST_NAME) == manifest()
 
 
 def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
@@ -151,13 +153,15 @@ def _folder(tmp_path: Path, entries: list, planned: list = (), files=("a.json", 
 
 
 GOOD = [{"file": "a.json", "role": "fit", "measures": "kernels", "fits": ["kernels"], "protocol": "p"},
-        {"file": "b.json", "role": "test", "measures": "kernels", "after": "2e97ee8"}]
+        {"file": "b.json", "role": "test", "measures": "kernels", "after": "2e97ee8", "date": "2026-12-01T06:07:52"}]
 
 
 @pytest.mark.parametrize("change, words", [
     (lambda e, p: e[1].update(role="frozen"), "entry 'b.json', field 'role'"),
     (lambda e, p: e[1].update(bank=True), "entry 'b.json', field 'bank': a frozen test draw is never in the neighbour bank"),
     (lambda e, p: e[1].pop("after"), "entry 'b.json', field 'after'"),
+    (lambda e, p: e[1].pop("date"), "entry 'b.json', field 'date': a test draw names when it was measured"),
+    (lambda e, p: e[1].update(role="spent", date=None), "entry 'b.json', field 'date': a spent draw names when"),
     (lambda e, p: e[1].update(fits=["kernels"]), "entry 'b.json', field 'fits'"),
     (lambda e, p: e[0].pop("fits"), "entry 'a.json', field 'fits'"),
     (lambda e, p: e[0].update(fits=["everything"]), "entry 'a.json', field 'fits.0'"),
@@ -168,7 +172,6 @@ GOOD = [{"file": "a.json", "role": "fit", "measures": "kernels", "fits": ["kerne
     (lambda e, p: e[0].update(shipped=False), "entry 'a.json', field 'shipped'"),
     (lambda e, p: e.append(dict(e[0])), "entry 'a.json', field 'file': named twice"),
     (lambda e, p: e.append({"file": "c.json", "role": "record", "measures": "host"}), "entry 'c.json', field 'file': no such file"),
-    (lambda e, p: e.pop(), "not in the manifest: b.json"),
     (lambda e, p: p.append({"file": "a.json", "role": "fit", "measures": "collectives", "fits": ["link_hop"]}),
      "named twice"),
     (lambda e, p: p.append({"file": "c.json", "role": "fit", "measures": "collectives"}), "planned entry 'c.json', field 'fits'"),
@@ -183,6 +186,48 @@ def test_a_bad_manifest_names_the_file_and_the_field(tmp_path, change, words):
     with pytest.raises(SpecError, match=words.replace("(", r"\(").replace(".", r"\.")) as info:
         load_manifest(path)
     assert str(path) in str(info.value) and isinstance(info.value, ValueError)
+
+
+def test_a_file_the_manifest_does_not_name_is_refused_by_check_folder_only(tmp_path):
+    """A stray file (b.json unlisted, a .DS_Store, an editor's backup in a subfolder) does not stop the loader, which
+    checks only what it reads; check_folder refuses them, naming each, and passes once every file is named."""
+    path = _folder(tmp_path, [dict(GOOD[0])])
+    (tmp_path / ".DS_Store").write_bytes(b"")
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "profiles" / "a.json~").write_text("{}")
+    assert [e.file for e in load_manifest(path).entries] == ["a.json"]
+    with pytest.raises(SpecError, match=r"field 'files': 3 file\(s\) of .* not in the manifest: \.DS_Store, b\.json, "
+                                        r"profiles/a\.json~$") as info:
+        check_folder(path)
+    assert str(path) in str(info.value)
+    for name in (".DS_Store", "profiles/a.json~"):
+        (tmp_path / name).unlink()
+    assert [e.file for e in check_folder(_folder(tmp_path, [dict(e) for e in GOOD])).entries] == ["a.json", "b.json"]
+
+
+def test_a_role_the_manifest_lacks_is_a_spec_error_naming_it(tmp_path):
+    """Asking for the first file of a role no entry has names the role and the fit (no IndexError); the committed
+    manifest has no 4- or 8-GPU collectives grid yet (link_hop's files are planned)."""
+    with pytest.raises(SpecError, match=r"no file with role='fit', fits='link_hop'") as info:
+        manifest().first(role="fit", fits="link_hop")
+    assert isinstance(info.value, ValueError) and MANIFEST_NAME in str(info.value)
+    small = load_manifest(_folder(tmp_path, [dict(e) for e in GOOD]))
+    assert small.first(role="test").file == "b.json"
+    with pytest.raises(SpecError, match=r"no file with role='validation', measures='collectives'"):
+        small.first(role="validation", measures="collectives")
+
+
+@pytest.mark.parametrize("fields, text", [
+    ({"seed": 2033, "after": "96bd492", "note": "before link_misaligned existed: then 16.5% / 60.3%"},
+     "seed 2033, measured after commit 96bd492; before link_misaligned existed: then 16.5% / 60.3%"),
+    ({"seed": 2037, "after": "615211b"}, "seed 2037, measured after commit 615211b"),
+    ({"note": "a record"}, "a record"),
+    ({}, ""),
+])
+def test_describe_joins_the_facts_and_the_note_with_one_separator(fields, text):
+    """What a report's heading says of a file: seed and commit, then the note after '; ' (a note's own colon stays the
+    only one)."""
+    assert DataFile(file="x.json", role="spent", measures="collectives", **fields).describe() == text
 
 
 def test_a_planned_file_that_exists_must_move_to_files(tmp_path):
