@@ -25,13 +25,25 @@ from .fitting import ceilings
 from .manifest import manifest
 from .metrics import log_error
 
-__all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file", "predicted",
-           "write_bank"]
-#: the measured sets in the bank, in the order it is built (``data/manifest.yaml``'s ``bank: true``): every sampled set
-#: measured so far (fit, validation, the spent test draws), SDPA as users call it, casts, the conv/bmm fit draw and the
-#: catalogue's training two thirds (its held-out third stays out, so the validation report's held-out rows stay
-#: unseen). Never a frozen test draw (the manifest refuses one with ``bank: true``).
-BANK_DATA: tuple[str, ...] = tuple(f"data/{name}" for name in manifest().files(bank=True))
+__all__ = ["BANK_DATA", "bank_files", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file",
+           "predicted", "write_bank"]
+# ``bank_files()`` by its old name, read from the manifest on use (``__getattr__``: importing this module reads no data)
+BANK_DATA: tuple[str, ...]
+
+
+def bank_files() -> tuple[str, ...]:
+    """The measured sets in the bank (``data/NAME``), in the order it is built (``data/manifest.yaml``'s ``bank: true``):
+    every sampled set measured so far (fit, validation, the spent test draws), SDPA as users call it, casts, the conv/bmm
+    fit draw and the catalogue's training two thirds (its held-out third stays out, so the validation report's held-out
+    rows stay unseen). Never a frozen test draw (the manifest refuses one with ``bank: true``)."""
+    return tuple(f"data/{name}" for name in manifest().files(bank=True))
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``BANK_DATA``, read from the manifest when asked for."""
+    if name == "BANK_DATA":
+        return bank_files()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
