@@ -161,11 +161,14 @@ def test_two_timings_of_the_fit_disagree_beyond_the_cpu_bound_goal():
 
 def test_cpu_bound_is_the_wall_within_ten_percent_of_the_host():
     """One definition, the predictor's: wall < 1.1 x host. A 10.5 ms step of 10 ms host time is CPU-bound
-    (10.5 < 11.0), an 11 ms one is not; the step files and the split steps' fit and report use the same function."""
+    (10.5 < 11.0), an 11 ms one is not; the step files and the split steps' fit and report use the same function, and
+    neither re-exports the predictor's factor (CPU_BOUND, whose meaning once differed in parallel)."""
     from solkit import prediction
     from solkit.calibration import parallel, programs
 
-    assert parallel.cpu_bound is programs.cpu_bound is prediction.cpu_bound and programs.CPU_BOUND == 1.1
+    assert parallel.cpu_bound is programs.cpu_bound is prediction.cpu_bound and prediction.CPU_BOUND == 1.1
+    for module in (parallel, programs):
+        assert "CPU_BOUND" not in module.__all__ and not hasattr(module, "CPU_BOUND") and "cpu_bound" not in module.__all__
     case = _step_set(("a", 10.5, 10.0), ("b", 11.0, 10.0)).cases
     assert [c.cpu_bound for c in case] == [True, False]
 

@@ -3,7 +3,7 @@
 ``data/h200_parallel_steps_world1_unprofiled.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1,
 timed before any profiler session; ``data/h200_parallel_steps_world1.json`` is the older run timed after one, its host
 times about 1.5x slower) holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
-(``prediction.cpu_bound``: the step's time within 10% of the host time), the difference is the CPU time FSDP2's hooks add:
+(``prediction.cpu_bound``: the step's time below 1.1 x the host time), the difference is the CPU time FSDP2's hooks add:
 ``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
 a backward pass per layer (the root group's share included).
 """
@@ -18,12 +18,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SpecError
-from ..prediction import CPU_BOUND, cpu_bound
+from ..prediction import cpu_bound
 from .manifest import data_path, manifest
 from .rounding import rounded
 
 __all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_fit_file", "parallel_x2_sets", "parallel_report_lines",
-           "fit_fsdp_host", "parallel_parameters", "CPU_BOUND", "LAYERS", "MODES", "PRESETS", "step_workload", "step_errors"]
+           "fit_fsdp_host", "parallel_parameters", "LAYERS", "MODES", "PRESETS", "step_workload", "step_errors"]
 
 _TITLES = {"validation": "grid, 2 GPUs", "test": "frozen test", "spent": "spent test"}
 # the files by their old names, read from the manifest on use (``__getattr__``: importing this module reads no data)

@@ -6,7 +6,7 @@ shapes, the median wall time of one step (CUDA events), the median host time to 
 memory and a profile summary (kernel count and time). ``workload_of_step`` builds the same program
 with ``solkit.models``; ``fit_host`` fits the predictor's host-time parameters
 (``host_program``, ``host_layer``, ``host_launch``, ``host_launch_training``) on the cases whose
-step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time: the predictor's one definition,
+step is bound by the CPU (wall time below ``prediction.CPU_BOUND`` x the host time: the predictor's one definition,
 ``prediction.cpu_bound``): least squares of the
 host time on (1, layers, issued launches) for inference, then the training launch cost as the median of
 what is left per launch, each case's host time first brought to the fit's median launch probe
@@ -24,7 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import OptionError, SpecError
-from ..prediction import CPU_BOUND, cpu_bound
+from ..prediction import cpu_bound
 from ..workload import Workload, issued_launches
 from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
@@ -32,7 +32,7 @@ from .rounding import rounded
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "step_files", "STEP_ROLES", "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA",
-           "CPU_BOUND", "cpu_bound", "repeatability", "programs_report", "data_dir"]
+           "repeatability", "programs_report", "data_dir"]
 
 #: the roles of step files (``data/manifest.yaml`` says what each file is and when it was measured): the files the host
 #: parameters are fitted on; the frozen test draws, then the spent ones; the fit's cases timed again; and the files
@@ -101,8 +101,8 @@ class StepCase(BaseModel):
 
     @property
     def cpu_bound(self) -> bool:
-        """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time (``prediction.cpu_bound``, the
-        one definition: the predictor's note on a predicted program uses it too)."""
+        """The CPU bounds the step: its wall time is below ``prediction.CPU_BOUND`` x its host time (``prediction.cpu_bound``,
+        the one definition: the predictor's note on a predicted program uses it too)."""
         return self.wall_ms is not None and self.host_ms is not None and self.ok and bool(cpu_bound(self.wall_ms, self.host_ms))
 
 
