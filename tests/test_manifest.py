@@ -4,13 +4,16 @@ own records give them, and a bad manifest refused with an error naming the file 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 import solkit
-from solkit.calibration.manifest import MANIFEST_NAME, ROLES, DataFile, check_folder, data_dir, load_manifest, manifest
+from solkit.calibration.manifest import (MANIFEST_NAME, ROLES, DataFile, check_folder, data_dir, load_manifest, manifest,
+                                        source_checkout)
 from solkit.errors import OptionError, SolkitError, SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +31,10 @@ def test_the_manifest_lists_exactly_the_files_of_data():
 
 
 def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
-    """solkit/data is the package's data folder; in a source checkout it is the repository's data/ (a link)."""
+    """solkit/data is the package's data folder; in a source checkout it is the repository's data/ (a link), and the
+    checkout is found from it (where the commands write their reports by default)."""
     assert data_dir() == (Path(solkit.__file__).parent / "data").resolve() == DATA.resolve()
+    assert source_checkout() == ROOT.resolve()
 
 
 @pytest.mark.parametrize("name, role, seed, after, added", [
@@ -260,3 +265,65 @@ def test_a_bad_query_is_an_option_error(where, words):
     assert isinstance(info.value, SolkitError) and isinstance(info.value, ValueError)
     with pytest.raises(OptionError, match="'nothing.json' is not in the data manifest"):
         manifest().entry("nothing.json")
+
+
+def test_importing_the_calibration_reads_no_data(tmp_path):
+    """Every calibration module imports and ``--help`` prints with the data folder pointed at an empty one (no file list
+    is read at import, no default at parse time); the first list asked for then names the missing manifest."""
+    code = f"""
+import importlib
+from pathlib import Path
+m = importlib.import_module("solkit.calibration.manifest")  # the package's own attribute of that name is the function
+m.data_dir = lambda: Path({str(tmp_path)!r})
+import solkit.calibration
+from solkit.calibration import __main__, collectives, fitting, neighbours, parallel, programs
+from solkit.errors import SpecError
+try:
+    __main__.main(["report", "--help"])
+except SystemExit as exit:
+    print("help exit", exit.code)
+for module, name in ((programs, "STEP_FIT_DATA"), (parallel, "PARALLEL_FIT_DATA"), (collectives, "COMM_FIT_DATA"),
+                     (neighbours, "BANK_DATA"), (__main__, "FIT_DATA")):
+    try:
+        getattr(module, name)
+    except SpecError as exc:
+        print(name, "refused:", "no data manifest" in str(exc))
+"""
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert "usage: python -m solkit.calibration report" in lines[0] and "help exit 0" in lines
+    assert lines[-5:] == [f"{name} refused: True" for name in ("STEP_FIT_DATA", "PARALLEL_FIT_DATA", "COMM_FIT_DATA",
+                                                                "BANK_DATA", "FIT_DATA")]
+
+
+def test_a_stray_file_in_the_data_folder_stops_no_command(tmp_path, tmp_path_factory, monkeypatch, capsys):
+    """The data folder with a .DS_Store and an editor's backup beside the committed files (links to them): the file
+    lists read as before, ``--help`` prints, a command runs; check_folder alone names the strays."""
+    import importlib
+
+    from solkit.calibration import __main__ as cli, programs
+
+    manifest_module = importlib.import_module("solkit.calibration.manifest")  # the package's own name is the function
+
+    for name in [e.file for e in manifest().entries if (DATA / e.file).exists()] + [MANIFEST_NAME]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).symlink_to(DATA / name)
+    (tmp_path / ".DS_Store").write_bytes(b"")
+    (tmp_path / "h200_validation.md~").write_text("an editor's backup")
+    before = programs.STEP_FIT_DATA
+    monkeypatch.setattr(manifest_module, "data_dir", lambda: tmp_path)
+    manifest.cache_clear()
+    try:
+        assert programs.STEP_FIT_DATA == before and manifest().entries == load_manifest(DATA / MANIFEST_NAME).entries
+        with pytest.raises(SystemExit) as info:
+            cli.main(["--help"])
+        assert info.value.code == 0 and "usage: python -m solkit.calibration" in capsys.readouterr().out
+        monkeypatch.chdir(tmp_path)
+        out = tmp_path_factory.mktemp("out") / "collectives.md"
+        assert cli.main(["collectives", "--out", str(out)]) == 0
+        assert out.read_text().startswith("# NCCL collectives on H200s")
+        with pytest.raises(SpecError, match=r"2 file\(s\) of .* not in the manifest: \.DS_Store, h200_validation\.md~$"):
+            check_folder()
+    finally:
+        manifest.cache_clear()  # the next caller reads the real folder again

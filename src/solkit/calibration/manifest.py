@@ -27,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import OptionError, SpecError
 
-__all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME", "data_dir", "data_path", "load_manifest",
-           "check_folder", "manifest"]
+__all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME", "data_dir", "data_path", "source_checkout",
+           "load_manifest", "check_folder", "manifest"]
 
 Role = Literal["fit", "bank", "validation", "test", "spent", "repeat", "profiled", "trace", "record", "reference",
                "report"]
@@ -128,6 +128,13 @@ class Manifest(BaseModel):
 def data_dir() -> Path:
     """The data folder shipped in the package (``solkit/data``; in a source checkout, the repository's ``data/``)."""
     return (Path(__file__).resolve().parents[1] / "data").resolve()
+
+
+def source_checkout() -> Optional[Path]:
+    """The repository root where solkit runs from a source checkout (its data folder is the repository's ``data/``, beside
+    ``pyproject.toml``), else None (an installed wheel: the data folder is the package's own)."""
+    root = data_dir().parent
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "solkit").is_dir() else None
 
 
 def _name(name: Any) -> str:
