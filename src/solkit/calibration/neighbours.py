@@ -1,4 +1,5 @@
-"""The neighbour bank (``solkit.neighbours``): each measured case's miss under the fitted physical model, on its main kernel.
+"""The neighbour bank (``prediction.neighbours`` corrects with it): each measured case's miss under the fitted physical model,
+on its main kernel.
 
 ``bank_rows`` evaluates every measured primary case of the bank files with the physical model (the
 fitted ``measured:`` section, no correction), puts the case's whole miss on its main kernel (the
@@ -109,7 +110,7 @@ def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
 
 
 def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> dict[str, Any]:
-    """The bank file's contents (``solkit.neighbours.load_neighbours`` reads it)."""
+    """The bank file's contents (``prediction.bank.load_neighbours`` reads it)."""
     source = (f"python -m solkit.calibration fit --write: {len(rows)} measured cases on {gpu} ({', '.join(files)}), "
               f"each case's log(measured / modelled) on its main kernel under this spec's measured: section")
     return {"gpu": gpu, "source": source, "cases": len(rows),
