@@ -188,18 +188,30 @@ def test_committed_bank_equals_the_data():
     assert committed["keys"] == rebuilt["keys"]
 
 
-def test_fit_uses_training_cases_only(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, fitted):
-    """The fit read its files' training cases and nothing else: none of the catalogue's held-out third, none of a test
-    draw; on a small fit (the catalogue's norms, softmax and elementwise ops) a held-out case's time x10 moves no
-    parameter, a training case's x10 does."""
-    from solkit.calibration import fit_cases
-    from solkit.calibration.fitting import fit_kernels, fit_split
+def test_fit_uses_training_cases_only(mset, fitted):
+    """The fit read its files' training cases and nothing else, in file order: every measured primary case of a sampled
+    fit set and the catalogue's cases outside the hash's third (recomputed here from the files' JSON), none of that
+    third, none of a test draw; on a small fit (the catalogue's norms, softmax and elementwise ops) a held-out case's
+    time x10 moves no parameter, a training case's x10 does."""
+    import json
 
-    split = fit_split([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, mset])
-    assert fitted.train_ids == tuple(c.id for train, _ in split for c in train)
+    from solkit.calibration import fit_cases
+    from solkit.calibration.fitting import fit_kernels
+
+    expected, held = [], set()
+    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, DATA):
+        raw = json.loads(path.read_text())
+        sampled = raw["meta"]["args"].get("sample")
+        assert sampled in ("fit", None), path.name  # four sampled fit sets, then the hand-picked catalogue
+        for c in raw["cases"]:
+            if c["ok"] and c.get("seconds") and c.get("primary", True):
+                if sampled == "fit" or not is_holdout(c["id"]):
+                    expected.append(c["id"])
+                else:
+                    held.add(c["id"])
+    assert fitted.train_ids == tuple(expected)
     assert len(fitted.train_ids) == fitted.train_cases == len(set(fitted.train_ids))
-    held = {c.id for c in mset.cases if c.ok and c.primary and c.seconds and is_holdout(c.id)}
-    assert {c.id for _, out in split for c in out} == held and len(held) == fitted.holdout_cases > 0
+    assert len(held) == fitted.holdout_cases > 0 and held <= {c.id for c in mset.cases}  # the catalogue's third alone
     assert held.isdisjoint(fitted.train_ids)
     for name in FROZEN_TESTS:
         assert {c.id for c in load_measurements(DATA.with_name(name)).cases}.isdisjoint(fitted.train_ids)
@@ -379,3 +391,65 @@ def test_the_fits_vectorized_model_is_the_predictor(sample_fit, sdpa_fit, mset):
     kernels = KernelArrays([(i, t, n) for i, case_terms in enumerate(terms) for t, n in case_terms], len(cases))
     expected = np.array([float(combine(case_terms, cal)) for case_terms in terms])
     assert kernels.predicted(cal) == pytest.approx(expected, rel=1e-9)
+
+
+def test_the_commands_run_from_any_folder(tmp_path, monkeypatch, capsys):
+    """From a folder that is not the checkout, ``report`` reads the shipped spec (named hardware_specs/h200-sxm.yaml in
+    the report, whether defaulted or given as the GPU name 'h200') and the packaged data; its default output is the
+    checkout's data/ (here a stand-in checkout)."""
+    from solkit.calibration import __main__ as cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "source_checkout", lambda: tmp_path / "repo")
+    (tmp_path / "repo" / "data").mkdir(parents=True)
+    assert cli.main(["report"]) == 0
+    text = (tmp_path / "repo" / "data" / "h200_validation.md").read_text()
+    assert "Predictions use the calibration in `hardware_specs/h200-sxm.yaml` (`measured:`)" in text
+    assert "(raw data: `data/h200_measurements.json`)" in text and "seed 2032" in text  # the newest frozen test draw
+    assert cli.main(["report", "--spec", "h200", "--out", "named.md"]) == 0
+    assert (tmp_path / "named.md").read_text() == text
+    assert "max SOL fraction over all cases" in capsys.readouterr().out
+
+
+def test_fit_runs_from_any_folder(tmp_path, monkeypatch, capsys):
+    """``fit`` from a folder that is not the checkout, on a file of 39 catalogue cases (its norms and softmaxes), prints
+    a measured: section that counts them as the hash split does and keeps the committed spec's host fit (the same step
+    files)."""
+    import json
+
+    import yaml
+
+    from solkit.calibration import __main__ as cli
+
+    monkeypatch.chdir(tmp_path)
+    raw = json.loads(DATA.read_text())
+    raw["cases"] = [c for c in raw["cases"] if c["op"] in {"rmsnorm", "layernorm", "softmax"}]
+    (tmp_path / "small.json").write_text(json.dumps(raw))
+    usable = [c["id"] for c in raw["cases"] if c["ok"] and c.get("seconds") and c.get("primary", True)]
+    held = sum(is_holdout(i) for i in usable)
+    assert cli.main(["fit", "--data", "small.json"]) == 0
+    section = yaml.safe_load(capsys.readouterr().out)["measured"]
+    assert f"fit: {len(usable) - held} training cases, {held} held out;" in section["fit"]
+    committed = sk.load_gpu(SPEC).measured
+    assert section["host_launch_us"] == committed.host_launch_us and section["host_program_us"] == committed.host_program_us
+
+
+def test_outside_a_checkout_the_commands_ask_for_their_outputs(tmp_path, monkeypatch, capsys):
+    """From an installed wheel (no checkout) a report needs --out and fit --write a spec of one's own: each refusal,
+    and any bad input, is one line on stderr and exit code 2, before anything is computed or written."""
+    from solkit.calibration import __main__ as cli
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "source_checkout", lambda: None)
+    for argv, words in ((["report"], "error: --out: solkit is not running from a source checkout, so there is no data/ "
+                                     "folder to write h200_validation.md into; name the output file with --out"),
+                        (["programs"], "there is no data/ folder to write h200_programs.md into"),
+                        (["fit", "--write"], "h200-sxm.yaml is the installed package's own spec; copy it and name the "
+                                             "copy with --spec"),
+                        (["report", "--spec", "no-such-gpu", "--out", "x.md"], "no-such-gpu"),
+                        (["report", "--data", "nothing.json", "--out", "x.md"], "nothing.json: no such measurement file")):
+        assert cli.main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("python -m solkit.calibration: error: ") and err.count("\n") == 1, err
+        assert words in err, err
+    assert list(tmp_path.iterdir()) == []

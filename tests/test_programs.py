@@ -161,10 +161,30 @@ def test_two_timings_of_the_fit_disagree_beyond_the_cpu_bound_goal():
 
 def test_cpu_bound_is_the_wall_within_ten_percent_of_the_host():
     """One definition, the predictor's: wall < 1.1 x host. A 10.5 ms step of 10 ms host time is CPU-bound
-    (10.5 < 11.0), an 11 ms one is not; the step files and the split steps' fit and report use the same function."""
+    (10.5 < 11.0), an 11 ms one is not; the step files and the split steps' fit and report use the same function, and
+    neither re-exports the predictor's factor (CPU_BOUND, whose meaning once differed in parallel)."""
     from solkit import prediction
     from solkit.calibration import parallel, programs
 
-    assert parallel.cpu_bound is programs.cpu_bound is prediction.cpu_bound and programs.CPU_BOUND == 1.1
+    assert parallel.cpu_bound is programs.cpu_bound is prediction.cpu_bound and prediction.CPU_BOUND == 1.1
+    for module in (parallel, programs):
+        assert "CPU_BOUND" not in module.__all__ and not hasattr(module, "CPU_BOUND") and "cpu_bound" not in module.__all__
     case = _step_set(("a", 10.5, 10.0), ("b", 11.0, 10.0)).cases
     assert [c.cpu_bound for c in case] == [True, False]
+
+
+def test_the_step_files_are_read_from_the_manifest_by_role():
+    """step_files gives the manifest's step files of a role (STEP_FIT_DATA and the others are the same lists by their
+    old names, read on use): the one never-profiled fit file, the frozen seed-2042 and seed-2041 draws (newest first);
+    a role of no step file is an OptionError naming the roles."""
+    from solkit.calibration import programs
+    from solkit.errors import OptionError
+
+    assert programs.step_files("fit") == programs.STEP_FIT_DATA == ("h200_steps_fit_unprofiled.json",)
+    assert programs.step_files("test") == programs.STEP_TEST_DATA == ("h200_steps_test_seed2042.json",
+                                                                      "h200_steps_test_seed2041.json")
+    assert programs.step_files("repeat") == programs.STEP_REPEAT_DATA == ("h200_steps_fit_unprofiled_run2.json",)
+    with pytest.raises(OptionError, match="role must be one of fit, test, spent, repeat, profiled, got 'bank'"):
+        programs.step_files("bank")
+    with pytest.raises(AttributeError, match="has no attribute 'STEP_BANK_DATA'"):
+        programs.STEP_BANK_DATA

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, Callable, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -29,23 +29,52 @@ from .metrics import log_error
 from .rounding import rounded
 
 __all__ = ["CollectiveCase", "load_collectives", "fit_links", "fit_misaligned", "fit_hops", "link_parameters", "collective_errors",
-           "collectives_report", "COMM_FIT_DATA", "COMM_VALIDATION_DATA", "COMM_MISALIGNED_DATA", "COMM_SPENT_DATA", "COMM_MULTI_FIT_DATA",
+           "collectives_report", "report_sets", "COMM_FIT_DATA", "COMM_VALIDATION_DATA", "COMM_MISALIGNED_DATA", "COMM_SPENT_DATA", "COMM_MULTI_FIT_DATA",
            "COMM_TEST_FROZEN", "COMM_TEST_DATA", "NCCL_HOPS_US", "LARGE"]
 
-#: the collectives files by role (``data/manifest.yaml`` says what each is and when it was measured): the 2-GPU grid
+#: the collectives files by role (``data/manifest.yaml`` says what each is and when it was measured), by their old
+#: names, read from the manifest on use (``__getattr__``: importing this module reads no data): the 2-GPU grid
 #: (``link_latency``, ``link_efficiency``), the misaligned grid (``link_misaligned``: chunks off 16-byte alignment),
 #: the validation draw, the frozen test draws (each with what it read on the model it was measured after, where the
 #: model changed since), the grids on 4 and 8 GPUs of one node (``link_hop``, once measured: until then
 #: ``data/manifest.yaml`` lists them as planned and the hop is NCCL's own figure, ``NCCL_HOPS_US``), and the spent
 #: test draws with why
-COMM_FIT_DATA: str = manifest().files(role="fit", fits="links")[0]
-COMM_MISALIGNED_DATA: str = manifest().files(role="fit", fits="link_misaligned")[0]
-COMM_VALIDATION_DATA: str = manifest().files(role="validation", measures="collectives")[0]
-COMM_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="collectives")
-COMM_TEST_FROZEN: dict[str, str] = {e.file: e.describe() for e in manifest().select(role="test", measures="collectives")}
-COMM_MULTI_FIT_DATA: tuple[str, ...] = manifest().files(role="fit", fits="link_hop")
-COMM_SPENT_DATA: tuple[tuple[str, str], ...] = tuple((e.file, e.describe())
-                                                     for e in manifest().select(role="spent", measures="collectives"))
+_LISTS: dict[str, Callable[[], Any]] = {
+    "COMM_FIT_DATA": lambda: manifest().first(role="fit", fits="links").file,
+    "COMM_MISALIGNED_DATA": lambda: manifest().first(role="fit", fits="link_misaligned").file,
+    "COMM_VALIDATION_DATA": lambda: manifest().first(role="validation", measures="collectives").file,
+    "COMM_TEST_DATA": lambda: manifest().files(role="test", measures="collectives"),
+    "COMM_TEST_FROZEN": lambda: {e.file: e.describe() for e in manifest().select(role="test", measures="collectives")},
+    "COMM_MULTI_FIT_DATA": lambda: manifest().files(role="fit", fits="link_hop"),
+    "COMM_SPENT_DATA": lambda: tuple((e.file, e.describe()) for e in manifest().select(role="spent", measures="collectives")),
+}
+COMM_FIT_DATA: str
+COMM_MISALIGNED_DATA: str
+COMM_VALIDATION_DATA: str
+COMM_TEST_DATA: tuple[str, ...]
+COMM_TEST_FROZEN: dict[str, str]
+COMM_MULTI_FIT_DATA: tuple[str, ...]
+COMM_SPENT_DATA: tuple[tuple[str, str], ...]
+
+
+def __getattr__(name: str) -> Any:
+    """``COMM_FIT_DATA`` and the other lists of ``_LISTS``, read from the manifest when asked for."""
+    if name in _LISTS:
+        return _LISTS[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def report_sets() -> list[tuple[str, str]]:
+    """(title, file) of each collectives file the report shows, in its order: the fits, the validation draw, the frozen
+    tests, the grids on 4 or 8 GPUs, the spent tests."""
+    got = {name: make() for name, make in _LISTS.items()}
+    return ([("fit", got["COMM_FIT_DATA"]), ("fit: chunks off 16-byte alignment (link_misaligned)", got["COMM_MISALIGNED_DATA"]),
+             ("validation", got["COMM_VALIDATION_DATA"])]
+            + [(f"frozen test ({got['COMM_TEST_FROZEN'][name]})", name) for name in got["COMM_TEST_DATA"]]
+            + [("fit: 4 or 8 GPUs (link_hop)", name) for name in got["COMM_MULTI_FIT_DATA"]]
+            + [(f"spent test ({why})", name) for name, why in got["COMM_SPENT_DATA"]])
+
+
 #: what each ring step beyond a 2-GPU ring's adds, inside a node and across nodes (us): NCCL's own latency model,
 #: src/graph/tuning.cc, hwLat[NVLINK][RING][LL] = .47 and hwLat[NET][RING][LL] = 2.7, as one public copy of that file
 #: prints them (the code search's find_string "static const float baseLat", id 1133962389; other NCCL versions differ:
@@ -161,15 +190,15 @@ def fit_hops(cases: Sequence[CollectiveCase], links: dict[str, Any], gpu: Any = 
 def link_parameters(path: Optional[str] = None, misaligned: Optional[str] = None) -> dict[str, Any]:
     """The collectives' parameters for the spec's ``measured:`` section: fitted when the fit file exists, else empty;
     ``link_misaligned`` on the misaligned grid (the grid's powers of two are all aligned)."""
-    file = data_path(path or COMM_FIT_DATA)
+    file = data_path(path or _LISTS["COMM_FIT_DATA"]())
     if not file.exists():
         return {"link_latency": {}, "link_efficiency": {}, "link_misaligned": {}, "link_hop": 0.0, "network_hop": 0.0}
     measured = load_collectives(file)
     links = fit_links(measured)
-    draw = data_path(misaligned or COMM_MISALIGNED_DATA)
+    draw = data_path(misaligned or _LISTS["COMM_MISALIGNED_DATA"]())
     if draw.exists():
         links["link_misaligned"] = fit_misaligned(load_collectives(draw), links)
-    more = [c for name in COMM_MULTI_FIT_DATA for c in load_collectives(name)]
+    more = [c for name in _LISTS["COMM_MULTI_FIT_DATA"]() for c in load_collectives(name)]
     hop = fit_hops(measured + more, links)  # cases on 4 or 8 GPUs, when measured
     if hop is not None:
         links["link_hop"] = hop

@@ -35,10 +35,9 @@ from ..prediction import KernelTerms, kernel_terms
 from .collectives import link_parameters
 from .data import MeasuredCase, MeasurementSet, fit_cases, sample_set_of, workload_of
 from .descent import KernelArrays, descend
-from .manifest import manifest
 from .metrics import log_error
 from .parallel import parallel_parameters
-from .programs import StepSet, fit_host, load_steps
+from .programs import StepSet, fit_host, load_steps, step_files
 from .rounding import rounded
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -219,6 +218,6 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: O
 
 def host_parameters(steps: Optional[Sequence[StepSet]] = None) -> dict[str, float]:
     """The host-time parameters fitted on whole steps (``programs.fit_host``; default: the committed step files)."""
-    sets = list(steps) if steps is not None else [load_steps(name) for name in manifest().files(role="fit", fits="host")]
+    sets = list(steps) if steps is not None else [load_steps(name) for name in step_files("fit")]
     host = fit_host(sets)
     return {name: getattr(host, name) for name in type(host).model_fields if name.startswith("host_")}

@@ -3,9 +3,11 @@
 Each file of the data folder has one entry: its role (fit, bank, validation, test, spent, repeat, profiled, trace,
 record, reference, report; the file's header defines each), what it measures, its draw's seed, the commit after which
 it was measured, the protocol, the date and the GPUs. The calibration asks the manifest for its files
-(``manifest().files(role="fit", measures="steps")``) instead of naming them. ``load_manifest`` checks the file
-against the folder as it loads it: every file named exists, every file there is named, a test draw is in no fit
-and not in the neighbour bank; a problem is a ``SpecError`` naming the file and the field.
+(``manifest().files(role="fit", measures="steps")``) instead of naming them. ``load_manifest`` checks what it
+reads: the schema, each entry's rules (a test draw is in no fit, not in the neighbour bank, and names its commit and
+date) and that every file named exists; ``check_folder`` adds that every file of the folder is named (the suite runs
+it: a stray file, an editor's backup or a ``.DS_Store``, never stops an import or a command). A problem is a
+``SpecError`` naming the file and the field.
 
 The folder ships inside the package (``solkit/data``; in a source checkout a link to the repository's ``data/``),
 but for the profiler traces (``shipped: false``: fixtures of ``solkit.profile``'s tests, which the calibration never
@@ -25,8 +27,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import OptionError, SpecError
 
-__all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME", "data_dir", "data_path", "load_manifest",
-           "manifest"]
+__all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME", "data_dir", "data_path", "source_checkout",
+           "load_manifest", "check_folder", "manifest"]
 
 Role = Literal["fit", "bank", "validation", "test", "spent", "repeat", "profiled", "trace", "record", "reference",
                "report"]
@@ -66,10 +68,10 @@ class DataFile(BaseModel):
     note: Optional[str] = None
 
     def describe(self) -> str:
-        """'seed 2042, measured after commit be3dbc7: its note', as far as the entry says."""
-        text = ", ".join(([f"seed {self.seed}"] if self.seed is not None else []) +
-                         ([f"measured after commit {self.after}"] if self.after else []))
-        return f"{text}: {self.note}" if text and self.note else text or (self.note or "")
+        """'seed 2042, measured after commit be3dbc7; its note', as far as the entry says (a note may hold a colon)."""
+        return "; ".join(part for part in (", ".join(([f"seed {self.seed}"] if self.seed is not None else []) +
+                                                     ([f"measured after commit {self.after}"] if self.after else [])),
+                                           self.note or "") if part)
 
 
 class Manifest(BaseModel):
@@ -106,6 +108,14 @@ class Manifest(BaseModel):
         """The names of the files ``select`` gives: e.g. ``files(role="fit", measures="steps")``."""
         return tuple(e.file for e in self.select(**where))
 
+    def first(self, **where: Any) -> DataFile:
+        """The first entry ``select`` gives; none is a ``SpecError`` naming what was asked for."""
+        found = self.select(**where)
+        if not found:
+            asked = ", ".join(f"{field}={value!r}" for field, value in where.items())
+            raise SpecError(f"data manifest ({MANIFEST_NAME}): no file with {asked}; the calibration needs one")
+        return found[0]
+
     def newest_test(self, measures: str, family: Optional[str] = None) -> Optional[DataFile]:
         """The frozen test draw of ``measures`` (and ``family``) measured last: the one every predictor change reports on."""
         where: dict[str, Any] = {"role": "test", "measures": measures}
@@ -118,6 +128,13 @@ class Manifest(BaseModel):
 def data_dir() -> Path:
     """The data folder shipped in the package (``solkit/data``; in a source checkout, the repository's ``data/``)."""
     return (Path(__file__).resolve().parents[1] / "data").resolve()
+
+
+def source_checkout() -> Optional[Path]:
+    """The repository root where solkit runs from a source checkout (its data folder is the repository's ``data/``, beside
+    ``pyproject.toml``), else None (an installed wheel: the data folder is the package's own)."""
+    root = data_dir().parent
+    return root if (root / "pyproject.toml").is_file() and (root / "src" / "solkit").is_dir() else None
 
 
 def _name(name: Any) -> str:
@@ -164,13 +181,22 @@ def _check_entry(path: Path, section: str, e: DataFile, protocols: dict[str, str
             raise bad("bank", "a frozen test draw is never in the neighbour bank")
         if e.after is None:
             raise bad("after", "a frozen test draw names the commit after which it was measured")
+    if e.role in ("test", "spent") and e.date is None and section == "files":
+        # the newest test of a family is found by date: an undated draw would be passed over silently
+        raise bad("date", f"a {e.role} draw names when it was measured (an ISO 8601 date or time)")
     if not e.shipped and e.role != "trace":
         raise bad("shipped", "only the profiler traces stay out of the wheel")
 
 
+def _file(path: Any) -> Path:
+    """The manifest file: ``path``, default the data folder's."""
+    return Path(path) if path is not None else data_dir() / MANIFEST_NAME
+
+
 def load_manifest(path: Any = None) -> Manifest:
-    """Load and check a manifest (default: the data folder's) against the folder it sits in; problems raise ``SpecError``."""
-    file = Path(path) if path is not None else data_dir() / MANIFEST_NAME
+    """Load and check a manifest (default: the data folder's): its schema, each entry's rules and that every file it
+    names exists beside it (``check_folder`` also refuses files it does not name); problems raise ``SpecError``."""
+    file = _file(path)
     try:
         raw = yaml.load(file.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
@@ -206,11 +232,24 @@ def load_manifest(path: Any = None) -> Manifest:
             # a file kept out of the wheel must be there wherever its folder is (a source checkout)
             if section == "files" and not present and (e.shipped or (folder / e.file).parent.is_dir()):
                 raise SpecError(f"{file}: entry {e.file!r}, field 'file': no such file in {folder}")
+    return manifest
+
+
+def _stray(manifest: Manifest, folder: Path) -> tuple[str, ...]:
+    """The files of ``folder`` (and its subfolders) that ``manifest`` does not name, sorted (``__pycache__`` aside)."""
     named = {e.file for e in manifest.entries} | {MANIFEST_NAME}
-    stray = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
-                   and "__pycache__" not in p.parts and p.relative_to(folder).as_posix() not in named)
+    return tuple(sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()
+                        and "__pycache__" not in p.parts and p.relative_to(folder).as_posix() not in named))
+
+
+def check_folder(path: Any = None) -> Manifest:
+    """Load a manifest (``load_manifest``) and refuse any file of its folder that it does not name (``SpecError``)."""
+    file = _file(path)
+    manifest = load_manifest(file)
+    stray = _stray(manifest, file.parent)
     if stray:
-        raise SpecError(f"{file}: field 'files': {len(stray)} file(s) of {folder} not in the manifest: {', '.join(stray)}")
+        raise SpecError(f"{file}: field 'files': {len(stray)} file(s) of {file.parent} not in the manifest: "
+                        f"{', '.join(stray)}")
     return manifest
 
 

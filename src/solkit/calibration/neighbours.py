@@ -1,4 +1,5 @@
-"""The neighbour bank (``solkit.neighbours``): each measured case's miss under the fitted physical model, on its main kernel.
+"""The neighbour bank (``prediction.neighbours`` corrects with it): each measured case's miss under the fitted physical model,
+on its main kernel.
 
 ``bank_rows`` evaluates every measured primary case of the bank files with the physical model (the
 fitted ``measured:`` section, no correction), puts the case's whole miss on its main kernel (the
@@ -25,13 +26,25 @@ from .fitting import ceilings
 from .manifest import manifest
 from .metrics import log_error
 
-__all__ = ["BANK_DATA", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file", "predicted",
-           "write_bank"]
-#: the measured sets in the bank, in the order it is built (``data/manifest.yaml``'s ``bank: true``): every sampled set
-#: measured so far (fit, validation, the spent test draws), SDPA as users call it, casts, the conv/bmm fit draw and the
-#: catalogue's training two thirds (its held-out third stays out, so the validation report's held-out rows stay
-#: unseen). Never a frozen test draw (the manifest refuses one with ``bank: true``).
-BANK_DATA: tuple[str, ...] = tuple(f"data/{name}" for name in manifest().files(bank=True))
+__all__ = ["BANK_DATA", "bank_files", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file",
+           "predicted", "write_bank"]
+# ``bank_files()`` by its old name, read from the manifest on use (``__getattr__``: importing this module reads no data)
+BANK_DATA: tuple[str, ...]
+
+
+def bank_files() -> tuple[str, ...]:
+    """The measured sets in the bank (``data/NAME``), in the order it is built (``data/manifest.yaml``'s ``bank: true``):
+    every sampled set measured so far (fit, validation, the spent test draws), SDPA as users call it, casts, the conv/bmm
+    fit draw and the catalogue's training two thirds (its held-out third stays out, so the validation report's held-out
+    rows stay unseen). Never a frozen test draw (the manifest refuses one with ``bank: true``)."""
+    return tuple(f"data/{name}" for name in manifest().files(bank=True))
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``BANK_DATA``, read from the manifest when asked for."""
+    if name == "BANK_DATA":
+        return bank_files()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,7 @@ def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
 
 
 def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> dict[str, Any]:
-    """The bank file's contents (``solkit.neighbours.load_neighbours`` reads it)."""
+    """The bank file's contents (``prediction.bank.load_neighbours`` reads it)."""
     source = (f"python -m solkit.calibration fit --write: {len(rows)} measured cases on {gpu} ({', '.join(files)}), "
               f"each case's log(measured / modelled) on its main kernel under this spec's measured: section")
     return {"gpu": gpu, "source": source, "cases": len(rows),

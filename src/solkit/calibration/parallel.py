@@ -3,7 +3,7 @@
 ``data/h200_parallel_steps_world1_unprofiled.json`` (``benchmarks/comm/parallel_steps.py`` on one H200, world size 1,
 timed before any profiler session; ``data/h200_parallel_steps_world1.json`` is the older run timed after one, its host
 times about 1.5x slower) holds the same steps plain, under DDP and under FSDP2. Where both the plain and the FSDP step are CPU-bound
-(``prediction.cpu_bound``: the step's time within 10% of the host time), the difference is the CPU time FSDP2's hooks add:
+(``prediction.cpu_bound``: the step's time below 1.1 x the host time), the difference is the CPU time FSDP2's hooks add:
 ``host_fsdp_group`` = the median over those cases of (FSDP step - plain step) / (2 x layers), a forward and
 a backward pass per layer (the root group's share included).
 """
@@ -18,21 +18,40 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..errors import SpecError
-from ..prediction import CPU_BOUND, cpu_bound
+from ..prediction import cpu_bound
 from .manifest import data_path, manifest
 from .rounding import rounded
 
-__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_report_lines", "fit_fsdp_host", "parallel_parameters", "CPU_BOUND",
-           "LAYERS", "MODES", "PRESETS", "step_workload", "step_errors"]
+__all__ = ["PARALLEL_FIT_DATA", "PARALLEL_X2_SETS", "parallel_fit_file", "parallel_x2_sets", "parallel_report_lines",
+           "fit_fsdp_host", "parallel_parameters", "LAYERS", "MODES", "PRESETS", "step_workload", "step_errors"]
 
-#: the world-size-1 steps ``host_fsdp_group`` is fitted on (``data/manifest.yaml`` says what each file is)
-PARALLEL_FIT_DATA: str = manifest().files(role="fit", fits="fsdp_host")[0]
 _TITLES = {"validation": "grid, 2 GPUs", "test": "frozen test", "spent": "spent test"}
-#: the same scripts on 2 H200s, (title, file): the grid (measured with the collectives' fit), the frozen test and the
-#: spent draws
-PARALLEL_X2_SETS: tuple[tuple[str, str], ...] = tuple(
-    (f"{_TITLES[e.role]} ({e.describe()})", e.file)
-    for e in manifest().select(measures="parallel_steps", gpus=2) if e.role in _TITLES)
+# the files by their old names, read from the manifest on use (``__getattr__``: importing this module reads no data)
+PARALLEL_FIT_DATA: str
+PARALLEL_X2_SETS: tuple[tuple[str, str], ...]
+
+
+def parallel_fit_file() -> str:
+    """The world-size-1 steps ``host_fsdp_group`` is fitted on (``data/manifest.yaml`` says what each file is)."""
+    return manifest().first(role="fit", fits="fsdp_host").file
+
+
+def parallel_x2_sets() -> tuple[tuple[str, str], ...]:
+    """The same scripts on 2 H200s, (title, file): the grid (measured with the collectives' fit), the frozen test and
+    the spent draws."""
+    return tuple((f"{_TITLES[e.role]} ({e.describe()})", e.file)
+                 for e in manifest().select(measures="parallel_steps", gpus=2) if e.role in _TITLES)
+
+
+def __getattr__(name: str) -> Any:
+    """``PARALLEL_FIT_DATA`` and ``PARALLEL_X2_SETS``, read from the manifest when asked for."""
+    if name == "PARALLEL_FIT_DATA":
+        return parallel_fit_file()
+    if name == "PARALLEL_X2_SETS":
+        return parallel_x2_sets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 #: the modes of benchmarks/comm/parallel_steps.py: the plain step, DDP, FSDP2
 MODES = ("single", "ddp", "fsdp")
 #: layers of the measured models (their configs: tests/data/hf_configs)
@@ -41,7 +60,7 @@ LAYERS = {"bert-base": 12, "llama-1b": 16}
 
 def fit_fsdp_host(path: Any = None) -> tuple[float, int]:
     """(host_fsdp_group in seconds, cases it is the median of) from a world-size-1 parallel-steps file."""
-    file = data_path(path if path is not None else PARALLEL_FIT_DATA)
+    file = data_path(path if path is not None else parallel_fit_file())
     cases = [c for c in json.loads(file.read_text(encoding="utf-8"))["cases"] if c.get("status") == "ok"]
     by_key = {(c["model"], c["seq"], c["batch"], c["mode"]): c for c in cases}
     per_layer = []
@@ -106,7 +125,7 @@ def parallel_report_lines(gpu: Any = "h200") -> list[str]:
     (above 1: the model is fast), with how many steps were CPU-bound (``prediction.cpu_bound``)."""
     lines = ["# Data-parallel training steps on 2 H200s: predicted against measured", "",
              "Error = exp(|log(predicted / measured)|) - 1 of the median step (the max over ranks). Goal (issue 14): 10%.", ""]
-    for title, name in PARALLEL_X2_SETS:
+    for title, name in parallel_x2_sets():
         rows = step_errors(name, gpu)
         lines += [f"## {title} (`data/{name}`)", "", "| mode | cases | CPU-bound | median | p90 | measured / predicted |",
                   "|---|---:|---:|---:|---:|---:|"]

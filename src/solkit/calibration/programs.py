@@ -6,7 +6,7 @@ shapes, the median wall time of one step (CUDA events), the median host time to 
 memory and a profile summary (kernel count and time). ``workload_of_step`` builds the same program
 with ``solkit.models``; ``fit_host`` fits the predictor's host-time parameters
 (``host_program``, ``host_layer``, ``host_launch``, ``host_launch_training``) on the cases whose
-step is bound by the CPU (wall time within ``CPU_BOUND`` of the host time: the predictor's one definition,
+step is bound by the CPU (wall time below ``prediction.CPU_BOUND`` x the host time: the predictor's one definition,
 ``prediction.cpu_bound``): least squares of the
 host time on (1, layers, issued launches) for inference, then the training launch cost as the median of
 what is left per launch, each case's host time first brought to the fit's median launch probe
@@ -23,25 +23,43 @@ from typing import Any, Optional, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import SpecError
-from ..prediction import CPU_BOUND, cpu_bound
+from ..errors import OptionError, SpecError
+from ..prediction import cpu_bound
 from ..workload import Workload, issued_launches
 from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
 from .rounding import rounded
 
 __all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
-           "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA", "CPU_BOUND",
-           "cpu_bound", "repeatability", "programs_report", "data_dir"]
+           "step_files", "STEP_ROLES", "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA",
+           "repeatability", "programs_report", "data_dir"]
 
-#: the step files by role (``data/manifest.yaml`` says what each is and when it was measured): the file the host
+#: the roles of step files (``data/manifest.yaml`` says what each file is and when it was measured): the files the host
 #: parameters are fitted on; the frozen test draws, then the spent ones; the fit's cases timed again; and the files
 #: timed after a profiler session in the process, which shape no parameter
-STEP_FIT_DATA: tuple[str, ...] = manifest().files(role="fit", fits="host")
-STEP_TEST_DATA: tuple[str, ...] = manifest().files(role="test", measures="steps")
-STEP_SPENT_DATA: tuple[str, ...] = manifest().files(role="spent", measures="steps")
-STEP_REPEAT_DATA: tuple[str, ...] = manifest().files(role="repeat", measures="steps")
-STEP_PROFILED_DATA: tuple[str, ...] = manifest().files(role="profiled", measures="steps")
+STEP_ROLES = ("fit", "test", "spent", "repeat", "profiled")
+_STEP_LISTS = {f"STEP_{role.upper()}_DATA": role for role in STEP_ROLES}
+# the lists by their old names, read from the manifest on use (``__getattr__``: importing this module reads no data)
+STEP_FIT_DATA: tuple[str, ...]
+STEP_TEST_DATA: tuple[str, ...]
+STEP_SPENT_DATA: tuple[str, ...]
+STEP_REPEAT_DATA: tuple[str, ...]
+STEP_PROFILED_DATA: tuple[str, ...]
+
+
+def step_files(role: str) -> tuple[str, ...]:
+    """The step files of ``role`` (one of ``STEP_ROLES``) in manifest order; ``fit``: those ``fit_host`` is fitted on."""
+    if role not in STEP_ROLES:
+        raise OptionError(f"role must be one of {', '.join(STEP_ROLES)}, got {role!r}")
+    return manifest().files(role="fit", fits="host") if role == "fit" else manifest().files(role=role, measures="steps")
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    """``STEP_FIT_DATA`` and the other lists of ``_STEP_LISTS``, read from the manifest when asked for."""
+    if name in _STEP_LISTS:
+        return step_files(_STEP_LISTS[name])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
@@ -83,8 +101,8 @@ class StepCase(BaseModel):
 
     @property
     def cpu_bound(self) -> bool:
-        """The CPU bounds the step: its wall time is within ``CPU_BOUND`` of its host time (``prediction.cpu_bound``, the
-        one definition: the predictor's note on a predicted program uses it too)."""
+        """The CPU bounds the step: its wall time is below ``prediction.CPU_BOUND`` x its host time (``prediction.cpu_bound``,
+        the one definition: the predictor's note on a predicted program uses it too)."""
         return self.wall_ms is not None and self.host_ms is not None and self.ok and bool(cpu_bound(self.wall_ms, self.host_ms))
 
 
@@ -242,14 +260,15 @@ def programs_report(gpu: Any = "h200") -> str:
              "Error = exp(|log(predicted / measured)|) - 1 of the median step time (CUDA events); memory: `Transformer.memory` "
              "against `torch.cuda.max_memory_allocated()` of one step.", ""]
     def described(names: Sequence[str]) -> str:
-        return "; ".join(manifest().entry(name).describe() for name in names)
+        return " / ".join(manifest().entry(name).describe() for name in names)
 
-    for title, files in (("fit (the host parameters were fitted on these)", STEP_FIT_DATA),
-                         (f"frozen tests ({described(STEP_TEST_DATA)})", STEP_TEST_DATA),
-                         (f"spent tests ({described(STEP_SPENT_DATA)})", STEP_SPENT_DATA),
-                         ("the fit's cases timed again (a fresh process, another machine)", STEP_REPEAT_DATA),
+    fit, tests, spent, repeat, profiled = (step_files(role) for role in STEP_ROLES)
+    for title, files in (("fit (the host parameters were fitted on these)", fit),
+                         (f"frozen tests ({described(tests)})", tests),
+                         (f"spent tests ({described(spent)})", spent),
+                         ("the fit's cases timed again (a fresh process, another machine)", repeat),
                          ("timed after a profiler session (host times about 1.5x a never-profiled program's; they "
-                          "shape nothing)", STEP_PROFILED_DATA)):
+                          "shape nothing)", profiled)):
         present = [f for f in files if (data_dir() / f).exists()]
         if not present:
             continue
@@ -274,13 +293,13 @@ def programs_report(gpu: Any = "h200") -> str:
                   "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
         lines += _table(memory, by_bound=False)
         lines.append("")
-        fit_present = (data_dir() / STEP_FIT_DATA[0]).exists()
-        if files == STEP_REPEAT_DATA and fit_present:
-            lines += _repeat_lines(load_steps(STEP_FIT_DATA[0]), sets[0])
-        if files == STEP_PROFILED_DATA and len(sets) > 1:
+        fit_present = bool(fit) and (data_dir() / fit[0]).exists()
+        if files == repeat and fit_present:
+            lines += _repeat_lines(load_steps(fit[0]), sets[0])
+        if files == profiled and len(sets) > 1:
             lines += _spread(sets[0], sets[1], "the CPUs differ: no prediction of a host-bound step can beat that spread")
             if fit_present:
-                lines += _spread(sets[0], load_steps(STEP_FIT_DATA[0]), "the second was never profiled")
+                lines += _spread(sets[0], load_steps(fit[0]), "the second was never profiled")
     return "\n".join(lines) + "\n"
 
 

@@ -84,7 +84,7 @@ def validation_report(mset: MeasurementSet, gpu: "GPU", data: str, spec: str, re
         "",
         f"Predictions use the calibration in `{spec}` "
         f"(`measured:`), fitted on the training cases only ({fit}), and its neighbour correction "
-        "(`solkit.neighbours`), whose bank holds the training cases but not the held-out third.",
+        "(`solkit.prediction.neighbours`), whose bank holds the training cases but not the held-out third.",
         "Error = exp(|log(predicted / measured)|) - 1. SOL fraction = T_SOL / measured (datasheet peaks, compulsory bytes).",
         "",
         *(_frozen_section(*frozen, gpu) if frozen is not None else []),
@@ -162,7 +162,7 @@ def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", sp
         "log-uniform sizes, a quarter with unaligned dimensions, every dtype the op supports) and timed by "
         "`benchmarks/measure_h200.py --sample SET`. A case's set follows from a hash of its id: fit (60%), validation "
         "(20%, for model choices), test (20%, measured once, after the model was frozen). "
-        f"Predictions use `{spec}` ({fit}), with its neighbour correction (`solkit.neighbours`): each kernel's "
+        f"Predictions use `{spec}` ({fit}), with its neighbour correction (`solkit.prediction.neighbours`): each kernel's "
         "body scaled by how its nearest measured kernels missed. Every set below but the frozen seed-2032 test "
         "draws is in that bank, so their rows are in-sample for the correction: the honest figures are the frozen "
         "test draws and the table of the correction held out by set at the end.",

@@ -43,7 +43,7 @@ def _file_value(value: Any, unit: str, digits: int) -> Any:
 def measured_section(mset: MeasurementSet, result: FitResult, data: str, neighbours: Optional[str] = None) -> dict[str, Any]:
     """The ``measured:`` mapping of a fit, in the file's units and rounding (``PARAMETERS``' digits).
 
-    ``neighbours``: the file name of the bank of measured kernels written beside the spec (``solkit.neighbours``).
+    ``neighbours``: the file name of the bank of measured kernels written beside the spec (``prediction.bank`` reads it).
     """
     meta = mset.meta
     cal: Calibration = round_calibration(result.calibration)
