@@ -335,7 +335,8 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
         kwargs["experts_implementation"] = "grouped_mm"  # no host sync in the routing: what capture runs
     with torch.device(dev):
         try:
-            model = cls._from_config(config, **kwargs) if kwargs else cls(config)
+            # _from_config takes the config's torch_dtype (bf16 for Mixtral) unless told: fp32 weights, as cls(config)
+            model = cls._from_config(config, dtype=torch.float32, **kwargs) if kwargs else cls(config)
         except (TypeError, ValueError) as err:  # a transformers without experts_implementation
             kwargs = {"experts_implementation_error": f"{type(err).__name__}: {err}"[:200]}
             model = cls(config)
@@ -351,6 +352,7 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
         "attn_implementation": getattr(model.config, "_attn_implementation", None),
         "tokens": batch if mode == "decode" else batch * length,  # tokens the step feeds the model
         "transformers": __import__("transformers").__version__,
+        "weights_dtype": str(next(model.parameters()).dtype),
         **({"experts": kwargs} if kwargs else {}),
     }
 

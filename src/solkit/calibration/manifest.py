@@ -32,8 +32,8 @@ __all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME",
 
 Role = Literal["fit", "bank", "validation", "test", "spent", "repeat", "profiled", "trace", "record", "reference",
                "report"]
-Measures = Literal["kernels", "steps", "launches", "parallel_steps", "collectives", "host", "traces", "flop_counts",
-                   "mutation", "published"]
+Measures = Literal["kernels", "steps", "captured_steps", "launches", "parallel_steps", "collectives", "host", "traces",
+                   "flop_counts", "mutation", "published"]
 Fit = Literal["kernels", "host", "fsdp_host", "links", "link_misaligned", "link_hop"]
 
 #: the roles a file can have (defined in the manifest's header)

@@ -38,6 +38,9 @@ LOWER = frozenset({
     "conv_transpose3d", "convolution", "prelu", "addmm", "addmv", "addr", "matmul", "einsum", "mm", "mv",
     "linalg_vecdot", "linear", "addbmm", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot", "lstm_cell",
     "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "scaled_dot_product_attention", "__matmul__", "__rmatmul__",
+    # a mixture of experts' grouped GEMM: on an H200 (torch 2.11) an AMP step over fp32 experts ran cutlass's bf16
+    # grouped kernel once per call (data/h200_captured_steps_dev_seed2044.json's Mixtral steps), not ATen's fallback
+    "_grouped_mm",
 })
 #: CUDA autocast's fp32 ops
 FP32 = frozenset({
@@ -119,8 +122,10 @@ class FunctionMode(TorchFunctionMode):
         """autocast's cached_cast: a leaf fp32 weight's cast to the lower dtype is made once per autocast region."""
         if not _eligible(t) or t.dtype == dtype:
             return t
+        # autocast keeps a weight's cast for the region, except under inference_mode (measured with torch's profiler:
+        # three Linear calls cast their weight once under no_grad, three times under inference_mode)
         cached = (dtype != torch.float32 and t.dtype == torch.float32 and t.requires_grad and t.is_leaf
-                  and not t._is_view() and torch.is_autocast_cache_enabled())
+                  and not t._is_view() and torch.is_autocast_cache_enabled() and not torch.is_inference_mode_enabled())
         if cached:
             hit = self.cache.get(id(t))
             if hit is not None and hit[0] is t:

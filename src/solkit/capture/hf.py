@@ -178,7 +178,7 @@ class CapturedModel:
     def forward(self, batch: Any = 1, seq: Any = 2048, dtype: Any = "bf16", impl: Any = "sdpa", kernels: Any = "eager",
                 amp: Any = False, training: Any = False, quant: Any = None) -> Workload:
         """The forward pass over batch x seq tokens, logits for every token, no cache (``amp``: fp32 weights under
-        autocast to ``dtype``; ``training``: train mode, dropout on)."""
+        autocast to ``dtype``; ``training``: train mode, dropout on; else under ``torch.inference_mode``)."""
         self._check(impl, kernels, quant)
         b, s = _one("batch", batch), _one("seq", seq)
         torch = require_torch("capture")
@@ -188,7 +188,9 @@ class CapturedModel:
         ids = torch.zeros((b, s), dtype=torch.long, device="meta")
 
         def run(model: Any, ids: Any) -> Any:
-            with torch.autocast("cuda", dtype=low, enabled=use_amp), torch.set_grad_enabled(train):
+            # inference as evaluation runs it (torch.inference_mode: no graph, and autocast keeps no weight casts)
+            grad = torch.set_grad_enabled(True) if train else torch.inference_mode()
+            with grad, torch.autocast("cuda", dtype=low, enabled=use_amp):
                 return model(input_ids=ids, use_cache=False).logits
 
         return self._capture(run, (model, ids), f"{self.name} forward", b, s, low, use_amp)
