@@ -583,6 +583,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="OUT", help="write the time breakdown to OUT and the roofline to OUT-roofline "
                                                  "(same suffix; .png without one) and print both paths")
     p.set_defaults(func=_cmd_profile)
+
+    from ._cli_model import add_model_parser
+
+    add_model_parser(sub)
     return parser
 
 
