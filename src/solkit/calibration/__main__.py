@@ -5,6 +5,7 @@
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
     python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
     python -m solkit.calibration programs [--out data/h200_programs.md]
+    python -m solkit.calibration captured [--out data/h200_captured.md]
     python -m solkit.calibration collectives [--out data/h200x2_collectives.md]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
@@ -108,6 +109,7 @@ SPEC = "h200-sxm.yaml"
 SAMPLED_REPORT = "h200_sample_report.md"
 REPORT = "h200_validation.md"
 PROGRAMS_REPORT = "h200_programs.md"
+CAPTURED_REPORT = "h200_captured.md"
 COLLECTIVES_REPORT = "h200x2_collectives.md"
 
 
@@ -190,6 +192,10 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("programs", help=f"write the whole-program report (data/{PROGRAMS_REPORT})")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % PROGRAMS_REPORT)
+    p = sub.add_parser("captured", help=f"write the captured programs' report (data/{CAPTURED_REPORT}; needs torch and "
+                                        "transformers)")
+    p.add_argument("--spec", help=spec)
+    p.add_argument("--out", help=out % CAPTURED_REPORT)
     p = sub.add_parser("collectives", help=f"write the NCCL collectives report (data/{COLLECTIVES_REPORT})")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % COLLECTIVES_REPORT)
@@ -261,6 +267,14 @@ def _run(args: argparse.Namespace) -> int:
             print(f"no collectives measured yet (data/{named[0][1]}): run benchmarks/comm/run_x2.sh on 2 GPUs")
             return 1
         text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
+        out.write_text(text, encoding="utf-8")
+        print(text)
+        return 0
+    if args.command == "captured":
+        from .captured import captured_report
+
+        out = _out(args.out, CAPTURED_REPORT)
+        text = captured_report(gpu)
         out.write_text(text, encoding="utf-8")
         print(text)
         return 0

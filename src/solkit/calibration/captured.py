@@ -1,0 +1,151 @@
+"""Whole steps of families solkit has no hand-built program for, predicted from their captured programs (issue 28).
+
+A captured-steps file (``benchmarks/programs/steps.py --space capture``: Qwen2, Qwen3, Mistral, Gemma, a Mixtral-shaped
+MoE, BERT-large, GPT-2 medium) lists steps measured on the GPU with the config each ran (``hf_config``). Each is
+rebuilt from that config by ``capture.hf_model`` (transformers' own modeling code on the meta device) and predicted
+with the case's launch probe (``predict(host_probe_us=)``); the captured program's live-bytes peak stands beside the
+measured ``max_memory_allocated``. Nothing is fitted on these files: the manifest gives each its role (a validation
+draw that shaped capture, a frozen test measured after capture was frozen).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any, Optional, Sequence
+
+import numpy as np
+
+from ..errors import OptionError
+from ..workload import Workload
+from .manifest import manifest
+from .metrics import log_error
+from .programs import StepCase, StepSet, load_steps
+
+__all__ = ["CapturedStep", "captured_workload", "captured_steps", "captured_summary", "captured_report", "captured_files",
+           "MODES"]
+
+#: the modes a captured-steps file measures, and the captured program of each
+MODES = ("train", "infer", "infer_amp", "prefill", "decode")
+
+
+@dataclass(frozen=True)
+class CapturedStep:
+    """One measured step beside its captured program's prediction and memory peak."""
+
+    id: str
+    family: str
+    mode: str
+    measured: float  # seconds (the quietest block's median)
+    predicted: float  # seconds, with the case's launch probe
+    launches: float  # the captured program's issued launches
+    profiled_kernels: Optional[int]  # the profiler's kernel count of one step (the profile pass), where run
+    memory_measured: Optional[int]  # bytes, max_memory_allocated over the first timed step
+    memory_captured: int  # bytes, the captured program's peak of live tensors
+
+    @property
+    def error(self) -> float:
+        """exp(|log(predicted / measured)|) - 1, as every report gives it."""
+        return float(np.expm1(log_error(self.predicted, self.measured)))
+
+    @property
+    def memory_error(self) -> Optional[float]:
+        """|captured - measured| / measured peak, where the step recorded one."""
+        if not self.memory_measured:
+            return None
+        return abs(self.memory_captured - self.memory_measured) / self.memory_measured
+
+
+def captured_workload(case: StepCase, model: Any = None) -> Workload:
+    """The program ``case`` ran, captured from its config (``model``: its ``CapturedModel``, built once per config)."""
+    from ..capture.hf import hf_model
+
+    if case.hf_config is None:
+        raise OptionError(f"case {case.id}: a captured step needs its hf_config")
+    m = hf_model(case.hf_config, case.family) if model is None else model
+    if case.mode == "train":
+        return m.training_step(batch=case.batch, seq=case.seq)
+    if case.mode in ("infer", "infer_amp"):
+        return m.forward(batch=case.batch, seq=case.seq, amp=case.mode == "infer_amp")
+    if case.mode == "prefill":
+        return m.prefill(batch=case.batch, seq=case.seq)
+    if case.mode == "decode":
+        return m.decode(batch=case.batch, context=case.context)
+    raise OptionError(f"case {case.id}: mode must be one of {', '.join(MODES)}, got {case.mode!r}")
+
+
+def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[str]] = None) -> list[CapturedStep]:
+    """Each measured case of ``steps`` (``only``: these ids) predicted from its captured program, with its memory."""
+    from ..prediction import predict
+    from ..workload import issued_launches
+
+    models: dict[str, Any] = {}
+    out = []
+    for case in steps.cases:
+        if not case.ok or (only is not None and case.id not in only):
+            continue
+        key = json.dumps(case.hf_config, sort_keys=True)
+        if key not in models:
+            from ..capture.hf import hf_model
+
+            models[key] = hf_model(case.hf_config, case.family)
+        w = captured_workload(case, models[key])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
+            p = predict(w, gpu, warn=False, host_probe_us=case.probe_us)
+        recipe: Any = w.recipe
+        out.append(CapturedStep(case.id, case.family, case.mode, float(case.wall_ms) * 1e-3,  # type: ignore[arg-type]
+                                float(p.seconds), float(issued_launches(w)),
+                                case.profile.kernels if case.profile else None, case.peak_memory_bytes,
+                                int(recipe.memory.peak)))
+    return out
+
+
+def captured_summary(rows: Sequence[CapturedStep]) -> dict[str, tuple[int, float, float, Optional[float]]]:
+    """Per family, then "all": (steps, median error, p90 error, median memory error)."""
+    def one(group: Sequence[CapturedStep]) -> tuple[int, float, float, Optional[float]]:
+        err = [r.error for r in group]
+        mem = [r.memory_error for r in group if r.memory_error is not None]
+        return len(group), float(np.median(err)), float(np.percentile(err, 90)), (float(np.median(mem)) if mem
+                                                                                  else None)
+
+    families = sorted({r.family for r in rows})
+    out = {f: one([r for r in rows if r.family == f]) for f in families}
+    if rows:
+        out["all"] = one(rows)
+    return out
+
+
+def captured_files(role: str) -> tuple[str, ...]:
+    """The captured-steps files of ``role`` (validation, test, spent) in manifest order."""
+    return manifest().files(role=role, measures="captured_steps")
+
+
+def captured_report(gpu: Any = "h200") -> str:
+    """The captured programs' accuracy report (markdown): per file, time per family and mode, memory."""
+    lines = ["# Captured programs on the H200: predicted against measured steps", "",
+             "Written by `python -m solkit.calibration captured` from the captured-steps files (`benchmarks/programs/"
+             "steps.py --space capture`). Each step is rebuilt from the config it ran by `solkit.capture.hf_model` and "
+             "predicted with its launch probe. Error = exp(|log(predicted / measured)|) - 1 of the median step time "
+             "(CUDA events); memory: |captured peak - measured max_memory_allocated| / measured.", ""]
+    for role in ("test", "validation", "spent"):
+        for name in captured_files(role):
+            entry = manifest().entry(name)
+            rows = captured_steps(load_steps(name), gpu)
+            lines += [f"## {name}: {role} ({entry.describe()})", "",
+                      "| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
+            for family in sorted({r.family for r in rows}):
+                for mode in [m for m in MODES if any(r.family == family and r.mode == m for r in rows)]:
+                    group = [r for r in rows if r.family == family and r.mode == mode]
+                    n, med, p90, mem = captured_summary(group)["all"]
+                    lines.append(f"| {family} | {mode} | {n} | {med:.1%} | {p90:.1%} | {_pct(mem)} |")
+            for family, (n, med, p90, mem) in captured_summary(rows).items():
+                lines.append(f"| **{family}** | all | {n} | {med:.1%} | {p90:.1%} | {_pct(mem)} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _pct(x: Optional[float]) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{x:.1%}"

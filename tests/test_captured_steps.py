@@ -1,0 +1,60 @@
+"""The captured-steps report (solkit.calibration.captured): steps rebuilt from their configs, errors by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="captured programs need PyTorch (pip install torch==2.13.0, the CPU build)")
+pytest.importorskip("transformers", reason="captured programs need transformers")
+
+from solkit.calibration.captured import CapturedStep, captured_files, captured_steps, captured_summary, captured_workload  # noqa: E402
+from solkit.calibration.programs import load_steps  # noqa: E402
+from solkit.capture.hf import hf_model  # noqa: E402
+from solkit.workload import issued_launches  # noqa: E402
+
+DEV = "h200_captured_steps_dev_seed2044.json"
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def _row(family: str, measured: float, predicted: float, memory: tuple[int, int]) -> CapturedStep:
+    return CapturedStep("x", family, "train", measured, predicted, 1.0, None, memory[0], memory[1])
+
+
+def test_errors_and_summary_by_hand():
+    """exp(|log(p / m)|) - 1 per step; per family the median and p90 of those, and the median memory error."""
+    rows = [_row("a", 10e-3, 11e-3, (100, 110)), _row("a", 10e-3, 8e-3, (100, 100)), _row("b", 4e-3, 4e-3, (50, 40))]
+    assert rows[0].error == pytest.approx(0.1) and rows[1].error == pytest.approx(0.25)  # 11/10 - 1; 10/8 - 1
+    assert rows[0].memory_error == pytest.approx(0.1) and rows[2].memory_error == pytest.approx(0.2)  # 10/100; 10/50
+    s = captured_summary(rows)
+    assert s["a"] == (2, pytest.approx(0.175), pytest.approx(0.1 + 0.9 * 0.15), pytest.approx(0.05))  # p90 0.235
+    assert s["all"][0] == 3 and s["all"][1] == pytest.approx(0.1)  # the median of 0.1, 0.25, 0.0
+
+
+def test_the_manifest_names_the_captured_files():
+    """The seed-2044 draw is a validation file (it shaped capture): never a frozen test."""
+    assert DEV in captured_files("validation") and DEV not in captured_files("test")
+
+
+def test_a_case_is_rebuilt_from_its_own_config():
+    """A measured step's program is its config's captured program at its shape: the same launches as hf_model's."""
+    steps = load_steps(DEV)
+    case = next(c for c in steps.cases if c.id == "d2044-mistral-prefill-s1063-b3")
+    direct = hf_model(case.hf_config, case.family).prefill(batch=3, seq=1063)
+    assert issued_launches(captured_workload(case)) == issued_launches(direct)
+    raw = next(c for c in json.loads((DATA / DEV).read_text())["cases"] if c["id"] == case.id)
+    assert raw["params"] == hf_model(case.hf_config).params  # transformers' count on the GPU = the meta model's
+
+
+def test_captured_steps_predict_and_hold_memory():
+    """Three steps of three modes: each predicted (finite, positive), its memory peak within 10% of the measured one."""
+    steps = load_steps(DEV)
+    ids = ("d2044-mistral-prefill-s1063-b3", "d2044-qwen3-train-s181-b1", "d2044-bert-large-infer_amp-s132-b6")
+    rows = captured_steps(steps, only=ids)
+    assert sorted(r.id for r in rows) == sorted(ids)
+    for r in rows:
+        assert math.isfinite(r.predicted) and r.predicted > 0 and r.memory_captured > 0
+        assert r.memory_error is not None and r.memory_error < 0.10  # measured: 2.5%, 5.3%, 4.5% at commit time
