@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 from ._display import fmt_seconds
 from ._validate import positive
@@ -133,7 +133,7 @@ class ProgramSummary:
         return self.text()
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     """Columns aligned: the first left, the rest right."""
     table = [header, *rows]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]
