@@ -64,12 +64,12 @@ def _list_launches(e: Event, depth: int) -> float:
 
 
 def _unmodeled(e: Event, launch: Launch, reason: str) -> Kernel:
-    """A launch no operator models: its tensors' bytes (inputs as stored, outputs written), no FLOPs."""
+    """A launch no operator models: its tensors' bytes (inputs as stored, outputs written), no FLOPs, its kernels."""
     dtype = next((o.dtype for o in e.outputs), next((d for d in launch.trace.dtypes if d in _BY_NAME), "float"))
     precision = _BY_NAME.get(dtype, "fp32")
     written = float(sum(o.nbytes for o in e.outputs))
     return Kernel(f"{launch.op} (unmodeled)", "elementwise", precision, bytes_read=float(e.read), bytes_written=written,
-                  op="unmodeled")
+                  op="unmodeled", launches=1.0 if launch.kernels is None else launch.kernels)
 
 
 class _Mapper:
@@ -81,7 +81,7 @@ class _Mapper:
 
     def node(self, e: Event, launch: Launch) -> tuple[Node, bool, Any]:
         """(the launch's workload or unmodeled kernel, mapped, cache key)."""
-        key = (launch.op, launch.trace, e.backward, e.hints, e.lists, e.op, e.outputs, e.read, e.recompute)
+        key = (launch.op, launch.trace, launch.kernels, e.backward, e.hints, e.lists, e.op, e.outputs, e.read, e.recompute)
         hit = self.cache.get(key)
         if hit is not None:
             return hit[0], hit[1], key
@@ -98,6 +98,8 @@ class _Mapper:
                 w = with_kernels(w, model_flops=0.0)
             if launch.per_group:  # ATen's grouped-GEMM fallback: one GEMM launch per group
                 w = with_kernels(w, launches=float(launch.trace.shapes[0][0]))
+            if launch.kernels is not None:  # an op that launches several kernels (eager.launched)
+                w = with_kernels(w, launches=launch.kernels)
             if e.lists and result.operator in ("adamw", "foreach"):
                 depth = sum(1 for d in t.dtypes if d == "TensorList")
                 w = with_kernels(w, launches=_list_launches(e, depth))

@@ -2,12 +2,25 @@
 
 A fake tensor runs an op whole, so the recorder sees ``aten::zeros`` where a CUDA trace shows the ``aten::fill_``
 that launches, and ``aten::nll_loss_backward`` without the ``aten::zero_`` of its gradient. ``launched`` turns a
-recorded call into the calls that launch (each then mapped by ``solkit.ops.aten.map_call``, as a profile's are):
+recorded call into the calls that launch (each then mapped by ``solkit.ops.aten.map_call``, as a profile's are), each
+with the kernels it launches (``Launch.kernels``, read off the H200 profiles: ``solkit.stacks.torch211``):
 
 - factories that fill (zeros, ones, full and their ``_like`` and ``new_`` forms): a ``fill_`` of the output;
-- ``nll_loss_backward`` and ``embedding_dense_backward``: a ``zero_`` of the gradient, then the op;
+- ``nll_loss_backward``: a ``zero_`` of the gradient, then the op;
+- ``embedding`` with indices that are not contiguous (BERT's token types, a broadcast buffer): the ``copy_`` of the
+  indices that ``reshape`` makes, then the op; ``embedding_dense_backward``: that copy, the ``zero_`` of the
+  gradient and one kernel for at most 3,072 indices, else the sorting path: an ``arange`` of the indices, the zero,
+  and its 19 launches (Embedding.cu);
 - ``slice_backward``, ``select_backward``, ``constant_pad_nd``: a ``fill_`` of the output, then a ``copy_`` of the
   smaller tensor into it; ``masked_fill`` (out of place): a ``clone`` then ``masked_fill_``; ``repeat``: a ``copy_``;
+- a copy between tensors of one dtype, shape and dense layout (``copy_``, ``clone``, ``_to_copy``, the copies above,
+  ``pow`` by 1, ``all``/``any`` of one element) is a device-to-device ``cudaMemcpyAsync``, no kernel (Copy.cu:
+  ``memcpy_eligible``). NB: its bytes are not counted, as a profile's kernels do not count them;
+- ``cumsum`` and ``cumprod`` of another dtype than their result: the cast ``_to_copy`` first; the scan of a tensor
+  of one row is cub's (2 launches), any other one kernel;
+- SDPA in 16 bits (cuDNN's on an H200): the forward with dropout 2 launches, the backward 3 (5 with fewer key and
+  value heads than query heads); ``native_layer_norm_backward`` with the weight's or bias's gradient 2
+  (NB: read off Hopper's kernels, applied on every GPU, as the closed form does);
 - ``type_as`` (whole under inference mode): the cast ``_to_copy`` it makes;
 - ``arange`` (its factory form, which has no out tensor to read the dtype of): as ``arange.start_out`` with the
   output as out;
@@ -15,14 +28,18 @@ recorded call into the calls that launch (each then mapped by ``solkit.ops.aten.
   the grouped dimension (NB: balanced top-k routing, as solkit's closed form assumes; the rows left over by an uneven
   split go to the first experts, so the totals are exact).
 
-Every other call launches as itself.
+Every other call launches as itself, one kernel.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
 from ..ops.aten import SCALAR_TYPES
+from ..stacks.torch211 import (CUB_SCAN_LAUNCHES, EMBEDDING_BACKWARD_DIRECT, EMBEDDING_BACKWARD_SORT_LAUNCHES,
+                               LAYERNORM_BACKWARD_LAUNCHES, SDPA_BACKWARD_LAUNCHES, SDPA_DROPOUT_LAUNCHES,
+                               SDPA_GQA_BACKWARD_LAUNCHES)
 from .encode import TraceArgs
 from .record import Event, Output
 
@@ -42,12 +59,14 @@ BALANCED = "grouped GEMM rows split evenly over the experts (balanced top-k rout
 
 class Launch(NamedTuple):
     """A call that launches: its ATen name and trace-form arguments; ``note``: what its mapping assumes;
-    ``per_group``: a batched GEMM launched once per group (ATen's grouped-GEMM fallback off bfloat16)."""
+    ``per_group``: a batched GEMM launched once per group (ATen's grouped-GEMM fallback off bfloat16); ``kernels``:
+    the kernels it launches (None: one)."""
 
     op: str
     trace: TraceArgs
     note: Optional[str] = None
     per_group: bool = False
+    kernels: Optional[float] = None
 
 
 def _fill(out: Output) -> Launch:
@@ -55,10 +74,51 @@ def _fill(out: Output) -> Launch:
     return Launch("aten::fill_", TraceArgs((out.shape, ()), (out.dtype, "Scalar"), ("", "0"), (out.stride, ())))
 
 
-def _copy(dst: tuple[int, ...], dtype: str, src: tuple[int, ...], src_dtype: str) -> Launch:
-    """copy_(dst, src, non_blocking=False)."""
-    return Launch("aten::copy_", TraceArgs((dst, src, ()), (dtype, src_dtype, "Scalar"), ("", "", "False"),
-                                           (_contiguous(dst), _contiguous(src), ())))
+def _copy(dst: tuple[int, ...], dtype: str, src: tuple[int, ...], src_dtype: str,
+          dst_strides: Optional[tuple[int, ...]] = None, src_strides: Optional[tuple[int, ...]] = None) -> list[Launch]:
+    """copy_(dst, src, non_blocking=False) (strides: contiguous unless given); none where it is a memcpy."""
+    dst_strides = _contiguous(dst) if dst_strides is None else dst_strides
+    src_strides = _contiguous(src) if src_strides is None else src_strides
+    if _memcpy(dst, dst_strides, dtype, src, src_strides, src_dtype):
+        return []
+    return [Launch("aten::copy_", TraceArgs((dst, src, ()), (dtype, src_dtype, "Scalar"), ("", "", "False"),
+                                            (dst_strides, src_strides, ())))]
+
+
+def _memcpy(dst: tuple[int, ...], dst_strides: tuple[int, ...], dtype: str, src: tuple[int, ...],
+            src_strides: tuple[int, ...], src_dtype: str) -> bool:
+    """Whether a copy is a device-to-device memcpy: one dtype, one shape, the same dense layout (Copy.cu)."""
+    if dtype != src_dtype or tuple(dst) != tuple(src) or len(dst_strides) != len(dst) or len(src_strides) != len(src):
+        return False
+    kept = [(a, b, n) for a, b, n in zip(dst_strides, src_strides, dst) if n != 1]
+    if any(a != b for a, b, _ in kept):
+        return False
+    expected = 1
+    for stride, _, size in sorted(kept):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+def _copy_of(e: Event) -> bool:
+    """Whether recorded copy ``e`` (``copy_``, ``clone``, ``_to_copy``) is a memcpy."""
+    t = e.trace
+    if e.op == "aten::copy_":
+        return len(t.shapes) > 1 and _memcpy(t.shapes[0], t.strides[0], t.dtypes[0], t.shapes[1], t.strides[1],
+                                             t.dtypes[1])
+    out = e.outputs[0]
+    return _memcpy(out.shape, out.stride, out.dtype, t.shapes[0], t.strides[0], t.dtypes[0])
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    """Elements of a shape."""
+    return math.prod(shape)
+
+
+def _flags(text: str) -> list[bool]:
+    """A bool list as a trace writes it ("[True, False, True]")."""
+    return [part.strip() == "True" for part in text.strip("[]").split(",") if part.strip()]
 
 
 def _cast(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], to: str) -> Launch:
@@ -118,35 +178,122 @@ def _split(total: int, groups: int) -> list[tuple[int, int]]:
     return [(size, count) for size, count in out if size > 0 and count > 0]
 
 
+#: 16-bit dtypes, whose SDPA is cuDNN's on an H200 (``solkit.stacks.torch211.SDPA_HALF``)
+_HALF = ("c10::BFloat16", "c10::Half")
+#: copies whose layout decides whether a kernel runs (``_copy_of``)
+_COPIES = ("aten::copy_", "aten::clone", "aten::_to_copy")
+
+
+def _embedding_backward(e: Event) -> list[Launch]:
+    """embedding_dense_backward: the indices made contiguous, the gradient zeroed, then one kernel or the sort."""
+    t = e.trace
+    indices, strides, dtype = t.shapes[1], t.strides[1], t.dtypes[1]
+    out: list[Launch] = []
+    if not _memcpy(indices, _contiguous(indices), dtype, indices, strides, dtype):
+        out += _copy(indices, dtype, indices, dtype, src_strides=strides)
+    n = _numel(indices)
+    zero = [_fill(e.outputs[0])] if e.outputs else []
+    if n <= EMBEDDING_BACKWARD_DIRECT and t.concrete[4] != "True":
+        return out + zero + [Launch(e.op, t)]
+    arange = Launch("aten::arange", TraceArgs(((), (), (), (n,)), ("Scalar", "Scalar", "Scalar", dtype),
+                                             ("0", str(n), "1", ""), ((), (), (), (1,))))
+    return out + [arange] + zero + [Launch(e.op, t, kernels=float(EMBEDDING_BACKWARD_SORT_LAUNCHES))]
+
+
+def _attention(e: Event) -> list[Launch]:
+    """SDPA as cuDNN launches it (module docstring)."""
+    t = e.trace
+    if t.dtypes[0] not in _HALF:
+        return [Launch("aten::scaled_dot_product_attention", t)]
+    if e.op == SDPA_BACKWARD:
+        fewer = t.shapes[1][1] < t.shapes[0][1]
+        kernels = SDPA_GQA_BACKWARD_LAUNCHES if fewer else SDPA_BACKWARD_LAUNCHES
+        return [Launch("aten::scaled_dot_product_attention", t, kernels=float(kernels))]
+    dropout = float(t.concrete[4] or 0.0)
+    return [Launch(e.op, t, kernels=float(SDPA_DROPOUT_LAUNCHES) if dropout > 0 else None)]
+
+
+def _scan(e: Event) -> list[Launch]:
+    """cumsum / cumprod: a cast to the result's dtype first where it differs; cub's two launches over one row."""
+    t = e.trace
+    shape, out = t.shapes[0], e.outputs[0]
+    cast = [_cast(shape, t.dtypes[0], t.strides[0], out.dtype)] if t.dtypes[0] != out.dtype else []
+    dim = int(t.concrete[1] or 0) % max(len(shape), 1) if shape else 0
+    one_row = not shape or _numel(shape) == shape[dim]
+    return cast + [Launch(e.op, t, kernels=float(CUB_SCAN_LAUNCHES) if one_row else None)]
+
+
+def _backward_copy(e: Event) -> list[Launch]:
+    """slice_backward, select_backward, constant_pad_nd: a zero-filled output, the smaller tensor copied into it."""
+    t = e.trace
+    src, out = t.shapes[0], e.outputs[0]
+    full = _contiguous(out.shape)
+    if e.op == "aten::slice_backward":
+        dim = int(t.concrete[2]) % len(out.shape)
+        step = int(t.concrete[5] or 1)
+        strides = tuple(s * step if i == dim else s for i, s in enumerate(full))
+    elif e.op == "aten::select_backward":
+        dim = int(t.concrete[2]) % len(out.shape)
+        strides = tuple(s for i, s in enumerate(full) if i != dim)
+    else:  # constant_pad_nd: the input's place inside the padded output
+        strides = full
+    return [_fill(out), *_copy(src, out.dtype, src, t.dtypes[0], dst_strides=strides, src_strides=t.strides[0])]
+
+
 def launched(e: Event) -> list[Launch]:
     """The calls that launch for recorded call ``e`` (module docstring); [] launches nothing."""
     op = e.op
-    if op == SDPA_BACKWARD:
-        return [Launch("aten::scaled_dot_product_attention", e.trace)]
+    t = e.trace
+    if op == SDPA_BACKWARD or op == "aten::scaled_dot_product_attention":
+        return _attention(e)
     if op in FILLS:
         return [_fill(e.outputs[0])] if e.outputs and e.outputs[0].nbytes else []
-    if op in ("aten::nll_loss_backward", "aten::embedding_dense_backward"):
-        return [_fill(e.outputs[0]), Launch(op, e.trace)] if e.outputs else [Launch(op, e.trace)]
+    if op == "aten::nll_loss_backward":
+        return [_fill(e.outputs[0]), Launch(op, t)] if e.outputs else [Launch(op, t)]
+    if op == "aten::embedding_dense_backward" and len(t.shapes) > 4:
+        return _embedding_backward(e)
+    if op == "aten::embedding" and len(t.shapes) > 1:
+        indices, strides, dtype = t.shapes[1], t.strides[1], t.dtypes[1]
+        contiguous = _memcpy(indices, _contiguous(indices), dtype, indices, strides, dtype)
+        return ([] if contiguous else _copy(indices, dtype, indices, dtype, src_strides=strides)) + [Launch(op, t)]
     if op in ("aten::slice_backward", "aten::select_backward", "aten::constant_pad_nd") and e.outputs:
-        src = e.trace.shapes[0]
-        out = e.outputs[0]
-        return [_fill(out), _copy(src, out.dtype, src, e.trace.dtypes[0])]
+        return _backward_copy(e)
+    if op in _COPIES and e.outputs and _copy_of(e):
+        return []
+    if op in ("aten::all", "aten::any") and t.shapes and _numel(t.shapes[0]) == 1:
+        # one element: its value copied (a memcpy) into the result, cast to bool first if it is not one
+        return [] if t.dtypes[0] == "bool" else [_cast(t.shapes[0], t.dtypes[0], t.strides[0], "bool")]
+    by_one = len(t.dtypes) > 1 and t.dtypes[1] == "Scalar" and t.concrete[1] in ("1", "1.")
+    if op == "aten::pow" and e.outputs and by_one:
+        out = e.outputs[0]  # pow by 1: the base copied into the result
+        return _copy(out.shape, out.dtype, t.shapes[0], t.dtypes[0], out.stride, t.strides[0])
+    if op in ("aten::cumsum", "aten::cumprod") and e.outputs:
+        return _scan(e)
+    if op == "aten::native_layer_norm_backward" and len(t.concrete) > 7:
+        mask = _flags(t.concrete[7])
+        both = len(mask) == 3 and (mask[1] or mask[2])
+        return [Launch(op, t, kernels=float(LAYERNORM_BACKWARD_LAUNCHES) if both else None)]
     if op == "aten::masked_fill" and e.outputs:
-        t = e.trace
-        clone = Launch("aten::clone", TraceArgs((t.shapes[0], ()), (t.dtypes[0], ""), ("", ""), (t.strides[0], ())))
-        inplace = Launch("aten::masked_fill_", TraceArgs((e.outputs[0].shape,) + t.shapes[1:], (e.outputs[0].dtype,)
-                                                         + t.dtypes[1:], t.concrete, (e.outputs[0].stride,) + t.strides[1:]))
-        return [clone, inplace]
-    if op == "aten::repeat" and e.outputs:
         out = e.outputs[0]
-        return [_copy(out.shape, out.dtype, out.shape, e.trace.dtypes[0])]
+        memcpy = _memcpy(out.shape, out.stride, out.dtype, t.shapes[0], t.strides[0], t.dtypes[0])
+        clone = [] if memcpy else [Launch("aten::clone", TraceArgs((t.shapes[0], ()), (t.dtypes[0], ""), ("", ""),
+                                                                    (t.strides[0], ())))]
+        inplace = Launch("aten::masked_fill_", TraceArgs((out.shape,) + t.shapes[1:], (out.dtype,) + t.dtypes[1:],
+                                                         t.concrete, (out.stride,) + t.strides[1:]))
+        return [*clone, inplace]
+    if op == "aten::repeat" and e.outputs:
+        out = e.outputs[0]  # the input broadcast into the output (never a memcpy), counted as a copy of its size
+        strides = _contiguous(out.shape)
+        return [Launch("aten::copy_", TraceArgs((out.shape, out.shape, ()), (out.dtype, t.dtypes[0], "Scalar"),
+                                                ("", "", "False"), (strides, strides, ())))]
     if op == "aten::arange" and e.outputs and e.outputs[0].nbytes:  # arange(end, ...): as arange.start_out's form
         out = e.outputs[0]
         n = out.shape[0] if out.shape else 1
         return [Launch(op, TraceArgs(((), (), (), out.shape), ("Scalar", "Scalar", "Scalar", out.dtype),
                                      ("0", str(n), "1", ""), ((), (), (), out.stride)))]
     if op == "aten::type_as" and e.outputs:  # to(other's dtype), whole under inference mode: a cast
-        return [_cast(e.trace.shapes[0], e.trace.dtypes[0], e.trace.strides[0], e.outputs[0].dtype)]
+        return [_cast(t.shapes[0], t.dtypes[0], t.strides[0], e.outputs[0].dtype)]
     if op == "aten::_grouped_mm":
-        return _grouped(e) or [Launch(op, e.trace)]
-    return [Launch(op, e.trace)]
+        return _grouped(e) or [Launch(op, t)]
+    return [Launch(op, t)]
+

@@ -14,7 +14,8 @@ __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_O
            "CONV_K_TILE_BYTES", "FEW_CHANNEL_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
            "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
-           "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH"]
+           "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
+           "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES"]
 
 #: the versions, as the H200 spec's ``measured.stack`` records them (a test holds the two equal)
 VERSIONS: Mapping[str, str] = {"cuda": "13.0", "torch": "2.11.0+cu130", "cudnn": "91900"}
@@ -96,6 +97,18 @@ GELU_NEW_KERNELS = (("pow", 1), ("mul", 1), ("add", 2), ("mul", 1), ("tanh", 1),
 #: NB: read off Hopper, applied on every GPU (where SDPA picks flash, not cuDNN, its backward launches differ)
 SDPA_BACKWARD_LAUNCHES = 3
 SDPA_GQA_BACKWARD_LAUNCHES = 5
+#: launches of cuDNN's SDPA forward with dropout: the philox seed unpacked (at::cuda::philox::unpack_cudnn), then
+#: the fused kernel (profiles: BERT's and GPT-2's training steps)
+SDPA_DROPOUT_LAUNCHES = 2
+#: embedding_dense_backward runs one kernel (after zeroing the gradient) for at most this many indices, else sorts them
+#: (Embedding.cu: num_indices <= 3072 and not scale_grad_by_freq)
+EMBEDDING_BACKWARD_DIRECT = 3072
+#: the sorting path's launches beside its arange and its gradient's zero-fill, for int64 indices (profiles: cub's radix
+#: sort histogram, exclusive sum and 8 one-sweep passes, then 9 kernels of segments and sums; 4 of 4 such calls)
+EMBEDDING_BACKWARD_SORT_LAUNCHES = 19
+#: a scan (cumsum) over a tensor of one row runs cub's inclusive scan: its init kernel, then the scan (ScanUtils.cuh:
+#: numel == size(dim)); any other scan is one kernel
+CUB_SCAN_LAUNCHES = 2
 #: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
 LAYERNORM_BACKWARD_LAUNCHES = 2
 
