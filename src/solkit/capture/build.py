@@ -125,10 +125,12 @@ def _label(e: Event, op: str) -> str:
     return f"{op.removeprefix('aten::')}{' backward' if e.backward else ''} ({where})"
 
 
-def _sync(module: str, layer_of: Any) -> _Item:
-    """A host sync where ``module`` read a value on the host: a part of no kernels, scheduled ``Sync``."""
+def _sync(module: str, layer_of: Any, backward: bool) -> _Item:
+    """A host sync where ``module`` read a value on the host: a part of no kernels, scheduled ``Sync``; ``backward``:
+    the autograd engine ran the call it comes before."""
     node = Workload.of(f"host sync ({module or 'top level'})", (), schedule=Sync())
-    return _Item(node, ("sync", module), layer_of(module) if module else None, True, 0.0, "sync", False)
+    # its key names no module path: the same sync in each of N identical layers keeps them one layer x N
+    return _Item(node, ("sync",), layer_of(module) if module else None, True, 0.0, "sync", backward)
 
 
 def build(events: list[Event], layer_of: Any, kinds: dict[str, str], syncs: Any = ()) -> Built:
@@ -143,7 +145,7 @@ def build(events: list[Event], layer_of: Any, kinds: dict[str, str], syncs: Any 
     for index, e in enumerate(events):
         for module in at.pop(index, ()):
             stalls.append(sum(1 for i in items if i.op != "sync"))
-            items.append(_sync(module, layer_of))
+            items.append(_sync(module, layer_of, e.backward))
         layer = layer_of(e.module) if e.module else None
         for launch in launched(e):
             node, mapped, key = mapper.node(e, launch)
@@ -152,7 +154,7 @@ def build(events: list[Event], layer_of: Any, kinds: dict[str, str], syncs: Any 
             items.append(_Item(named, key, layer, mapped, _bytes(node), launch.op, e.backward))
     for module in (m for before in sorted(at) for m in at[before]):  # after the last call
         stalls.append(sum(1 for i in items if i.op != "sync"))
-        items.append(_sync(module, layer_of))
+        items.append(_sync(module, layer_of, bool(events) and events[-1].backward))
     coverage = _coverage([i for i in items if i.op != "sync"])
     parts, layers = _repeats(items, kinds)
     return Built(parts, coverage, layers, tuple(mapper.notes), tuple(stalls))
