@@ -8,6 +8,9 @@ device-specific choices are made here as eager CUDA makes them:
   torch-function level: lower-precision ops cast their floating inputs to the autocast dtype (a leaf fp32 weight's cast
   cached for the autocast region), fp32 ops cast to fp32, reductions get ``dtype=float32``, promote ops the widest
   type. NB: an op reached only inside a Python-level torch function that is not itself on a list is not cast;
+  ``F.cross_entropy`` (on no list) runs as ATen runs it under autocast: ``log_softmax`` in the input's dtype, then
+  ``nll_loss`` (an fp32 op) on the log-probabilities cast to fp32, as the H200 profile of BERT's AMP step shows (with
+  label smoothing: ATen's own path in the input's dtype, NB);
 - ``F.scaled_dot_product_attention`` is recorded whole, as ``aten::scaled_dot_product_attention`` (what PyTorch picks
   on the GPU is ``predict``'s to resolve: ``ops.attention(impl="sdpa")``), its backward as that call's registered
   gradient; its output is allocated as the fused kernels allocate it ([b, sq, h, d] transposed), with the fp32
@@ -49,8 +52,7 @@ FP32 = frozenset({
     "frobenius_norm", "nuclear_norm", "cosine_similarity", "poisson_nll_loss", "cosine_embedding_loss", "nll_loss",
     "nll_loss2d", "nll_loss_nd", "hinge_embedding_loss", "kl_div", "l1_loss", "smooth_l1_loss", "huber_loss",
     "mse_loss", "margin_ranking_loss", "multilabel_margin_loss", "soft_margin_loss", "triplet_margin_loss",
-    "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp",
-    "cross_entropy", "cross_entropy_loss", "norm", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+    "multi_margin_loss", "binary_cross_entropy_with_logits", "dist", "pdist", "cdist", "renorm", "logsumexp", "norm", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
     "upsample_linear1d", "upsample_bilinear2d", "upsample_trilinear3d", "upsample_bicubic2d", "grid_sampler",
 })
 #: CUDA autocast's ops that run in fp32 through their dtype argument (when none is given)
@@ -61,6 +63,7 @@ PROMOTE = frozenset({"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", 
                      "index_put", "cat", "stack", "index_copy"})
 _SDPA = torch.nn.functional.scaled_dot_product_attention
 _SDPA_OP = torch.ops.aten.scaled_dot_product_attention.default
+_CROSS_ENTROPY = torch.nn.functional.cross_entropy
 
 
 def _eligible(t: Any) -> bool:
@@ -81,6 +84,8 @@ class FunctionMode(TorchFunctionMode):
         if func is _SDPA:
             args, kwargs = self._autocast("scaled_dot_product_attention", args, kwargs)
             return _sdpa(self.recorder, *args, **kwargs)
+        if func is _CROSS_ENTROPY and _ORIGINAL["is_autocast_enabled"]("cuda"):
+            return _cross_entropy(*args, **kwargs)
         name = getattr(func, "__name__", "")
         if name in ("dropout", "dropout_") and func in _DROPOUTS:
             return _dropout(name, *args, **kwargs)
@@ -159,6 +164,18 @@ def _autocast_off() -> Iterator[None]:
         yield
     finally:
         torch.set_autocast_enabled("cuda", was)
+
+
+def _cross_entropy(input: Any, target: Any, weight: Any = None, size_average: Any = None, ignore_index: int = -100,
+                   reduce: Any = None, reduction: str = "mean", label_smoothing: float = 0.0) -> Any:
+    """F.cross_entropy under CUDA autocast (module docstring): ``cross_entropy_loss`` is on no autocast list, so ATen's
+    ``log_softmax`` runs in the input's dtype and ``nll_loss``, an fp32 op, casts the log-probabilities to fp32."""
+    with _autocast_off():
+        if label_smoothing or not _eligible(input) or input.dtype == torch.float32:
+            return _CROSS_ENTROPY(input, target, weight, size_average, ignore_index, reduce, reduction, label_smoothing)
+        logp = torch.log_softmax(input, 0 if input.dim() == 1 else 1, dtype=input.dtype)
+        w = weight.float() if _eligible(weight) else weight
+        return torch.nn.functional.nll_loss(logp.float(), target, w, size_average, ignore_index, reduce, reduction)
 
 
 # ---- dropout ---------------------------------------------------------------------------------------------------
