@@ -238,6 +238,19 @@ def test_amp_moe_step_runs_the_grouped_gemm_fallback_with_stalls():
     assert grouped and w.recipe.syncs >= 2 * 3  # 2 layers x 3 grouped GEMMs forward (more in the backward)
 
 
+def test_layers_that_each_sync_are_held_once():
+    """An AMP forward of the small Mixtral: each layer's 2 grouped GEMMs (gate-up, down) read their offsets on the host,
+    the same syncs in each layer, so the 2 layers stay one layer x 2; 1 + 2 x 2 syncs in all (the packed-sequence check
+    first), each a stall in the timeline (workload.host_syncs)."""
+    from solkit.workload import host_syncs
+
+    m = hf_model({"model_type": "mixtral", **SMALL, "num_local_experts": 4, "num_experts_per_tok": 2})
+    w = m.forward(batch=2, seq=32, amp=True)
+    layers = [n for n, _ in w.parts if "MixtralDecoderLayer" in n.name]
+    assert len(layers) == 1 and layers[0].name.endswith(" x 2")
+    assert w.recipe.syncs == host_syncs(w) == 1 + 2 * 2
+
+
 def test_one_real_size_forward_maps_almost_everything():
     """Qwen3-8B's prefill of 1 x 128 tokens, real size on meta: 36 layers held once, over 99% of calls mapped."""
     m = hf_model(CONFIGS / "qwen3-8b.json")
