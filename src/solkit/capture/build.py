@@ -81,13 +81,15 @@ class _Mapper:
 
     def node(self, e: Event, launch: Launch) -> tuple[Node, bool, Any]:
         """(the launch's workload or unmodeled kernel, mapped, cache key)."""
-        key = (launch.op, launch.trace, launch.kernels, e.backward, e.hints, e.lists, e.op, e.outputs, e.read, e.recompute)
+        key = (launch.op, launch.trace, launch.kernels, launch.lists, e.backward, e.hints, e.lists, e.op, e.outputs, e.read,
+               e.recompute)
         hit = self.cache.get(key)
         if hit is not None:
             return hit[0], hit[1], key
         t = launch.trace
+        elements, dtype = launch.lists or e.hints
         result = map_call(launch.op, t.shapes, t.dtypes, t.concrete, t.strides, e.backward,
-                          list_elements=e.hints[0], list_dtype=e.hints[1])
+                          list_elements=elements, list_dtype=dtype)
         node: Node
         if isinstance(result, Mapped):
             w = result.workload

@@ -17,7 +17,8 @@ with the kernels it launches (``Launch.kernels``, read off the H200 profiles: ``
   ``pow`` by 1, ``all``/``any`` of one element) is a device-to-device ``cudaMemcpyAsync``, no kernel (Copy.cu:
   ``memcpy_eligible``). NB: its bytes are not counted, as a profile's kernels do not count them;
 - ``cumsum`` and ``cumprod`` of another dtype than their result: the cast ``_to_copy`` first; the scan of a tensor
-  of one row is cub's (2 launches), any other one kernel;
+  of one row is cub's (2 launches), any other one kernel; ``diff`` (whole under inference mode): the ``cat`` of its
+  prepend and append, then a ``sub`` of neighbours per order;
 - SDPA in 16 bits (cuDNN's on an H200): the forward with dropout 2 launches, the backward 3 (5 with fewer key and
   value heads than query heads); ``native_layer_norm_backward`` with the weight's or bias's gradient 2
   (NB: read off Hopper's kernels, applied on every GPU, as the closed form does);
@@ -60,13 +61,15 @@ BALANCED = "grouped GEMM rows split evenly over the experts (balanced top-k rout
 class Launch(NamedTuple):
     """A call that launches: its ATen name and trace-form arguments; ``note``: what its mapping assumes;
     ``per_group``: a batched GEMM launched once per group (ATen's grouped-GEMM fallback off bfloat16); ``kernels``:
-    the kernels it launches (None: one)."""
+    the kernels it launches (None: one); ``lists``: (elements, dtype) of its tensor list where the recorded call had
+    none (None: the call's)."""
 
     op: str
     trace: TraceArgs
     note: Optional[str] = None
     per_group: bool = False
     kernels: Optional[float] = None
+    lists: Optional[tuple[int, str]] = None
 
 
 def _fill(out: Output) -> Launch:
@@ -223,6 +226,32 @@ def _scan(e: Event) -> list[Launch]:
     return cast + [Launch(e.op, t, kernels=float(CUB_SCAN_LAUNCHES) if one_row else None)]
 
 
+def _diff(e: Event) -> list[Launch]:
+    """diff(self, n, dim, prepend, append), whole under inference mode, as ATen runs it: a cat of prepend, self and
+    append where either is given, then n subtractions of neighbours (a logical_xor for bool)."""
+    t = e.trace
+    shape, dtype = tuple(t.shapes[0]), t.dtypes[0]
+    n = int(t.concrete[1] or 1)
+    dim = int(t.concrete[2] or -1) % len(shape)
+    out: list[Launch] = []
+    if t.shapes[3] or t.shapes[4]:
+        tensors = tuple(tuple(s) for s in (t.shapes[3], shape, t.shapes[4]) if s)
+        out.append(Launch("aten::cat", TraceArgs((tensors, ()), ("TensorList", "Scalar"), ("", str(dim)),
+                                                 (tuple(_contiguous(s) for s in tensors), ())),
+                          lists=(sum(_numel(s) for s in tensors), dtype)))
+        shape = shape[:dim] + (sum(s[dim] for s in tensors),) + shape[dim + 1:]
+    op = "aten::logical_xor" if dtype == "bool" else "aten::sub"
+    for _ in range(n):
+        strides = _contiguous(shape)  # two narrowed views of it
+        shape = shape[:dim] + (shape[dim] - 1,) + shape[dim + 1:]
+        if op == "aten::sub":
+            out.append(Launch(op, TraceArgs((shape, shape, ()), (dtype, dtype, "Scalar"), ("", "", "1"),
+                                            (strides, strides, ()))))
+        else:
+            out.append(Launch(op, TraceArgs((shape, shape), (dtype, dtype), ("", ""), (strides, strides))))
+    return out
+
+
 def _backward_copy(e: Event) -> list[Launch]:
     """slice_backward, select_backward, constant_pad_nd: a zero-filled output, the smaller tensor copied into it."""
     t = e.trace
@@ -269,6 +298,8 @@ def launched(e: Event) -> list[Launch]:
         return _copy(out.shape, out.dtype, t.shapes[0], t.dtypes[0], out.stride, t.strides[0])
     if op in ("aten::cumsum", "aten::cumprod") and e.outputs:
         return _scan(e)
+    if op == "aten::diff" and len(t.shapes) > 4 and t.shapes[0]:
+        return _diff(e)
     if op == "aten::native_layer_norm_backward" and len(t.concrete) > 7:
         mask = _flags(t.concrete[7])
         both = len(mask) == 3 and (mask[1] or mask[2])
