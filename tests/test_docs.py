@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import doctest
+import importlib.util
 import io
 import re
 import shlex
@@ -29,7 +30,10 @@ LINKED = ("data", "tests")  # what the pages read from the checkout, linked into
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 EXIT_CODE = "; echo $?"  # a console command ending so prints its exit code as the last line of its output
 FENCE = re.compile(r"^```(?P<lang>[^\n`]*)\n(?P<body>.*?)^```[ \t]*$", re.M | re.S)
-SKIP = re.compile(r'<!-- skip: next "[^"]{10,}" -->')
+SKIP = re.compile(r'<!-- skip: (next "[^"]{10,}"|start if\(not CAPTURE, reason="[^"]{10,}"\)) -->')
+#: whether capture's optional extras import: a page's capture examples run where they do (CI installs them, and
+#: SOLKIT_REQUIRE_CAPTURE fails the suite without them), else skip with their reason
+CAPTURE = importlib.util.find_spec("torch") is not None and importlib.util.find_spec("transformers") is not None
 SHOWN_ONLY = ("bash", "text", "yaml")  # blocks of commands, formulas or file excerpts: never a prompt, never output
 
 
@@ -78,6 +82,11 @@ def evaluate_console(example: Example) -> str | None:
     return "\n\n".join(failures) or None
 
 
+def _namespace(namespace: dict) -> None:
+    """What a page's skip conditions read (``CAPTURE``), set in each page's namespace before it runs."""
+    namespace["CAPTURE"] = CAPTURE
+
+
 DOCS = Sybil(parsers=[SkipParser(), PythonCodeBlockParser(doctest_optionflags=FLAGS),
                       CodeBlockParser("console", evaluate_console)])
 
@@ -100,7 +109,9 @@ def test_page_prints_what_it_shows(page: Path, tmp_path: Path, monkeypatch: pyte
         (tmp_path / name).symlink_to(ROOT / name, target_is_directory=True)
     monkeypatch.chdir(tmp_path)
     ran = 0
-    for example in DOCS.parse(page).examples():
+    document = DOCS.parse(page)
+    _namespace(document.namespace)
+    for example in document.examples():
         try:
             example.evaluate()
         except SkipTest:
