@@ -12,15 +12,14 @@ from collections import Counter
 
 import pytest
 
-import adversarial_api
-import adversarial_cli
-import adversarial_measure
-import adversarial_profile
-import adversarial_spec
+import importlib
+from pathlib import Path
+
 from adversarial import BAD_OUTCOMES, OUTCOMES, Adv, judge
 
-CASES: list[Adv] = [*adversarial_measure.CASES, *adversarial_spec.CASES, *adversarial_api.CASES, *adversarial_cli.CASES,
-                    *adversarial_profile.CASES]
+#: every case file beside this one (adversarial_*.py: each exports CASES), in name order
+CASE_FILES = sorted(p.stem for p in Path(__file__).parent.glob("adversarial_*.py"))
+CASES: list[Adv] = [case for name in CASE_FILES for case in importlib.import_module(name).CASES]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
