@@ -28,13 +28,10 @@ import argparse
 import json
 import statistics
 import time
-from pathlib import Path
 from typing import Any, Optional
 
 import numpy as np
 
-_CLASSES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
-            "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
 MB = 1e6
 
 
@@ -46,17 +43,6 @@ def _files() -> tuple[str, str]:
     if newest is None:
         raise SystemExit("the data manifest lists no frozen step test")
     return newest.file, manifest().files(role="fit", fits="host")[0]
-
-
-def _program(model: Any, case: Any) -> Any:
-    """The captured program of a step case (module docstring)."""
-    if case.mode == "train":
-        return model.training_step(batch=case.batch, seq=case.seq, amp=True, optimizer="adamw")
-    if case.mode == "infer":
-        return model.forward(batch=case.batch, seq=case.seq)
-    if case.mode == "prefill":
-        return model.prefill(batch=case.batch, seq=case.seq)
-    return model.decode(batch=case.batch, context=case.context)
 
 
 def _state(memory: Any, case: Any, cache: float) -> float:
@@ -78,19 +64,20 @@ def _cache_bytes(model: Any, case: Any) -> float:
 
 def measure(path: str, show: bool) -> list[dict[str, Any]]:
     """One row per Hugging Face case of a step file: captured, closed-form and measured bytes."""
-    from solkit.calibration.programs import load_steps, predicted_memory
+    from solkit.calibration.captured import captured_workload
+    from solkit.calibration.programs import ARCHITECTURES, load_steps, predicted_memory
     from solkit.capture import hf_model
 
     models: dict[str, Any] = {}
     rows = []
     for case in load_steps(path).cases:
-        if not case.ok or case.model_class not in _CLASSES or not case.peak_memory_bytes:
+        if not case.ok or case.model_class not in ARCHITECTURES or not case.peak_memory_bytes:
             continue
-        cfg = dict(case.hf_config or {}, architectures=[_CLASSES[case.model_class]])
+        cfg = dict(case.hf_config or {}, architectures=[ARCHITECTURES[case.model_class]])
         key = json.dumps(cfg, sort_keys=True)
         model = models.get(key) or models.setdefault(key, hf_model(cfg, name=case.family))
         start = time.process_time()
-        memory = _program(model, case).recipe.memory
+        memory = captured_workload(case, model).recipe.memory
         closed: Optional[float] = predicted_memory(case) if case.mode != "infer" else None
         cache = _cache_bytes(model, case) if case.mode == "decode" else 0.0
         row = {"id": case.id, "family": case.family, "mode": case.mode, "captured": float(memory.peak),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import subprocess
 import sys
 from pathlib import Path
@@ -399,9 +401,62 @@ def test_a_host_read_is_a_recorded_stall():
 
 
 def test_a_host_read_can_be_an_error():
-    """syncs="error": ``.item()`` is a CaptureError naming the op and the module path."""
-    with pytest.raises(CaptureError, match=r"aten::_local_scalar_dense.*top level|aten::_local_scalar_dense"):
+    """syncs="error": ``.item()`` is a CaptureError naming the op and where it ran (the root module's class here)."""
+    with pytest.raises(CaptureError, match=r"aten::_local_scalar_dense in the root module \(_Reads\) reads"):
         capture_call(_Reads(), (torch.randn(64),), syncs="error")
+
+
+def test_a_failed_capture_leaves_the_callers_objects_real():
+    """A real module and optimizer (its state a defaultdict, as every torch optimizer's) come back holding their real
+    tensors, after a capture that ran and after one that failed inside the program."""
+    net = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    net(torch.randn(2, 8)).sum().backward()
+    opt.step()  # the momentum buffers: real optimizer state
+
+    def step(net: Any, opt: Any, x: Any) -> None:
+        net(x).sum().backward()
+        opt.step()
+
+    def broken(net: Any, opt: Any, x: Any) -> None:
+        net(x)
+        raise RuntimeError("the program fails part way")
+
+    capture(step, net, opt, torch.randn(4, 8))
+    with pytest.raises(CaptureError, match="the program fails part way"):
+        capture(broken, net, opt, torch.randn(4, 8))
+    real = type(torch.randn(1))
+    assert type(net.weight) is torch.nn.Parameter and type(net.weight.data) is real
+    assert all(type(p.data) is real for g in opt.param_groups for p in g["params"])
+    assert all(type(s["momentum_buffer"]) is real for s in opt.state.values())
+    assert opt.param_groups[0]["params"][0] is net.weight
+
+
+def test_a_loop_on_a_host_read_is_refused(monkeypatch):
+    """A loop waiting for a value the GPU computes never ends on fake tensors (it reads zero): refused, not a hang
+    (the limit lowered to 50 reads here; it is ``MAX_STALLS``)."""
+    from solkit.capture import record
+
+    monkeypatch.setattr(record, "MAX_STALLS", 50)
+    MAX_STALLS = 50
+
+    def waits(x: Any) -> Any:
+        while not bool((x > 0).all().item()):
+            x = x + 1
+        return x
+
+    with pytest.raises(CaptureError, match=f"read on the host {MAX_STALLS:,} times"):
+        capture(waits, torch.randn(4))
+
+
+def test_a_read_inside_setup_is_no_stall():
+    """``setup()`` launches nothing in the program: a host read there is no stall of the program."""
+    def prepared(x: Any) -> Any:
+        with setup():
+            x.sum().item()
+        return x * 2
+
+    assert capture(prepared, torch.randn(8)).recipe.syncs == 0
 
 
 class _Picks(torch.nn.Module):

@@ -299,8 +299,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PROFILES = ROOT / "data" / "profiles"
 #: the steps' families as benchmarks/programs/steps.py builds them (hf_config), as its step files record them
 STEP_CONFIGS = ROOT / "data" / "h200_steps_fit_unprofiled.json"
-_CLASSES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
-            "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
+from solkit.calibration.programs import ARCHITECTURES as _CLASSES  # noqa: E402 - a step's class -> its architectures
 #: one group named two ways (each side's name -> one): the profiler sees aten::embedding's index_select (a gather); a
 #: trace records no shapes of tensor lists, so the profile leaves the optimizer's fused and foreach calls unmapped
 _SAME = {"embedding": "gather", "aten::_fused_adamw_ (unmodeled)": "adamw", "aten::_foreach_add_ (unmodeled)": "foreach"}

@@ -352,7 +352,7 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
         "attn_implementation": getattr(model.config, "_attn_implementation", None),
         "tokens": batch if mode == "decode" else batch * length,  # tokens the step feeds the model
         "transformers": __import__("transformers").__version__,
-        "weights_dtype": str(next(model.parameters()).dtype),
+        "weights_dtype": str(next(model.parameters()).dtype),  # as built (fp32); the bf16 modes overwrite it below
         **({"experts": kwargs} if kwargs else {}),
     }
 
@@ -388,7 +388,7 @@ def build_hf(torch: Any, case: dict[str, Any], dev: str, small: bool) -> Bench:
         return Bench(step, info)
 
     model = model.to(torch.bfloat16).eval()
-    info.update(optimizer=None, amp="bf16 weights")
+    info.update(optimizer=None, amp="bf16 weights", weights_dtype=str(next(model.parameters()).dtype))
     if mode == "infer":
         kw = {"use_cache": False} if causal else {}
 

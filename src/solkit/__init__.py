@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from . import capture, comm, errors, models, ops, plot
+from typing import TYPE_CHECKING
+
+from . import comm, errors, models, ops, plot
+
+if TYPE_CHECKING:  # to a type checker ``sk.capture`` is the function (the package is callable as it at run time)
+    from .capture.run import capture as capture
+else:
+    from . import capture
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import clear_cache, list_gpus, load_gpu

@@ -44,18 +44,23 @@ def add_model_parser(sub: Any) -> None:
 
 
 def _model(name: str) -> Any:
-    """A preset by name, else a config.json path's model."""
+    """A preset by name, else a config.json path's model; neither: a one-line error saying so."""
     from . import models
 
-    if os.path.exists(name) or name.endswith(".json"):
+    if os.path.exists(name):
         return models.from_hf_config(name)
-    return models.preset(name)
+    if name in models.preset_names():
+        return models.preset(name)
+    if os.sep in name or name.endswith(".json"):
+        raise CLIError(f"PRESET_OR_CONFIG {name!r} is neither a preset nor an existing config.json file or folder")
+    return models.preset(name)  # its error names the presets, with a near one
 
 
 def cmd_model(args: argparse.Namespace) -> int:
     """Run ``solkit model`` (the module docstring)."""
     from . import models
     from ._cli_measured import parse_seconds
+    from .capture.hf import CapturedModel
     from .hardware import as_gpu
     from .summary import program_summary
 
@@ -66,7 +71,9 @@ def cmd_model(args: argparse.Namespace) -> int:
         raise CLIError(f"--train runs a training step of the forward; --mode {args.mode} is an inference program")
     gpu = as_gpu(args.gpu)
     m = _model(args.model)
-    if args.train:
+    if args.train and isinstance(m, CapturedModel):  # captured once, as the step runs (not its forward first)
+        w = m.training_step(batch=args.batch, seq=args.seq, dtype=args.dtype)
+    elif args.train:
         w = models.training_step(m.forward(batch=args.batch, seq=args.seq, dtype=args.dtype))
     elif args.mode == "prefill":
         w = m.prefill(batch=args.batch, seq=args.seq, dtype=args.dtype)
@@ -88,9 +95,10 @@ def cmd_model(args: argparse.Namespace) -> int:
 
 def _memory_line(m: Any, w: Any, args: argparse.Namespace, gpu: Any) -> str:
     """What the program holds on the GPU: a captured program's live-bytes peak, else the closed form's footprint."""
-    captured = getattr(w.recipe, "memory", None)
-    if captured is not None and hasattr(captured, "peak"):
-        peak = captured.peak
+    from .capture.program import CapturedProgram
+
+    if isinstance(w.recipe, CapturedProgram):
+        peak = w.recipe.memory.peak
         what = "the captured program's peak of live tensors"
     else:
         seq = args.context + 1 if (not args.train and args.mode == "decode") else args.seq

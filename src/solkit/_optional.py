@@ -42,9 +42,11 @@ def require_transformers(what: str = "capturing a Hugging Face config") -> Modul
 
 
 def require_torch(what: str = "solkit.measure") -> ModuleType:
-    """torch, or an ``OptionalDependencyError`` saying that ``what`` needs PyTorch and how to install it."""
+    """torch, or an ``OptionalDependencyError`` saying that ``what`` needs PyTorch and how to install it (capture runs
+    on the CPU: its extra, and a CPU build of torch, suffice; measuring needs a CUDA build)."""
     try:
         return importlib.import_module("torch")
     except ImportError as exc:
-        raise OptionalDependencyError(f"{what} needs PyTorch: pip install 'solkit[torch]' (or a CUDA build "
-                                      "of torch)") from exc
+        hint = ("pip install 'solkit[capture]' (torch and transformers; a CPU build of torch is enough)"
+                if what == "capture" else "pip install 'solkit[torch]' (or a CUDA build of torch)")
+        raise OptionalDependencyError(f"{what} needs PyTorch: {hint}") from exc

@@ -16,11 +16,12 @@ from typing import Any, Optional, Sequence
 from ._display import fmt_seconds
 from ._validate import positive
 from .errors import OptionError
+from .capture.program import CapturedProgram
 from .hardware import as_gpu
 from .kernel import Kernel
 from .prediction import predict
 from .sol import mfu
-from .workload import Workload, as_workload, issued_launches
+from .workload import as_workload, issued_launches
 
 __all__ = ["GroupRow", "KernelRow", "ProgramSummary", "program_summary", "group_of"]
 
@@ -167,7 +168,7 @@ def program_summary(workload: Any, gpu: Any, measured: Any = None, top: int = 10
                            math.fsum(t for _, _, t, _ in items) / busy) for name, items in groups.items()]
     group_rows.sort(key=lambda r: -r.predicted)
     rows.sort(key=lambda r: -r.predicted)
-    coverage = getattr(w.recipe, "coverage", None)
+    coverage = w.recipe.coverage if isinstance(w.recipe, CapturedProgram) else None
     summary = ProgramSummary(w.name, g.name, float(p.seconds), float(p.kernel_seconds), float(p.host_seconds),
                              float(p.t_sol), float(w.flops), float(issued_launches(w)), len(w.counted),
                              tuple(group_rows), tuple(rows[:top]), p.notes, None if coverage is None else str(coverage),

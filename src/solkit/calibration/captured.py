@@ -133,8 +133,9 @@ def captured_report(gpu: Any = "h200") -> str:
     for role in ("test", "validation", "spent"):
         for name in captured_files(role):
             entry = manifest().entry(name)
-            rows = captured_steps(load_steps(name), gpu)
-            lines += [f"## {name}: {role} ({entry.describe()})", "",
+            steps = load_steps(name)
+            rows = captured_steps(steps, gpu)
+            lines += [f"## {name}: {role} ({entry.describe()})", "", _versions(steps), "",
                       "| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
             for family in sorted({r.family for r in rows}):
                 for mode in [m for m in MODES if any(r.family == family and r.mode == m for r in rows)]:
@@ -149,3 +150,13 @@ def captured_report(gpu: Any = "h200") -> str:
 
 def _pct(x: Optional[float]) -> str:
     return "-" if x is None or not math.isfinite(x) else f"{x:.1%}"
+
+
+def _versions(steps: StepSet) -> str:
+    """The measured and the capturing software, side by side (capture reads the installed transformers' code)."""
+    import torch
+    import transformers
+
+    measured = ", ".join(f"{k} {steps.env[k]}" for k in ("torch", "transformers") if steps.env.get(k)) or "not recorded"
+    return (f"Measured with {measured}; captured with torch {torch.__version__}, transformers {transformers.__version__} "
+            "(a program that differs between the two versions is predicted as the capturing one runs it).")

@@ -30,7 +30,7 @@ from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
 from .rounding import rounded
 
-__all__ = ["StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
+__all__ = ["ARCHITECTURES", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
            "step_files", "STEP_ROLES", "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA",
            "repeatability", "programs_report", "data_dir"]
 
@@ -61,7 +61,8 @@ def __getattr__(name: str) -> tuple[str, ...]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
+#: a step file's transformers model class -> the config's ``architectures`` that builds it (the head solkit models)
+ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformers.GPT2LMHeadModel": "GPT2LMHeadModel",
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
 
 
@@ -131,7 +132,7 @@ def _transformer(case: StepCase) -> Any:
     from .. import models
 
     config = dict(case.hf_config or {})
-    config["architectures"] = [_ARCHITECTURES[case.model_class or ""]]
+    config["architectures"] = [ARCHITECTURES[case.model_class or ""]]
     return models.from_hf_config(config, name=case.family)
 
 

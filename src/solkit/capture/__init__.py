@@ -18,9 +18,15 @@ from __future__ import annotations
 import importlib
 import sys
 import types
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CaptureError
+
+if TYPE_CHECKING:  # the real names, for type checkers (at run time they load on first use: torch is imported then)
+    from .hf import CapturedModel, hf_model
+    from .program import SOURCE, CaptureMemory, CapturedProgram, Coverage
+    from .record import setup
+    from .run import SYNCS, calls, capture, capture_call
 
 #: loaded on first use: name -> its module (these import torch)
 _LAZY = {"capture": "run", "capture_call": "run", "calls": "run", "SYNCS": "run", "setup": "record", "hf_model": "hf", "CapturedModel": "hf",
@@ -35,6 +41,11 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names, the lazy ones included (for completion)."""
+    return sorted(set(globals()) | set(__all__))
 
 
 class _CallableModule(types.ModuleType):

@@ -37,15 +37,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple, Optional
 
-from ..ops.aten import SCALAR_TYPES
 from ..stacks.torch211 import (CUB_SCAN_LAUNCHES, EMBEDDING_BACKWARD_DIRECT, EMBEDDING_BACKWARD_SORT_LAUNCHES,
                                LAYERNORM_BACKWARD_LAUNCHES, SDPA_BACKWARD_LAUNCHES, SDPA_DROPOUT_LAUNCHES,
                                SDPA_GQA_BACKWARD_LAUNCHES)
-from .encode import TraceArgs
+from .encode import SCALAR_NUMBERS, TraceArgs
 from .record import Event, Output
 
 #: C++ dtype name -> c10::ScalarType number
-_ENUM = {name: number for number, name in SCALAR_TYPES.items()}
 
 __all__ = ["Launch", "launched", "FILLS", "BALANCED", "SDPA_BACKWARD"]
 
@@ -126,7 +124,7 @@ def _flags(text: str) -> list[bool]:
 
 def _cast(shape: tuple[int, ...], dtype: str, strides: tuple[int, ...], to: str) -> Launch:
     """_to_copy(self, dtype=to): a copy into another dtype."""
-    number = str(_ENUM.get(to, -1))
+    number = str(SCALAR_NUMBERS.get(to, -1))
     return Launch("aten::_to_copy", TraceArgs((shape, (), (), (), (), (), ()), (dtype, "Scalar", "", "", "", "Scalar", ""),
                                               ("", number, "", "", "", "False", ""), (strides, (), (), (), (), (), ())))
 

@@ -16,7 +16,7 @@ import torch
 
 from ..ops.aten import SCALAR_TYPES
 
-__all__ = ["TraceArgs", "encode", "cpp_dtype", "DTYPE_NAMES"]
+__all__ = ["TraceArgs", "encode", "cpp_dtype", "DTYPE_NAMES", "SCALAR_NUMBERS"]
 
 #: torch dtype -> the C++ name a trace's "Input type" gives it
 DTYPE_NAMES: dict[Any, str] = {
@@ -28,7 +28,8 @@ DTYPE_NAMES: dict[Any, str] = {
     torch.complex128: "c10::complex<double>",
 }
 #: C++ dtype name -> c10::ScalarType number (a dtype argument's concrete text)
-_ENUM = {name: number for number, name in SCALAR_TYPES.items()}
+#: a C++ dtype name -> its c10::ScalarType number (what a trace's "Concrete Inputs" records for a dtype)
+SCALAR_NUMBERS = {name: number for number, name in SCALAR_TYPES.items()}
 _LAYOUTS = {torch.strided: 0, torch.sparse_coo: 1}
 _FORMATS = {torch.contiguous_format: 0, torch.preserve_format: 1, torch.channels_last: 2, torch.channels_last_3d: 3}
 _EMPTY = ((), "", "", ())  # dims, type, concrete, strides of an absent or unrecorded argument
@@ -65,7 +66,7 @@ def _one(value: Any) -> tuple[Any, str, str, Any]:
     if isinstance(value, (int, float, torch.SymInt, torch.SymFloat)):
         return (), "Scalar", _number(value) if isinstance(value, float) else str(value), ()
     if isinstance(value, torch.dtype):
-        return (), "Scalar", str(_ENUM.get(cpp_dtype(value), -1)), ()
+        return (), "Scalar", str(SCALAR_NUMBERS.get(cpp_dtype(value), -1)), ()
     if isinstance(value, torch.layout):
         return (), "Scalar", str(_LAYOUTS.get(value, 0)), ()
     if isinstance(value, torch.memory_format):

@@ -10,6 +10,7 @@ Everything is put back when the capture ends.
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -82,16 +83,19 @@ class Faked:
         self.optimizers.append(opt)
         groups = [list(g["params"]) for g in opt.param_groups]
         state = opt.state
-        for g in opt.param_groups:
-            g["params"] = [self.tensor(p) for p in g["params"]]
-        opt.state = type(state)({self.tensor(p): {k: self.value(v) for k, v in s.items()} for p, s in state.items()})
 
         def back() -> None:
             for g, params in zip(opt.param_groups, groups):
                 g["params"] = params
             opt.state = state
 
-        self.restore.append(back)
+        self.restore.append(back)  # registered before anything changes: a failure below is undone too
+        for g in opt.param_groups:
+            g["params"] = [self.tensor(p) for p in g["params"]]
+        faked_state = copy.copy(state)  # the same kind of mapping (a torch optimizer's is a defaultdict(dict))
+        faked_state.clear()
+        faked_state.update({self.tensor(p): {k: self.value(v) for k, v in s.items()} for p, s in state.items()})
+        opt.state = faked_state
 
     def undo(self) -> None:
         """Put every real tensor back where it was."""
@@ -107,11 +111,11 @@ def _cells(fn: Any) -> list[Any]:
     return list(getattr(inner, "__closure__", None) or ())
 
 
-def fake_program(mode: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Faked, tuple[Any, ...],
-                                                                                              dict[str, Any]]:
-    """The fakes of what ``fn`` reaches (itself, its ``__self__``, a partial's arguments, its closure: cells holding
-    tensors are rewritten while it runs), and its arguments with their tensors faked."""
-    faked = Faked(mode)
+def fake_program(faked: Faked, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...],
+                                                                                            dict[str, Any]]:
+    """Fake what ``fn`` reaches (itself, its ``__self__``, a partial's arguments, its closure: cells holding tensors are
+    rewritten while it runs) into ``faked`` (whose ``undo`` puts back all it changed, a failure part way included);
+    ``fn``'s arguments with their tensors faked."""
     for thing in (fn, getattr(fn, "__self__", None), getattr(getattr(fn, "func", None), "__self__", None)):
         if isinstance(thing, (torch.nn.Module, torch.optim.Optimizer)):
             faked.value(thing)
@@ -130,4 +134,4 @@ def fake_program(mode: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, An
             faked.restore.append(functools.partial(setattr, cell, "cell_contents", held))
     fargs = tuple(faked.value(a) for a in args)
     fkwargs = {k: faked.value(v) for k, v in kwargs.items()}
-    return faked, fargs, fkwargs
+    return fargs, fkwargs

@@ -61,6 +61,8 @@ FP32_DTYPE = frozenset({"prod", "softmax", "log_softmax", "cumprod", "cumsum", "
 #: CUDA autocast's ops that run in the widest floating type of their inputs
 PROMOTE = frozenset({"addcdiv", "addcmul", "atan2", "bilinear", "cross", "dot", "vdot", "tensordot", "scatter_add",
                      "index_put", "cat", "stack", "index_copy"})
+#: the reads of a whole tensor on the host: each one device-to-host copy, a sync of the host with the GPU
+_HOST_READS = frozenset({torch.Tensor.tolist, torch.Tensor.cpu, torch.Tensor.numpy})
 _SDPA = torch.nn.functional.scaled_dot_product_attention
 _SDPA_OP = torch.ops.aten.scaled_dot_product_attention.default
 _CROSS_ENTROPY = torch.nn.functional.cross_entropy
@@ -87,6 +89,8 @@ class FunctionMode(TorchFunctionMode):
         if func is _CROSS_ENTROPY and _ORIGINAL["is_autocast_enabled"]("cuda"):
             return _cross_entropy(*args, **kwargs)
         name = getattr(func, "__name__", "")
+        if func in _HOST_READS and self.recorder.policy == "stall":
+            return self._host_read(name, func, args, kwargs)
         if name in ("dropout", "dropout_") and func in _DROPOUTS:
             return _dropout(name, *args, **kwargs)
         if name in _ALL and _ORIGINAL["is_autocast_enabled"]("cuda"):
@@ -94,6 +98,19 @@ class FunctionMode(TorchFunctionMode):
             with _autocast_off():
                 return func(*args, **kwargs)
         return func(*args, **kwargs)
+
+    def _host_read(self, name: str, func: Any, args: Any, kwargs: Any) -> Any:
+        """A tensor brought to the host whole (``.tolist()``, ``.cpu()``, ``.numpy()``): one stall where it is read
+        (the elements ``tolist`` reads one by one are that one read), its values standing in as zero."""
+        recorder = self.recorder
+        module = recorder.modules[-1] if recorder.modules else ""
+        recorder.stall(module, f"Tensor.{name}")
+        recorder.note(f"a tensor brought to the host (.{name}()) is one host stall; its values stand in as zero")
+        recorder.suppress += 1
+        try:
+            return func(*args, **kwargs)
+        finally:
+            recorder.suppress -= 1
 
     # ---- autocast --------------------------------------------------------------------------------------------
     def _autocast(self, name: str, args: Any, kwargs: Any) -> tuple[Any, Any]:
@@ -152,7 +169,11 @@ def _widest(values: list[Any]) -> Any:
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) < 2:
         return None
-    return torch.float32 if torch.float32 in dtypes else next(iter(dtypes))
+    if torch.float64 in dtypes:
+        return torch.float64
+    if torch.float32 in dtypes or len(dtypes) > 1:  # bf16 with fp16 promotes to fp32, as torch.promote_types says
+        return torch.float32
+    return next(iter(dtypes))
 
 
 @contextlib.contextmanager

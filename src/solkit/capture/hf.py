@@ -17,6 +17,7 @@ filled by a prefill that launches nothing), ``memory`` (the captured program's p
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 from pathlib import Path
@@ -85,8 +86,13 @@ def _transformers_config(config: Any, overrides: Mapping[str, Any]) -> tuple[Any
         try:
             cfg = tf.AutoConfig.for_model(model_type, **data)
         except ValueError as exc:
+            first = str(exc).split(". ", 1)[0].splitlines()[0] if str(exc) else type(exc).__name__
             raise OptionError(f"config model_type {model_type!r} is not known to the installed transformers "
-                              f"{tf.__version__}: {exc}") from None
+                              f"{tf.__version__}: {first}") from None
+        except Exception as exc:  # noqa: BLE001 - transformers' own checks of the values (a zero head count, types)
+            raise _refused(exc, f"transformers refuses this {model_type} config{f' ({where})' if where else ''}") from None
+    if overrides:  # the caller's config object is left as it was
+        cfg = copy.deepcopy(cfg)
     text = cfg.get_text_config()
     if text is not cfg:
         notes.append(f"a multimodal config ({cfg.model_type}): its language model ({text.model_type}) is counted")
@@ -136,9 +142,8 @@ class CapturedModel:
                               "its eager attention runs (QK^T, softmax, PV as kernels; every pair counted, as "
                               "computed)",)
                     self.module = build(config, dtype=torch.bfloat16, **kwargs)
-            except (ValueError, KeyError) as exc:
-                raise OptionError(f"transformers cannot build a causal LM from this config ({config.model_type}): "
-                                  f"{exc}") from None
+            except Exception as exc:  # noqa: BLE001 - transformers' own checks of the config's values
+                raise _refused(exc, f"transformers cannot build a model from this config ({config.model_type})") from None
         self.module.eval()
         self.notes = notes
         seen: dict[int, Any] = {}
@@ -319,10 +324,21 @@ def _builder(config: Any) -> Any:
     transformers (``BertForMaskedLM``), else ``AutoModelForCausalLM``."""
     tf = require_transformers()
     names = getattr(config, "architectures", None) or []
-    cls = getattr(tf, names[0], None) if len(names) == 1 and str(names[0]).endswith(_HEADS) else None
+    if len(names) == 1 and not str(names[0]).endswith(_HEADS):
+        raise OptionError(f"config key 'architectures'={names[0]!r} is not modelled: solkit captures language-model "
+                          f"heads (*{', *'.join(_HEADS)}); drop 'architectures' to capture this config's causal LM")
+    cls = getattr(tf, names[0], None) if len(names) == 1 else None
     if cls is None:
         return tf.AutoModelForCausalLM.from_config
     return lambda cfg, **kw: cls._from_config(cfg, **kw)
+
+
+def _refused(exc: BaseException, what: str) -> Exception:
+    """transformers' own refusal of a config, as solkit's error: a wrong type an ArgumentTypeError, else an
+    OptionError, naming the first line of what it said."""
+    said = (str(exc).splitlines() or [""])[0] or type(exc).__name__
+    error = ArgumentTypeError if isinstance(exc, TypeError) else OptionError
+    return error(f"{what}: {type(exc).__name__}: {said}")
 
 
 def _cache_kwarg(model: Any) -> str:
@@ -349,7 +365,7 @@ def _unpacked_positions() -> Iterator[None]:
             done = (mask[:, -1] == 0).all()
             recorder = active()
             if recorder is not None:
-                recorder.syncs.append((recorder.modules[-1] if recorder.modules else "", len(recorder.events)))
+                recorder.stall(recorder.modules[-1] if recorder.modules else "", "the packed-sequence check's mask")
                 recorder.note("transformers' packed-sequence check reads (mask[:, -1] == 0).all() on the host (a "
                               "stall): the positions 0, 1, 2, ... are one sequence, so no mask is built")
             del done

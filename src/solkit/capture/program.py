@@ -9,6 +9,7 @@ rebuild itself as a step, such as ``hf_model``'s forward; a plain capture is alr
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
@@ -47,8 +48,13 @@ class Coverage:
     def __str__(self) -> str:
         top = ", ".join(f"{op} x{n}" for op, n in self.unmodeled[:6])
         more = "" if len(self.unmodeled) <= 6 else f", ... {len(self.unmodeled) - 6} more"
-        return (f"coverage {self.fraction:.1%} of {self.calls:,} kernel calls, {self.byte_fraction:.1%} of bytes"
-                + (f"; unmodeled: {top}{more}" if self.unmodeled else ""))
+        return (f"coverage {_floor_pct(self.fraction)} of {self.calls:,} kernel calls, {_floor_pct(self.byte_fraction)} "
+                f"of bytes" + (f"; unmodeled: {top}{more}" if self.unmodeled else ""))
+
+
+def _floor_pct(x: float) -> str:
+    """A share as a percentage to 0.1, rounded down: only a whole coverage reads 100.0%."""
+    return f"{math.floor(x * 1000) / 10:.1f}%"
 
 
 @dataclass(frozen=True)

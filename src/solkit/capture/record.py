@@ -45,6 +45,10 @@ SYNC_HINT = ("a Hugging Face mixture of experts runs without syncs under experts
              "the captured function")
 #: the CUDA caching allocator's block size: every allocation takes a multiple of 512 bytes
 BLOCK = 512
+#: a program that reads the device this many times, or makes this many ATen calls, is refused: a Python loop on a value
+#: read on the host (which stands in as zero, so a loop waiting on it never ends) would otherwise run forever
+MAX_STALLS = 10_000
+MAX_EVENTS = 20_000_000
 
 
 class Output(NamedTuple):
@@ -183,6 +187,28 @@ class Recorder(TorchDispatchMode):
         """Record an assumption (once)."""
         self.notes[text] = None
 
+    def stall(self, module: str, why: str) -> None:
+        """A device-to-host read here (``why``): a host stall of the program, unless inside ``setup()`` (which launches
+        nothing) or right after another read (nothing launched between: the GPU is already idle); past ``MAX_STALLS``
+        a CaptureError (a loop on a value read on the host)."""
+        if self.suppress:
+            return
+        if self.syncs and self.syncs[-1][1] == len(self.events):  # no launch since the last read: the host waits once
+            return                                                # (``.tolist()`` reads each element so)
+        if len(self.syncs) >= MAX_STALLS:
+            raise CaptureError(f"{why}{self.place(module)} was read on the host {MAX_STALLS:,} times: a Python loop on a "
+                               "value the GPU computes never ends on fake tensors (the value stands in as zero); capture "
+                               "one pass of the loop's body instead")
+        self.syncs.append((module, len(self.events)))
+
+    def place(self, module: str) -> str:
+        """Where a call ran, in words: its module path, else the root module's class."""
+        if module:
+            return f" in module {module!r}"
+        if self.objects:
+            return f" in the root module ({type(self.objects[0]).__name__})"
+        return " at the top level (no module)"
+
     def emit(self, op: str, trace: TraceArgs, outputs: tuple[Output, ...], read: int, module: str, backward: bool,
              hints: tuple[Optional[int], Optional[str]] = (None, None), lists: int = 0, mutable: bool = False) -> None:
         """Append an event made outside the dispatch (a construct recorded whole, such as SDPA), unless suppressed."""
@@ -205,15 +231,16 @@ class Recorder(TorchDispatchMode):
                 out = func(*args, **kwargs)
         except DataDependentOutputException:
             if name == "aten::_local_scalar_dense" and self.policy == "stall":
-                self.syncs.append((module, len(self.events)))
+                self.stall(module, name)
                 self.note("a value read on the host (.item()) stands in as zero (False, 0 or 0.0): a branch on it takes "
                           "the zero side")
                 return _stand_in(args[0])
-            raise CaptureError(_sync_message(name, module, "reads a tensor's value on the host (.item(), a Python "
-                                             "bool or int of a tensor)", self.policy)) from None
+            raise CaptureError(_sync_message(name, self.place(module), "reads a tensor's value on the host (.item(), "
+                                             "a Python bool or int of a tensor)", self.policy)) from None
         except DynamicOutputShapeException:
-            raise CaptureError(_sync_message(name, module, "has an output whose size depends on the data (nonzero, a "
-                                             "boolean mask, unique): eager PyTorch syncs with the GPU here", None)) from None
+            raise CaptureError(_sync_message(name, self.place(module), "has an output whose size depends on the data "
+                                             "(nonzero, a boolean mask, unique): eager PyTorch syncs with the GPU here",
+                                             None)) from None
         outs = _tensors(out) if not isinstance(out, tuple) else [t for o in out for t in _tensors(o)]
         for t in outs:
             self.memory.track(t)
@@ -236,6 +263,9 @@ class Recorder(TorchDispatchMode):
         outputs = tuple(Output(tuple(t.shape), cpp_dtype(t.dtype), tuple(t.stride()), int(t.numel()) * t.element_size())
                         for t in outs)
         read = sum(stored_bytes(t) for t in inputs if t.dim() > 0 or len(inputs) == 1)
+        if len(self.events) >= MAX_EVENTS:
+            raise CaptureError(f"the program made {MAX_EVENTS:,} ATen calls that launch kernels (last {name}"
+                               f"{self.place(module)}): a loop that does not end on fake tensors? capture a bounded part")
         self.events.append(Event(name, trace, outputs, backward, module, read, hints, lists, mutable, self.recompute > 0))
         return out
 
@@ -254,7 +284,7 @@ class Recorder(TorchDispatchMode):
     def _grouped_fallback(self, func: Any, args: Any, kwargs: Any, module: str) -> Any:
         """``_grouped_mm`` off bfloat16: ATen's fallback reads the group offsets on the host (a stall) and runs one
         GEMM per group; its output as the bf16 kernel's, in the inputs' dtype."""
-        self.syncs.append((module, len(self.events)))
+        self.stall(module, "aten::_grouped_mm's group offsets")
         self.note("a grouped GEMM off bfloat16 runs ATen's fallback: the group offsets read on the host (a stall), "
                   "one GEMM launch per group")
         a, b = args[0], args[1]
@@ -279,9 +309,8 @@ def _stand_in(t: Any) -> Any:
     return 0.0 if t.is_floating_point() else 0
 
 
-def _sync_message(op: str, module: str, what: str, policy: Optional[str]) -> str:
-    """A CaptureError's text: the op, the module path, why, and what gets past it."""
-    where = f" in module {module!r}" if module else " at the top level (no module)"
+def _sync_message(op: str, where: str, what: str, policy: Optional[str]) -> str:
+    """A CaptureError's text: the op, where it ran (``Recorder.place``), why, and what gets past it."""
     past = SYNC_HINT
     if policy == "error":
         past = "syncs='stall' records it as a host stall with the value read as zero; or " + SYNC_HINT

@@ -9,6 +9,7 @@ profiles read) and holds repeated layers once; ``program_workload`` puts the rec
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable, NamedTuple, Optional
 
 from .._validate import choice
@@ -48,6 +49,11 @@ def _checked(fn: Any, args: Any, kwargs: Any, syncs: str) -> str:
     return str(choice("syncs", syncs, SYNCS))
 
 
+#: one capture at a time in the process: a capture patches torch's autocast and installs global module and optimizer
+#: hooks while it runs, so a second thread's capture (or its real modules) would see the first's (a reentrant lock:
+#: a capture inside a capture's own program, such as hf_model's step, runs in the same thread)
+_ONE_AT_A_TIME = threading.RLock()
+
 class _Run(NamedTuple):
     """One run of a program on fake tensors: what the recorder wrote, the modules it knew, the parameters."""
 
@@ -67,31 +73,37 @@ def _run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], policy: str, la
     from .modules import Tracker
     from .record import Recorder
 
+    from .fake import Faked
+
     mode = FakeTensorMode()
     recorder = Recorder(policy)
-    faked, fargs, fkwargs = fake_program(mode, fn, args, kwargs)
-    params, hooks = _parameters(faked, recorder)
+    faked = Faked(mode)
+    hooks: list[Any] = []
     stepped: list[Any] = []
-    hooks.append(register_optimizer_step_post_hook(lambda opt, a, k: stepped.append(_mark_states(opt, recorder))))
-    tracker = Tracker(recorder, faked.modules)
-    functions = FunctionMode(recorder)
-    tracker.functions = functions
-    try:
-        with cuda_semantics(functions), tracker, mode, recorder, functions:
-            out = fn(*fargs, **fkwargs)
-            recorder.memory.clock += 1  # the program ends: what it returns stays alive
-        del out
-    except CaptureError:
-        raise
-    except Exception as exc:
-        op, module = recorder.last
-        where = f" at {op}" if op else ""
-        where += f" in module {module!r}" if module else ""
-        raise CaptureError(f"capturing {label!r} failed{where}: {type(exc).__name__}: {exc}") from exc
-    finally:
-        for h in hooks:
-            h.remove()
-        faked.undo()
+    with _ONE_AT_A_TIME:  # torch's autocast, optimizer and module hooks are patched process-wide while a capture runs
+        try:
+            fargs, fkwargs = fake_program(faked, fn, args, kwargs)
+            params = _parameters(faked, recorder, hooks)
+            hooks.append(register_optimizer_step_post_hook(lambda opt, a, k: stepped.append(_mark_states(opt,
+                                                                                                          recorder))))
+            tracker = Tracker(recorder, faked.modules)
+            functions = FunctionMode(recorder)
+            tracker.functions = functions
+            with cuda_semantics(functions), tracker, mode, recorder, functions:
+                out = fn(*fargs, **fkwargs)
+                recorder.memory.clock += 1  # the program ends: what it returns stays alive
+            del out
+        except CaptureError:
+            raise
+        except Exception as exc:
+            op, module = recorder.last
+            where = f" at {op}" if op else ""
+            where += f" in module {module!r}" if module else ""
+            raise CaptureError(f"capturing {label!r} failed{where}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            for h in hooks:
+                h.remove()
+            faked.undo()  # the caller's modules, optimizers and closures hold their real tensors again, whatever failed
     return _Run(recorder, tracker, params, bool(stepped))
 
 
@@ -138,12 +150,11 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
     return program_workload(label, built.parts, recipe)
 
 
-def _parameters(faked: Any, recorder: Any) -> tuple[int, list[Any]]:
+def _parameters(faked: Any, recorder: Any, hooks: list[Any]) -> int:
     """The distinct parameters' elements; their storages (and buffers', inputs') noted as alive from the start;
-    hooks that mark each accumulated gradient."""
+    hooks that mark each accumulated gradient, added to ``hooks`` (removed by the caller, whatever happens)."""
     torch = require_torch("capture")
     seen: dict[int, Any] = {}
-    hooks: list[Any] = []
     for root in faked.modules:
         for p in root.parameters():
             if id(p) not in seen:
@@ -157,7 +168,7 @@ def _parameters(faked: Any, recorder: Any) -> tuple[int, list[Any]]:
     for t in faked.memo.values():
         if isinstance(t, torch.Tensor) and id(t) not in seen:
             recorder.memory.track(t)
-    return sum(int(p.numel()) for p in seen.values()), hooks
+    return sum(int(p.numel()) for p in seen.values())
 
 
 def _mark_states(opt: Any, recorder: Any) -> int:
