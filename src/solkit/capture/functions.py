@@ -300,7 +300,8 @@ _ORIGINAL: dict[str, Any] = {"is_autocast_enabled": torch.is_autocast_enabled,
 def cuda_semantics(mode: FunctionMode) -> Iterator[None]:
     """Make a CPU-only torch behave as a CUDA device for the program: ``torch.autocast("cuda")`` enabled (not refused
     for want of a GPU), ``autocast("cpu")`` taken as CUDA's, foreach optimizers by default. NB: these patch torch's
-    module attributes while the capture runs (restored after): do not run other torch work in another thread then."""
+    module attributes while the capture runs (restored after): captures run one at a time (``run._ONE_AT_A_TIME``);
+    other torch work in another thread meanwhile would see the patches."""
     import torch.amp.autocast_mode as autocast_mode
     import torch.cuda.amp.common as amp_common
     import torch.optim.optimizer as optimizer
