@@ -26,7 +26,7 @@ from pydantic_core import PydanticCustomError
 
 from .._num import result
 from .._validate import checked_call, choice, dim, flag, shown
-from ..errors import ArgumentTypeError, OptionError
+from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize, storage_bytes
 
 if TYPE_CHECKING:
@@ -51,7 +51,8 @@ MAX_FIELD = 2**53
 
 # ---- strict field types (as strict as Kernel's figures: nothing coerces) ----------------------------------------
 # A bool is not an integer, "32" is not 32, 32.0 is a float; numpy integers, bools and floats are what they are.
-# An error of type "*_type" is a wrong type (ArgumentTypeError), any other a bad value (OptionError): see _error.
+# An error of type "*_type" is a wrong type (ArgumentTypeError), an integer beyond 2**53 a ShapeError (as every figure
+# too large for float64), any other a bad value (OptionError): see _error.
 
 
 def _is_bool(value: Any) -> bool:
@@ -60,25 +61,31 @@ def _is_bool(value: Any) -> bool:
 
 def _integer(minimum: int) -> Any:
     def check(value: Any) -> int:
+        if type(value) is int and minimum <= value <= MAX_FIELD:  # the usual call, fast
+            return value
         expected = f"an integer >= {minimum}"
         if _is_bool(value) or not isinstance(value, numbers.Integral):
             raise PydanticCustomError("int_type", f"must be {expected} (a Python or numpy int)")
         n = int(value)
         if n < minimum:
             raise PydanticCustomError("int_range", f"must be {expected}")
-        if n > MAX_FIELD:
-            raise PydanticCustomError("int_range", f"must be {expected} and at most 2**53")
+        if n > MAX_FIELD:  # a figure beyond float64's exact integers: a ShapeError, as every such figure (_error)
+            raise PydanticCustomError("int_too_large", f"must be {expected} and at most 2**53 (exact in float64)")
         return n
     return check
 
 
 def _flag(value: Any) -> bool:
+    if value is True or value is False:
+        return value
     if not _is_bool(value):
         raise PydanticCustomError("bool_type", "must be True or False")
     return bool(value)
 
 
 def _real(value: Any) -> float:
+    if type(value) is float and math.isfinite(value):
+        return value
     if _is_bool(value) or not isinstance(value, numbers.Real):
         raise PydanticCustomError("float_type", "must be a number (a Python or numpy int or float)")
     x = float(value)
@@ -102,6 +109,8 @@ def _positive(value: Any) -> float:
 
 
 def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
     if not isinstance(value, str):
         raise PydanticCustomError("string_type", "must be a string")
     return str(value)
@@ -470,8 +479,17 @@ def _error(exc: ValidationError) -> Exception:
                            f"{_did_you_mean(got, options) if isinstance(got, str) else ''}")
     if kind_name == "model_type":
         return ArgumentTypeError(f"Transformer takes its fields as keywords, got {shown(got)}")
-    kind = ArgumentTypeError if kind_name.endswith(("_type", "_parsing")) else OptionError
+    kind = ArgumentTypeError if kind_name.endswith(("_type", "_parsing")) else \
+        ShapeError if kind_name == "int_too_large" else OptionError
     if field == "Transformer" or not loc:
         return kind(f"Transformer: {message}")
     where = "" if message.startswith(field) else f"{field} "
-    return kind(f"Transformer: {where}{message}, got {shown(got)}")
+    return kind(f"Transformer: {where}{message}, got {_value_text(got)}")
+
+
+def _value_text(value: Any) -> str:
+    """A field's value for a message: its repr, short; an integer of many digits by its size (repr would refuse one
+    of over 4300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return shown(value)
