@@ -107,7 +107,8 @@ def closed_form(config: Any, name: str | None = None) -> Transformer:
     build: Callable[[_Keys, str], dict[str, Any]] = _BUILDERS.get(model_type, _decoder)
     fields = build(keys, model_type)
     stem = Path(where).parent.name if where.endswith("config.json") else Path(where).stem if where else ""
-    fields["name"] = name or keys.text("_name_or_path", None, nullable=True) or stem or model_type
+    given = keys.text("_name_or_path", None, nullable=True)  # type-checked even where ``name`` wins
+    fields["name"] = name or given or stem or model_type
     fields["source"] = f"Hugging Face config ({model_type}{', ' + where if where else ''})"
     try:
         return Transformer(**fields)
