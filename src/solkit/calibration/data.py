@@ -9,18 +9,22 @@ held out of every fit (``is_holdout``).
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 from pathlib import Path
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, PositiveFloat, ValidationError
 
+from .._files import read_json
 from ..errors import SpecError
 from ..ops.registry import REGISTRY
 from ..workload import Workload
 
 __all__ = ["KernelRecord", "MeasuredCase", "MeasurementSet", "load_measurements", "is_holdout", "group_of",
-           "workload_of", "fit_cases", "sample_set_of"]
+           "workload_of", "fit_cases", "sample_set_of", "MAX_DATA_BYTES"]
+
+#: the largest measurement or step file read (the largest shipped is about 1.6 MB)
+MAX_DATA_BYTES = 256 * 2**20
 
 _FROZEN = ConfigDict(frozen=True, extra="forbid")
 
@@ -73,13 +77,13 @@ class MeasurementSet(BaseModel):
 def load_measurements(path: Any) -> MeasurementSet:
     """Load and validate a measurement file; problems raise ``SpecError`` naming the file."""
     p = Path(path)
+    if not os.path.lexists(p):
+        raise SpecError(f"{p}: no such measurement file")
+    data, _ = read_json(p, "measurement file", MAX_DATA_BYTES, SpecError)  # a regular UTF-8 file, capped, not too deep
+    if not isinstance(data, dict):
+        raise SpecError(f"{p}: a measurement file must hold a JSON object, got a {type(data).__name__}")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
         return MeasurementSet.model_validate(data)
-    except FileNotFoundError:
-        raise SpecError(f"{p}: no such measurement file") from None
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{p}: not valid JSON: {exc}") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])

@@ -16,16 +16,18 @@ parameters; the test files are reported, with and without each case's probe.
 
 from __future__ import annotations
 
-import json
 import math
+import os
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._files import read_json
 from ..errors import OptionError, SpecError
 from ..prediction import cpu_bound
 from ..workload import Workload, issued_launches
+from .data import MAX_DATA_BYTES
 from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
 from .rounding import rounded
@@ -120,11 +122,17 @@ class StepSet(BaseModel):
 def load_steps(path: Any) -> StepSet:
     """A step file by path, or by name in the data folder."""
     p = data_path(path)
+    if not os.path.lexists(p):
+        raise SpecError(f"step file {str(path)!r} not found (looked in {data_dir()})")
+    raw, where = read_json(p, "step file", MAX_DATA_BYTES, SpecError)  # a regular UTF-8 file, capped, not too deep
+    if not isinstance(raw, dict):
+        raise SpecError(f"step file {where!r} must hold a JSON object, got a {type(raw).__name__}")
     try:
-        raw = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise SpecError(f"step file {str(path)!r} not found (looked in {data_dir()})") from None
-    return StepSet(**raw, path=str(p))
+        return StepSet(**{**raw, "path": where})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise SpecError(f"step file {where!r}: field '{'.'.join(str(x) for x in first['loc'])}': {first['msg']}") \
+            from None
 
 
 def _transformer(case: StepCase) -> Any:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
 from .._validate import choice, dim, flag
 from ..errors import ArgumentTypeError, OptionError, ShapeError
+from ..models.hf import load_config
 from ..precision import normalize
 from ..workload import Workload
 from .._optional import require_torch, require_transformers
@@ -48,25 +48,11 @@ def _one(name: str, value: Any) -> int:
 
 
 def _config_dict(config: Any) -> tuple[dict[str, Any], str]:
-    """A config as a dict, and where it came from."""
-    if isinstance(config, Mapping):
-        return dict(config), ""
-    if isinstance(config, (str, os.PathLike)):
-        path = Path(config)
-        if path.is_dir():
-            path = path / "config.json"
-        if not path.is_file():
-            raise OptionError(f"config must be a dict, a config.json file or a folder holding one, got the path "
-                              f"{str(path)!r}, which does not exist")
-        try:
-            data = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise OptionError(f"config {str(path)!r} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise OptionError(f"config {str(path)!r} must hold a JSON object, got a {type(data).__name__}")
-        return data, str(path)
-    raise ArgumentTypeError(f"config must be a dict, a path to config.json, a folder or a transformers config, got "
-                            f"{type(config).__name__}")
+    """A config as a dict, and where it came from: ``models.hf.load_config`` (one reader of config files)."""
+    if not isinstance(config, (Mapping, str, os.PathLike)):
+        raise ArgumentTypeError(f"config must be a dict, a path to config.json, a folder or a transformers config, got "
+                                f"{type(config).__name__}")
+    return load_config(config)
 
 
 def _transformers_config(config: Any, overrides: Mapping[str, Any]) -> tuple[Any, str, tuple[str, ...]]:

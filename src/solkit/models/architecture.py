@@ -15,13 +15,18 @@ The architecture only (DESIGN): precision, attention implementation and fusion a
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Optional, get_args
+import difflib
+import math
+import numbers
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from .._num import result
-from .._validate import checked_call, choice, dim, flag
-from ..errors import ArgumentTypeError, OptionError
+from .._validate import checked_call, choice, dim, flag, shown
+from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize, storage_bytes
 
 if TYPE_CHECKING:
@@ -40,6 +45,89 @@ Family = Literal["llama", "gpt2", "bert"]
 # the choices as tuples, read from the field types (one list each)
 MLPS, NORMS, HEADS, POSITIONS, BIASES, FAMILIES = (get_args(t) for t in (Mlp, Norm, Head, Positions, Bias, Family))
 ATTENTION_CONVENTIONS = ("causal", "full")
+#: the largest integer field: every count the closed forms make of the fields stays finite in float64
+MAX_FIELD = 2**53
+
+
+# ---- strict field types (as strict as Kernel's figures: nothing coerces) ----------------------------------------
+# A bool is not an integer, "32" is not 32, 32.0 is a float; numpy integers, bools and floats are what they are.
+# An error of type "*_type" is a wrong type (ArgumentTypeError), an integer beyond 2**53 a ShapeError (as every figure
+# too large for float64), any other a bad value (OptionError): see _error.
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def _integer(minimum: int) -> Any:
+    def check(value: Any) -> int:
+        if type(value) is int and minimum <= value <= MAX_FIELD:  # the usual call, fast
+            return value
+        expected = f"an integer >= {minimum}"
+        if _is_bool(value) or not isinstance(value, numbers.Integral):
+            raise PydanticCustomError("int_type", f"must be {expected} (a Python or numpy int)")
+        n = int(value)
+        if n < minimum:
+            raise PydanticCustomError("int_range", f"must be {expected}")
+        if n > MAX_FIELD:  # a figure beyond float64's exact integers: a ShapeError, as every such figure (_error)
+            raise PydanticCustomError("int_too_large", f"must be {expected} and at most 2**53 (exact in float64)")
+        return n
+    return check
+
+
+def _flag(value: Any) -> bool:
+    if value is True or value is False:
+        return value
+    if not _is_bool(value):
+        raise PydanticCustomError("bool_type", "must be True or False")
+    return bool(value)
+
+
+def _real(value: Any) -> float:
+    if type(value) is float and math.isfinite(value):
+        return value
+    if _is_bool(value) or not isinstance(value, numbers.Real):
+        raise PydanticCustomError("float_type", "must be a number (a Python or numpy int or float)")
+    x = float(value)
+    if not math.isfinite(x):
+        raise PydanticCustomError("float_finite", "must be a finite number")
+    return x
+
+
+def _probability(value: Any) -> float:
+    x = _real(value)
+    if not 0.0 <= x < 1.0:
+        raise PydanticCustomError("float_range", "must be a probability in [0, 1)")
+    return x
+
+
+def _positive(value: Any) -> float:
+    x = _real(value)
+    if not x > 0.0:
+        raise PydanticCustomError("float_range", "must be a finite number > 0")
+    return x
+
+
+def _text(value: Any) -> str:
+    if type(value) is str:
+        return value
+    if not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")
+    return str(value)
+
+
+def _option(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")  # _error lists the options
+    return value
+
+
+Positive = Annotated[int, BeforeValidator(_integer(1))]
+Count = Annotated[int, BeforeValidator(_integer(0))]
+Flag = Annotated[bool, BeforeValidator(_flag)]
+Probability = Annotated[float, BeforeValidator(_probability)]
+PositiveReal = Annotated[float, BeforeValidator(_positive)]
+Text = Annotated[str, BeforeValidator(_text)]
 
 
 class Transformer(BaseModel):
@@ -47,39 +135,54 @@ class Transformer(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str = "transformer"
-    family: Family = "llama"
-    layers: int = Field(ge=1)
-    d_model: int = Field(ge=1)
-    heads: int = Field(ge=1)
-    kv_heads: Optional[int] = Field(default=None, ge=1)
-    head_dim: Optional[int] = Field(default=None, ge=1)
-    ffn: Optional[int] = Field(default=None, ge=1)
-    vocab: int = Field(ge=1)
-    mlp: Mlp = "swiglu"
-    norm: Norm = "rmsnorm"
-    norm_position: Literal["pre", "post"] = "pre"
-    positions: Positions = "rotary"
-    max_positions: Optional[int] = Field(default=None, ge=1)
-    token_types: int = Field(default=0, ge=0)
-    embedding_norm: bool = False
-    tie_embeddings: bool = False
-    bias: Bias = "none"
-    causal: bool = True
-    dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    attention_dropout: float = Field(default=0.0, ge=0.0, lt=1.0)
-    head: Head = "lm"
-    pooler: bool = False
-    sliding_window: Optional[int] = Field(default=None, ge=1)
-    experts: int = Field(default=0, ge=0)
-    top_k: int = Field(default=2, ge=1)
-    capacity_factor: Optional[float] = Field(default=None, gt=0.0)
-    expert_parallel: int = Field(default=1, ge=1)  # the experts here are one of this many shards (parallel.shard)
-    source: Optional[str] = None
+    name: Text = "transformer"
+    family: Annotated[Family, BeforeValidator(_option)] = "llama"
+    layers: Positive
+    d_model: Positive
+    heads: Positive
+    kv_heads: Optional[Positive] = None
+    head_dim: Optional[Positive] = None
+    ffn: Optional[Positive] = None
+    vocab: Positive
+    mlp: Annotated[Mlp, BeforeValidator(_option)] = "swiglu"
+    norm: Annotated[Norm, BeforeValidator(_option)] = "rmsnorm"
+    norm_position: Annotated[Literal["pre", "post"], BeforeValidator(_option)] = "pre"
+    positions: Annotated[Positions, BeforeValidator(_option)] = "rotary"
+    max_positions: Optional[Positive] = None
+    token_types: Count = 0
+    embedding_norm: Flag = False
+    tie_embeddings: Flag = False
+    bias: Annotated[Bias, BeforeValidator(_option)] = "none"
+    causal: Flag = True
+    dropout: Probability = 0.0
+    attention_dropout: Probability = 0.0
+    head: Annotated[Head, BeforeValidator(_option)] = "lm"
+    pooler: Flag = False
+    sliding_window: Optional[Positive] = None
+    experts: Count = 0
+    top_k: Positive = 2
+    capacity_factor: Optional[PositiveReal] = None
+    expert_parallel: Positive = 1  # the experts here are one of this many shards (parallel.shard)
+    source: Optional[Text] = None
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, *args: Any, **data: Any) -> None:
+        if args:
+            raise ArgumentTypeError(f"Transformer takes keyword arguments only (layers=, d_model=, heads=, vocab=, ...; "
+                                    f"a dict of fields is Transformer(**fields)), got {len(args)} positional "
+                                    f"argument{'s' if len(args) > 1 else ''}: {shown(args)}")
         try:
             super().__init__(**data)
+        except ValidationError as exc:
+            raise _error(exc) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "Transformer":
+        """Validate a mapping of fields; every problem a solkit error naming the field (as the constructor's)."""
+        if not isinstance(obj, dict) and not isinstance(obj, cls):
+            raise ArgumentTypeError(f"Transformer.model_validate takes a dict of fields, got {type(obj).__name__} "
+                                    f"{shown(obj)}")
+        try:
+            return super().model_validate(obj, *args, **kwargs)
         except ValidationError as exc:
             raise _error(exc) from None
 
@@ -90,12 +193,12 @@ class Transformer(BaseModel):
         if not isinstance(data, dict):
             return data
         out = dict(data)
-        d, h = out.get("d_model"), out.get("heads")
-        if out.get("kv_heads") is None and type(h) is int:
+        d, h = _whole(out.get("d_model")), _whole(out.get("heads"))
+        if out.get("kv_heads") is None and h is not None:
             out["kv_heads"] = h
-        if out.get("head_dim") is None and type(d) is int and type(h) is int and h > 0 and d % h == 0:
+        if out.get("head_dim") is None and d is not None and h is not None and h > 0 and d % h == 0:
             out["head_dim"] = d // h
-        if out.get("ffn") is None and type(d) is int:
+        if out.get("ffn") is None and d is not None:
             out["ffn"] = 4 * d
         return out
 
@@ -340,16 +443,53 @@ class Transformer(BaseModel):
     __str__ = __repr__
 
 
+def _whole(value: Any) -> Optional[int]:
+    """An integer field's value as an int, or None where it is not one (its validator then says why)."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+        return None
+    n = int(value)
+    return n if 0 < n <= MAX_FIELD else None
+
+
+def _did_you_mean(word: str, options: Any) -> str:
+    near = difflib.get_close_matches(word, [str(o) for o in options], n=1)
+    return f" (did you mean {near[0]!r}?)" if near else ""
+
+
 def _error(exc: ValidationError) -> Exception:
     """The first problem of a Transformer's validation as a solkit error naming the field, expected and got."""
     err = exc.errors()[0]
-    field = ".".join(str(p) for p in err.get("loc", ())) or "Transformer"
+    loc = [p for p in err.get("loc", ()) if isinstance(p, str) and p in Transformer.model_fields] or \
+        [str(p) for p in err.get("loc", ())[:1]]
+    field = loc[0] if loc else "Transformer"
     got = err.get("input")
+    kind_name = err.get("type", "")
     message = err.get("msg", "invalid").removeprefix("Value error, ")
-    if err.get("type") == "extra_forbidden":
-        return ArgumentTypeError(f"Transformer has no field {field!r}; fields: {', '.join(Transformer.model_fields)}")
-    if err.get("type") == "missing":
+    if kind_name == "extra_forbidden":
+        return ArgumentTypeError(f"Transformer has no field {field!r}{_did_you_mean(field, Transformer.model_fields)}; "
+                                 f"fields: {', '.join(Transformer.model_fields)}")
+    if kind_name == "missing":
         return ArgumentTypeError(f"Transformer needs {field}, got none")
-    kind = ArgumentTypeError if err.get("type", "").endswith(("_type", "_parsing")) else OptionError
-    where = f"{field} " if field != "Transformer" and not message.startswith(field) else ""
-    return kind(f"Transformer: {where}{message}, got {got!r}" if field != "Transformer" else f"Transformer: {message}")
+    options = get_args(Transformer.model_fields[field].annotation) if field in Transformer.model_fields else ()
+    if kind_name == "string_type" and options and all(isinstance(o, str) for o in options):
+        return ArgumentTypeError(f"Transformer: {field} must be one of {', '.join(map(repr, options))} (a string), got "
+                                 f"{shown(got)}")
+    if kind_name == "literal_error":
+        return OptionError(f"Transformer: {field} must be one of {', '.join(map(repr, options))}, got {shown(got)}"
+                           f"{_did_you_mean(got, options) if isinstance(got, str) else ''}")
+    if kind_name == "model_type":
+        return ArgumentTypeError(f"Transformer takes its fields as keywords, got {shown(got)}")
+    kind = ArgumentTypeError if kind_name.endswith(("_type", "_parsing")) else \
+        ShapeError if kind_name == "int_too_large" else OptionError
+    if field == "Transformer" or not loc:
+        return kind(f"Transformer: {message}")
+    where = "" if message.startswith(field) else f"{field} "
+    return kind(f"Transformer: {where}{message}, got {_value_text(got)}")
+
+
+def _value_text(value: Any) -> str:
+    """A field's value for a message: its repr, short; an integer of many digits by its size (repr would refuse one
+    of over 4300 digits)."""
+    if isinstance(value, int) and value.bit_length() > 200:
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1} digits"
+    return shown(value)

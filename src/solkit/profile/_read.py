@@ -1,7 +1,7 @@
 """Profile files to text, format detection, and the record every reader produces.
 
-``read_text`` opens a path (plain or gzip, told apart by the magic bytes, not the extension) under size caps;
-``detect_format`` tells a torch.profiler Chrome trace from an Nsight Compute CSV by content; ``KernelRecord`` is
+``read_text`` opens a path (a regular file, plain or gzip, told apart by the magic bytes, not the extension) under
+size caps; ``detect_format`` tells a torch.profiler Chrome trace from an Nsight Compute CSV by content; ``KernelRecord`` is
 one GPU activity (a kernel, a memcpy or a memset) as ``chrome.read_chrome`` and ``ncu.read_ncu`` return it.
 """
 
@@ -14,6 +14,7 @@ import re
 import zlib
 from typing import Any, Literal, NamedTuple
 
+from .._files import open_regular
 from ..errors import ArgumentTypeError, MeasurementError
 
 __all__ = [
@@ -101,13 +102,13 @@ def read_text(
 
     A gzip file over ``max_file_bytes`` on disk, or whose text grows past ``max_text_bytes`` (checked while
     decompressing, before it is all in memory), is refused; so is a plain file over ``max_text_bytes``. Every
-    failure is a MeasurementError naming the path (a missing file, a directory, no permission, bad gzip,
-    not UTF-8, empty).
+    failure is a MeasurementError naming the path (a missing file, a directory, a named pipe or a device, no
+    permission, bad gzip, not UTF-8, empty).
     """
     p = _fspath(path)
     try:
-        with open(p, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
+        f, p, size = open_regular(p, "profile", MeasurementError)  # a regular file only: a pipe would block here
+        with f:
             head = f.read(2)
             f.seek(0)
             if head == GZIP_MAGIC:
