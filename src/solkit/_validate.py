@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
 import numbers
-from typing import Any, Callable, Iterable, TypeVar
+import os
+import re
+import sys
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import numpy as np
 
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
 __all__ = ["dim", "whole", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
-           "name_text", "shown"]
+           "name_text", "shown", "suggest", "did_you_mean", "user_stacklevel"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -147,16 +151,54 @@ def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -
 
 
 def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
-    """Validate a string option against its allowed values (case-insensitive)."""
+    """Validate a string option against its allowed values (case-insensitive); a near miss gets a did-you-mean."""
     allowed = tuple(allowed)
     if type(value) is str and value in allowed:
         return value
     if not isinstance(value, str):
-        raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}")
     key = value.strip().lower()
     if key not in allowed:
-        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}"
+                          f"{did_you_mean(value, allowed)}")
     return key
+
+
+#: how near a name must be to an allowed one to be suggested (difflib's ratio)
+NEAR = 0.6
+_PARTS = re.compile(r"[\s_.:/-]+")
+
+
+def suggest(value: Any, allowed: Iterable[str], n: int = 3) -> list[str]:
+    """The allowed names nearest ``value`` (at most ``n``, nearest first); none for a non-string.
+
+    The same name spelt with other separators (``layer_norm`` for ``layernorm``) alone, if there is one; else
+    difflib's close matches (ratio >= ``NEAR``, case-insensitive), then the names holding ``value`` as one of
+    their words (``flops`` in ``model_flops``).
+    """
+    if not isinstance(value, str):
+        return []
+    key = value.strip().lower()
+    if not key or len(key) > 200:  # nothing to match, or no name's near miss (and difflib's time grows with it)
+        return []
+    names = list(dict.fromkeys(a for a in allowed if isinstance(a, str)))
+    lowered: dict[str, str] = {}
+    for a in names:
+        lowered.setdefault(a.lower(), a)
+    squeezed = _PARTS.sub("", key)
+    found = [a for a in names if _PARTS.sub("", a.lower()) == squeezed and a.lower() != key]
+    if found:  # the same name but for its separators: nothing else is as near
+        return found[:n]
+    found += [lowered[m] for m in difflib.get_close_matches(key, list(lowered), n=n, cutoff=NEAR)]
+    if len(squeezed) >= 3:
+        found += [a for a in names if squeezed in _PARTS.split(a.lower())]
+    return [a for a in dict.fromkeys(found) if a.lower() != key][:n]
+
+
+def did_you_mean(value: Any, allowed: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the nearest allowed names (``suggest``), or ``""`` when none is near."""
+    near = suggest(value, allowed)
+    return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
 
 
 def as_result(x: Any) -> Any:
@@ -195,17 +237,24 @@ def broadcast(**named: Any) -> tuple[int, ...]:
         raise ShapeError(f"the array arguments do not broadcast together: {shapes}") from None
 
 
-def checked_call(function: F) -> F:
+def checked_call(function: F, label: Optional[str] = None) -> F:
     """``function`` whose call mistakes (an unknown keyword, a missing or extra argument) are ArgumentTypeErrors naming them.
 
     Python's own ``TypeError`` for a bad call is turned into the solkit error: the function is
     called as is (no cost on a good call) and the arguments are bound to its signature only
     when it raised a ``TypeError``; a ``TypeError`` from inside the function passes unchanged.
+    An unknown keyword's message lists the keywords the function takes and, for a near miss,
+    a did-you-mean (``suggest``). ``label``: the name the messages give the call (default
+    ``name()``; e.g. ``Kernel()`` for a class's ``__new__``).
     """
     signature = inspect.signature(function)
-    label = f"{function.__name__}()"
+    label = label or f"{function.__name__}()"
     names = tuple(signature.parameters)
+    listed = names[1:] if names and names[0] in ("self", "cls") else names  # the bound instance is no argument
+    keywords = tuple(n for n in listed if signature.parameters[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
     any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    stars = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    takes = ", ".join(stars.get(signature.parameters[n].kind, "") + n for n in listed) or "no arguments"
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -214,17 +263,34 @@ def checked_call(function: F) -> F:
         except SolkitError:
             raise
         except TypeError:
-            unknown = [k for k in kwargs if k not in names] if not any_keyword else []
+            unknown = [k for k in kwargs if k not in keywords] if not any_keyword else []
             if unknown:  # named first: a misspelt keyword also leaves the right one missing
-                raise ArgumentTypeError(f"{label}: got an unexpected keyword argument {unknown[0]!r}; it takes: "
-                                        f"{', '.join(names)}") from None
+                what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
+                        f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
+                near = [f"{n!r} for {k!r}" if len(unknown) > 1 else repr(n)
+                        for k in unknown for n in suggest(k, keywords)[:1 if len(unknown) > 1 else 3]]
+                hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                raise ArgumentTypeError(f"{label}: got {what}; it takes: {takes}{hint}") from None
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise ArgumentTypeError(f"{label}: {exc}; it takes: {', '.join(names)}") from None
+                raise ArgumentTypeError(f"{label}: {exc}; it takes: {takes}") from None
             raise
 
     return call  # type: ignore[return-value]  # the same signature (functools.wraps)
+
+
+#: the folder of solkit's own modules (a warning points at the first frame outside it)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes the calling function's ``warnings.warn`` point at the first frame outside solkit
+    (the user's line, whatever wrappers such as ``checked_call`` lie between)."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def name_text(argument: str, value: Any) -> str:
