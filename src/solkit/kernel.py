@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ._num import Num, shape_of
-from ._validate import shown
+from ._validate import checked_call, shown
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
@@ -322,6 +322,9 @@ class Kernel(_KernelFields):
             raise ShapeError(f"{name}: the figures do not broadcast together ({shapes})") from None
         return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n,
                                    rows, link))
+
+    # an unknown keyword (flops=) or a missing argument: an ArgumentTypeError naming it and what Kernel takes
+    __new__ = checked_call(__new__, "Kernel()")  # type: ignore[assignment]
 
     @property
     def executed_flops(self) -> Num:
