@@ -17,7 +17,7 @@ import numpy as np
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
 __all__ = ["dim", "whole", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
-           "name_text", "shown", "suggest", "did_you_mean", "user_stacklevel"]
+           "name_text", "shown", "suggest", "did_you_mean", "user_stacklevel", "digits"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -59,8 +59,21 @@ def _too_large(name: str) -> ShapeError:
     return ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got an integer beyond that")
 
 
+def digits(n: int) -> str:
+    """How many digits an integer has, in words (exact below Python's 4300-digit limit on printing one, else about)."""
+    if abs(n).bit_length() < 14000:  # 14000 bits: about 4214 digits
+        return f"{len(str(abs(n)))} digits"
+    return f"about {int(math.log10(abs(n))) + 1} digits"
+
+
 def shown(value: Any) -> str:
-    text = repr(value)
+    """``value`` for an error message: its repr, cut to 60 characters (an int too long to print: its digit count)."""
+    if isinstance(value, int) and abs(value).bit_length() >= 14000:
+        return f"an integer of {digits(value)}"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the error being reported
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -103,7 +116,7 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
                 return float(value)
             except OverflowError:
                 raise ShapeError(f"{name} must be {_integer(minimum)} that float64 can hold (below 1.8e308), "
-                                 f"got an integer of {len(str(value))} digits") from None
+                                 f"got an integer of {digits(value)}") from None
     arr = _as_array(name, value)
     if arr.size:
         low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
@@ -138,8 +151,15 @@ def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -
     """Validate a positive finite real (seconds, FLOPs): a float for a scalar, a float64 array for an array."""
     kind = type(value)
     if (kind is float or kind is int) and 0 < value < math.inf:
-        return float(value)
-    arr = _as_array(name, value).astype(np.float64)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float64
+            raise error(f"{name} must be a positive finite number that float64 can hold (below 1.8e308), got an "
+                        f"integer of {digits(value)}") from None
+    try:
+        arr = _as_array(name, value).astype(np.float64)
+    except ShapeError as exc:  # a number beyond float64 in a list: this argument's error
+        raise error(str(exc)) from None
     if not arr.size:
         raise error(f"{name} must hold at least one value, got an empty array of shape {arr.shape}")
     bad = ~np.isfinite(arr) | (arr <= 0)
@@ -174,7 +194,7 @@ def suggest(value: Any, allowed: Iterable[str], n: int = 3) -> list[str]:
 
     The same name spelt with other separators (``layer_norm`` for ``layernorm``) alone, if there is one; else
     difflib's close matches (ratio >= ``NEAR``, case-insensitive), then the names holding ``value`` as one of
-    their words (``flops`` in ``model_flops``).
+    their words (``flops`` in ``model_flops``) and the names that are one of its words (``zero`` in ``zero_stage``).
     """
     if not isinstance(value, str):
         return []
@@ -190,8 +210,10 @@ def suggest(value: Any, allowed: Iterable[str], n: int = 3) -> list[str]:
     if found:  # the same name but for its separators: nothing else is as near
         return found[:n]
     found += [lowered[m] for m in difflib.get_close_matches(key, list(lowered), n=n, cutoff=NEAR)]
-    if len(squeezed) >= 3:
+    if len(squeezed) >= 3:  # a word of a name: flops in model_flops
         found += [a for a in names if squeezed in _PARTS.split(a.lower())]
+    words = set(_PARTS.split(key))  # a name that is a word of it: zero in zero_stage, dp in dp_size
+    found += [a for a in names if len(a) >= 2 and a.lower() in words]
     return [a for a in dict.fromkeys(found) if a.lower() != key][:n]
 
 

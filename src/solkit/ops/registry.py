@@ -332,10 +332,10 @@ def _public_function(op: Operator, count: Callable[..., Workload]) -> Callable[.
 
 @checked_call
 def get(name: Any) -> Operator:
-    """The registered operator called ``name`` (dashes or underscores); a near miss gets a did-you-mean."""
+    """The registered operator called ``name`` (any case, dashes or underscores); a near miss gets a did-you-mean."""
     if not isinstance(name, str):
         raise ArgumentTypeError(f"op must be an operator name, one of {', '.join(sorted(_REGISTRY))}; got {shown(name)}")
-    key = name.replace("-", "_")
+    key = name.strip().lower().replace("-", "_")  # case-insensitive, as every option
     if key not in _REGISTRY:
         raise OptionError(f"op must be one of {', '.join(sorted(_REGISTRY))}; got {shown(name)}"
                           f"{did_you_mean(key, _REGISTRY)}")
