@@ -47,12 +47,22 @@ def _columns(result: Any) -> dict[str, np.ndarray]:
                 from exc
         if values.ndim != 1:
             raise ShapeError(f"result[{name!r}] must be one column of values (a 1-d list), got shape {values.shape}")
+        if values.dtype == object and values.size and all(_real(v) for v in values):  # numbers held as objects
+            try:
+                values = values.astype(np.float64)
+            except OverflowError:
+                raise ShapeError(f"result[{name!r}] holds an integer beyond float64 (about 1.8e308)") from None
         columns[name] = values
     lengths = {len(v) for v in columns.values()}
     if len(lengths) > 1:
         raise ShapeError("the sweep's columns must be of one length, got "
                          + ", ".join(f"{k} {len(v)}" for k, v in columns.items()))
     return columns
+
+
+def _real(value: Any) -> bool:
+    """A real number that is not a bool (a cell of an object column)."""
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
 
 
 def _numbers(name: str, values: np.ndarray, seconds: bool = False) -> np.ndarray:
