@@ -493,7 +493,7 @@ CASES: list[Adv] = [
     Adv("api-models: forward unknown keyword", lambda: models.preset("llama3-8b").forward(foo=1), ArgumentTypeError,
         TypeError, ("foo", "forward")),
     Adv("api-models: the old preset(name, batch=, seq=) shows the new call",
-        lambda: models.preset("llama3-8b", batch=2, seq=512), OptionError, ValueError,
+        lambda: models.preset("llama3-8b", batch=2, seq=512), ArgumentTypeError, TypeError,
         ("preset('llama3-8b').forward(batch=2, seq=512)",)),
     Adv("api-models: resnet50 unknown keyword", lambda: models.resnet50(1, foo=1), ArgumentTypeError, TypeError,
         ("foo", "resnet50")),

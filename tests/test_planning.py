@@ -7,7 +7,7 @@ import pytest
 
 import solkit as sk
 from solkit import models, ops, planning
-from solkit.errors import OptionError
+from solkit.errors import ArgumentTypeError, OptionError
 
 LLAMA = models.preset("llama3-8b")
 
@@ -81,6 +81,6 @@ def test_matmul_weight_dtype_counts_b_in_its_own_precision():
 
 
 def test_inference_refuses_a_workload():
-    """inference takes the architecture, not a workload."""
-    with pytest.raises(OptionError, match="must be a solkit.models.Transformer"):
+    """inference takes the architecture, not a workload: a wrong type, so an ArgumentTypeError (a TypeError)."""
+    with pytest.raises(ArgumentTypeError, match="must be a solkit.models.Transformer"):
         planning.inference(LLAMA.forward(batch=1, seq=128), "h200")

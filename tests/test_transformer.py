@@ -178,8 +178,9 @@ def test_learned_positions_bound_the_sequence():
 
 
 def test_old_preset_call_shows_the_new_one():
-    """preset(name, batch=, seq=) (the 0.1 call) is an OptionError spelling preset(name).forward(batch=, seq=)."""
-    with pytest.raises(OptionError, match=r"preset\('llama3-8b'\).forward\(batch=1, seq=8192\)"):
+    """preset(name, batch=, seq=) (the 0.1 call) is an ArgumentTypeError (a call mistake: keywords preset does not take)
+    spelling preset(name).forward(batch=, seq=)."""
+    with pytest.raises(ArgumentTypeError, match=r"preset\('llama3-8b'\).forward\(batch=1, seq=8192\)"):
         models.preset("llama3-8b", batch=1, seq=8192)
 
 

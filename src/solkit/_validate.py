@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import inspect
 import math
 import numbers
-from typing import Any, Callable, Iterable, TypeVar
+import os
+import re
+import sys
+from typing import Any, Callable, Iterable, Optional, TypeVar
 
 import numpy as np
 
 from .errors import ArgumentTypeError, MeasurementError, OptionError, ShapeError, SolkitError
 
 __all__ = ["dim", "whole", "choice", "positive", "as_result", "flag", "first_bad", "finite_result", "broadcast", "checked_call",
-           "name_text", "shown"]
+           "name_text", "shown", "suggest", "did_you_mean", "user_stacklevel", "digits"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -55,8 +59,21 @@ def _too_large(name: str) -> ShapeError:
     return ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got an integer beyond that")
 
 
+def digits(n: int) -> str:
+    """How many digits an integer has, in words (exact below Python's 4300-digit limit on printing one, else about)."""
+    if abs(n).bit_length() < 14000:  # 14000 bits: about 4214 digits
+        return f"{len(str(abs(n)))} digits"
+    return f"about {int(math.log10(abs(n))) + 1} digits"
+
+
 def shown(value: Any) -> str:
-    text = repr(value)
+    """``value`` for an error message: its repr, cut to 60 characters (an int too long to print: its digit count)."""
+    if isinstance(value, int) and abs(value).bit_length() >= 14000:
+        return f"an integer of {digits(value)}"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the error being reported
+        text = f"<a {type(value).__name__}>"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -99,7 +116,7 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
                 return float(value)
             except OverflowError:
                 raise ShapeError(f"{name} must be {_integer(minimum)} that float64 can hold (below 1.8e308), "
-                                 f"got an integer of {len(str(value))} digits") from None
+                                 f"got an integer of {digits(value)}") from None
     arr = _as_array(name, value)
     if arr.size:
         low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
@@ -134,8 +151,15 @@ def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -
     """Validate a positive finite real (seconds, FLOPs): a float for a scalar, a float64 array for an array."""
     kind = type(value)
     if (kind is float or kind is int) and 0 < value < math.inf:
-        return float(value)
-    arr = _as_array(name, value).astype(np.float64)
+        try:
+            return float(value)
+        except OverflowError:  # an int beyond float64
+            raise error(f"{name} must be a positive finite number that float64 can hold (below 1.8e308), got an "
+                        f"integer of {digits(value)}") from None
+    try:
+        arr = _as_array(name, value).astype(np.float64)
+    except ShapeError as exc:  # a number beyond float64 in a list: this argument's error
+        raise error(str(exc)) from None
     if not arr.size:
         raise error(f"{name} must hold at least one value, got an empty array of shape {arr.shape}")
     bad = ~np.isfinite(arr) | (arr <= 0)
@@ -147,16 +171,56 @@ def positive(name: str, value: Any, error: type[Exception] = MeasurementError) -
 
 
 def choice(name: str, value: Any, allowed: Iterable[str]) -> str:
-    """Validate a string option against its allowed values (case-insensitive)."""
+    """Validate a string option against its allowed values (case-insensitive); a near miss gets a did-you-mean."""
     allowed = tuple(allowed)
     if type(value) is str and value in allowed:
         return value
     if not isinstance(value, str):
-        raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise ArgumentTypeError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}")
     key = value.strip().lower()
     if key not in allowed:
-        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+        raise OptionError(f"{name} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}"
+                          f"{did_you_mean(value, allowed)}")
     return key
+
+
+#: how near a name must be to an allowed one to be suggested (difflib's ratio)
+NEAR = 0.6
+_PARTS = re.compile(r"[\s_.:/-]+")
+
+
+def suggest(value: Any, allowed: Iterable[str], n: int = 3) -> list[str]:
+    """The allowed names nearest ``value`` (at most ``n``, nearest first); none for a non-string.
+
+    The same name spelt with other separators (``layer_norm`` for ``layernorm``) alone, if there is one; else
+    difflib's close matches (ratio >= ``NEAR``, case-insensitive), then the names holding ``value`` as one of
+    their words (``flops`` in ``model_flops``) and the names that are one of its words (``zero`` in ``zero_stage``).
+    """
+    if not isinstance(value, str):
+        return []
+    key = value.strip().lower()
+    if not key or len(key) > 200:  # nothing to match, or no name's near miss (and difflib's time grows with it)
+        return []
+    names = list(dict.fromkeys(a for a in allowed if isinstance(a, str)))
+    lowered: dict[str, str] = {}
+    for a in names:
+        lowered.setdefault(a.lower(), a)
+    squeezed = _PARTS.sub("", key)
+    found = [a for a in names if _PARTS.sub("", a.lower()) == squeezed and a.lower() != key]
+    if found:  # the same name but for its separators: nothing else is as near
+        return found[:n]
+    found += [lowered[m] for m in difflib.get_close_matches(key, list(lowered), n=n, cutoff=NEAR)]
+    if len(squeezed) >= 3:  # a word of a name: flops in model_flops
+        found += [a for a in names if squeezed in _PARTS.split(a.lower())]
+    words = set(_PARTS.split(key))  # a name that is a word of it: zero in zero_stage, dp in dp_size
+    found += [a for a in names if len(a) >= 2 and a.lower() in words]
+    return [a for a in dict.fromkeys(found) if a.lower() != key][:n]
+
+
+def did_you_mean(value: Any, allowed: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the nearest allowed names (``suggest``), or ``""`` when none is near."""
+    near = suggest(value, allowed)
+    return f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
 
 
 def as_result(x: Any) -> Any:
@@ -195,17 +259,24 @@ def broadcast(**named: Any) -> tuple[int, ...]:
         raise ShapeError(f"the array arguments do not broadcast together: {shapes}") from None
 
 
-def checked_call(function: F) -> F:
+def checked_call(function: F, label: Optional[str] = None) -> F:
     """``function`` whose call mistakes (an unknown keyword, a missing or extra argument) are ArgumentTypeErrors naming them.
 
     Python's own ``TypeError`` for a bad call is turned into the solkit error: the function is
     called as is (no cost on a good call) and the arguments are bound to its signature only
     when it raised a ``TypeError``; a ``TypeError`` from inside the function passes unchanged.
+    An unknown keyword's message lists the keywords the function takes and, for a near miss,
+    a did-you-mean (``suggest``). ``label``: the name the messages give the call (default
+    ``name()``; e.g. ``Kernel()`` for a class's ``__new__``).
     """
     signature = inspect.signature(function)
-    label = f"{function.__name__}()"
+    label = label or f"{function.__name__}()"
     names = tuple(signature.parameters)
+    listed = names[1:] if names and names[0] in ("self", "cls") else names  # the bound instance is no argument
+    keywords = tuple(n for n in listed if signature.parameters[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
     any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    stars: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    takes = ", ".join(stars.get(signature.parameters[n].kind, "") + n for n in listed) or "no arguments"
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -214,17 +285,34 @@ def checked_call(function: F) -> F:
         except SolkitError:
             raise
         except TypeError:
-            unknown = [k for k in kwargs if k not in names] if not any_keyword else []
+            unknown = [k for k in kwargs if k not in keywords] if not any_keyword else []
             if unknown:  # named first: a misspelt keyword also leaves the right one missing
-                raise ArgumentTypeError(f"{label}: got an unexpected keyword argument {unknown[0]!r}; it takes: "
-                                        f"{', '.join(names)}") from None
+                what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
+                        f"unexpected keyword arguments {', '.join(map(repr, unknown))}")
+                near = [f"{n!r} for {k!r}" if len(unknown) > 1 else repr(n)
+                        for k in unknown for n in suggest(k, keywords)[:1 if len(unknown) > 1 else 3]]
+                hint = f"; did you mean {' or '.join(near)}?" if near else ""
+                raise ArgumentTypeError(f"{label}: got {what}; it takes: {takes}{hint}") from None
             try:
                 signature.bind(*args, **kwargs)
             except TypeError as exc:
-                raise ArgumentTypeError(f"{label}: {exc}; it takes: {', '.join(names)}") from None
+                raise ArgumentTypeError(f"{label}: {exc}; it takes: {takes}") from None
             raise
 
     return call  # type: ignore[return-value]  # the same signature (functools.wraps)
+
+
+#: the folder of solkit's own modules (a warning points at the first frame outside it)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes the calling function's ``warnings.warn`` point at the first frame outside solkit
+    (the user's line, whatever wrappers such as ``checked_call`` lie between)."""
+    level, frame = 1, sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def name_text(argument: str, value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from ._num import Num, shape_of
-from ._validate import shown
+from ._validate import checked_call, digits, shown
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .precision import PRECISIONS, normalize
 
@@ -147,7 +147,7 @@ def _figure(kernel: str, name: str, value: Any) -> Num:
                 return float(value)
             except OverflowError:  # an int beyond float64
                 raise overflow(ShapeError(f"{kernel}: {name} must be a finite number >= 0 that float64 can hold "
-                                          f"(below 1.8e308), got an integer of {len(str(value))} digits")) from None
+                                          f"(below 1.8e308), got an integer of {digits(value)}")) from None
         error = ShapeError(f"{kernel}: {name} must be a finite number >= 0, got {value!r}")
         raise overflow(error) if value != value or value in (_INF, -_INF) else error
     if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
@@ -191,7 +191,7 @@ def _index(bad: np.ndarray) -> Any:
 
 def big_count(n: int) -> str:
     """A large count, short: 1e+12, or the digits of one beyond float64."""
-    return f"{n:.4g}" if n < 10**300 else f"an integer of {len(str(n))} digits"
+    return f"{n:.4g}" if n < 10**300 else f"an integer of {digits(n)}"
 
 
 def overflow(error: ShapeError) -> ShapeError:
@@ -322,6 +322,9 @@ class Kernel(_KernelFields):
             raise ShapeError(f"{name}: the figures do not broadcast together ({shapes})") from None
         return tuple.__new__(cls, (name, kind, precision, mf, vf, br, bw, useful, gemm, vector_precision, op or name, n,
                                    rows, link))
+
+    # an unknown keyword (flops=) or a missing argument: an ArgumentTypeError naming it and what Kernel takes
+    __new__ = checked_call(__new__, "Kernel()")  # type: ignore[assignment]
 
     @property
     def executed_flops(self) -> Num:

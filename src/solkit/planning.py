@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from ._num import result
-from ._validate import dim
+from ._validate import checked_call, dim, shown
 from .capture.hf import CapturedModel
-from .errors import OptionError
+from .errors import ArgumentTypeError, OptionError
 from .hardware import as_gpu
 from .models.architecture import Transformer
 from .models.memory import MemoryFootprint, memory
@@ -78,14 +78,17 @@ class InferenceEstimate:
                 f"{'' if self.fits in (None, True) else ' (does NOT fit)'})")
 
 
+@checked_call
 def inference(model: Transformer, gpu: Any, batch: Any = 1, prompt: Any = 2048, output: Any = 256, dtype: Any = "bf16",
               kv_dtype: Any = None, quant: Any = None, kernels: Any = "eager", impl: Any = "sdpa") -> InferenceEstimate:
     """Predicted TTFT, TPOT, tokens/s and memory of serving ``model`` on ``gpu`` (module docstring)."""
     if isinstance(model, CapturedModel):
         return _captured(model, gpu, batch, prompt, output, dtype, kv_dtype, quant, kernels, impl)
     if not isinstance(model, Transformer):
-        raise OptionError(f"model must be a solkit.models.Transformer or a captured model (models.preset(...), "
-                          f"models.from_hf_config(...)), got {type(model).__name__}")
+        hint = (f": build it with models.preset({shown(model)}) or models.from_hf_config(...)" if isinstance(model, str)
+                else "")
+        raise ArgumentTypeError(f"model must be a solkit.models.Transformer or a captured model (models.preset(...), "
+                                f"models.from_hf_config(...)), got the {type(model).__name__} {shown(model)}{hint}")
     g = as_gpu(gpu)
     b = dim("batch", batch)
     p = int(dim("prompt", prompt)) if np.ndim(prompt) == 0 else _scalar("prompt")

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ._validate import did_you_mean, shown
 from .errors import ArgumentTypeError, UnknownPrecisionError
 
 __all__ = [
@@ -114,7 +115,8 @@ def normalize(precision: Any, argument: str = "dtype") -> str:
     if key in _ALIASES:
         return _ALIASES[key]
     known = ", ".join(sorted(PRECISIONS))
-    raise UnknownPrecisionError(f"{argument} must be one of {known} (or an alias such as 'bfloat16', 'fp8'), got {precision!r}")
+    raise UnknownPrecisionError(f"{argument} must be one of {known} (or an alias such as 'bfloat16', 'fp8'), got "
+                                f"{shown(precision)}{did_you_mean(key, [*PRECISIONS, *_ALIASES])}")
 
 
 def storage_bytes(precision: Any, argument: str = "dtype") -> float:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import yaml
 
+from .._validate import checked_call, did_you_mean, shown, user_stacklevel
 from ..errors import ArgumentTypeError, SpecError, SpecFolderWarning, UnknownGPUError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -516,7 +517,7 @@ def _build_index(dirs: tuple[Path, ...]) -> _Index:
     problems += [f"{' and '.join(paths)} both claim the name {n!r}: loading {n!r} is refused until one drops it"
                  for n, paths in ambiguous.items()]
     for problem in problems:
-        warnings.warn(problem, SpecFolderWarning, stacklevel=5)
+        warnings.warn(problem, SpecFolderWarning, stacklevel=user_stacklevel())
     unique = {n: paths[0] for n, paths in claims.items() if len(paths) == 1}
     return _Index(unique, frozenset(canonical), broken, ambiguous)
 
@@ -539,11 +540,13 @@ def _index(extra: Any, refresh: bool) -> _Index:
     return index
 
 
+@checked_call
 def list_gpus(spec_path: Any = None) -> list[str]:
     """Canonical names of the available specs (shipped, $SOLKIT_SPEC_PATH, ``spec_path``), sorted."""
     return sorted(_index(spec_path, refresh=True).canonical)
 
 
+@checked_call
 def load_gpu(name: Any, spec_path: Any = None) -> "GPU":
     """A GPU by canonical name, alias (case-insensitive) or path to a YAML file."""
     if type(name) is str and spec_path is None:  # the fast path: a name seen before, its file unchanged (one stat)
@@ -605,9 +608,10 @@ def _load_gpu(name: Any, spec_path: Any) -> "GPU":
     if gpu is None:
         aliases = sorted(k for k, p in index.names.items() if k != Path(p).stem)
         folder = " (a folder of specs is passed as spec_path=)" if os.sep in name and os.path.isdir(name) else ""
+        known = sorted(index.canonical)
         raise UnknownGPUError(
-            f"gpu {name!r} is not a known GPU{folder}; known names: {', '.join(sorted(index.canonical))}; "
-            f"aliases: {', '.join(aliases)}"
+            f"gpu {shown(name)} is not a known GPU{folder}; known names: {', '.join(known)}; "
+            f"aliases: {', '.join(aliases)}{did_you_mean(name, [*known, *aliases])}"
         )
     return gpu
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping
 
+from .._validate import checked_call, did_you_mean, shown
 from ..errors import ArgumentTypeError, OptionError
 from .architecture import Transformer
 
@@ -49,6 +50,7 @@ def preset_names() -> tuple[str, ...]:
     return tuple(_presets())
 
 
+@checked_call
 def preset(name: Any, *args: Any, **kwargs: Any) -> Transformer:
     """The published architecture ``name`` (``preset_names()``) as a ``Transformer``; its methods build workloads.
 
@@ -56,14 +58,15 @@ def preset(name: Any, *args: Any, **kwargs: Any) -> Transformer:
     ``preset(name, batch=, seq=)`` is ``preset(name).forward(batch=, seq=)``.
     """
     if args or kwargs:
-        given = ", ".join([*(repr(a) for a in args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items() if k in ("batch", "seq")) or "batch=..., seq=..."
-        raise OptionError(f"preset(name) takes only the name and returns a Transformer (changed in solkit 0.2), got "
-                          f"preset({name!r}, {given}); write models.preset({name!r}).forward({shown}) for the forward "
-                          f"pass, or models.preset({name!r}).with_(...) to change the architecture")
+        given = ", ".join([*(shown(a) for a in args), *(f"{k}={shown(v)}" for k, v in kwargs.items())])
+        call = ", ".join(f"{k}={shown(v)}" for k, v in kwargs.items() if k in ("batch", "seq")) or "batch=..., seq=..."
+        raise ArgumentTypeError(f"preset(name) takes only the name and returns a Transformer (changed in solkit 0.2), got "
+                                f"preset({shown(name)}, {given}); write models.preset({shown(name)}).forward({call}) for "
+                                f"the forward pass, or models.preset({shown(name)}).with_(...) to change the architecture")
     if not isinstance(name, str):
-        raise ArgumentTypeError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {name!r}")
+        raise ArgumentTypeError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {shown(name)}")
     key = name.strip().lower()
     if key not in _presets():
-        raise OptionError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {name!r}")
+        raise OptionError(f"preset name must be one of {', '.join(map(repr, preset_names()))}, got {shown(name)}"
+                          f"{did_you_mean(name, preset_names())}")
     return _presets()[key]

@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 from typing import Any, Optional
 
-from .._validate import checked_call, choice, dim, flag
-from ..errors import OptionError
+import numpy as np
+
+from .._validate import checked_call, choice, dim, flag, shown
+from ..errors import ArgumentTypeError, OptionError
 from ..ops import adamw, foreach
 from ..ops.registry import REGISTRY
 from ..precision import normalize
@@ -145,7 +147,10 @@ def resolve_amp(amp: Any, dtype: str) -> bool:
     if amp is None:
         return dtype in _HALF
     if amp is not True and amp is not False:
-        raise OptionError(f"amp must be True, False or None (the default: True for a bf16 or fp16 forward), got {amp!r}")
+        if not isinstance(amp, np.bool_):  # a string, a number: the wrong type (numpy's bool is a bool)
+            raise ArgumentTypeError(f"amp must be True, False or None (the default: True for a bf16 or fp16 forward), "
+                                    f"got {shown(amp)}")
+        amp = bool(amp)
     if amp and dtype not in _HALF:
         raise OptionError(f"amp=True autocasts to a 16-bit precision; the forward is {dtype}: build it with dtype='bf16' "
                           "or 'fp16', or pass amp=False")

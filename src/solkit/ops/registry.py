@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional
 
 import numpy as np
 
-from .._validate import broadcast, checked_call, choice, dim, flag
+from .._validate import broadcast, checked_call, choice, did_you_mean, dim, flag, shown
 from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import PRECISIONS, normalize
 from ..workload import KERNEL_KINDS, OpCall, Workload, is_overflow, overflow
@@ -184,7 +184,9 @@ class Operator:
         for p in self.params:
             if p.name == name:
                 return p
-        raise OptionError(f"{self.name} has no parameter {name!r}; it takes: {', '.join(p.name for p in self.params)}")
+        names = [p.name for p in self.params]
+        raise OptionError(f"{self.name} has no parameter {shown(name)}; it takes: {', '.join(names)}"
+                          f"{did_you_mean(name, names)}")
 
     def validate(self, args: dict[str, Any]) -> dict[str, Any]:
         """Every argument validated, broadcast-checked and constraint-checked (``args`` is updated and returned)."""
@@ -328,11 +330,15 @@ def _public_function(op: Operator, count: Callable[..., Workload]) -> Callable[.
     return public
 
 
+@checked_call
 def get(name: Any) -> Operator:
-    """The registered operator called ``name`` (dashes or underscores)."""
-    key = name.replace("-", "_") if isinstance(name, str) else name
+    """The registered operator called ``name`` (any case, dashes or underscores); a near miss gets a did-you-mean."""
+    if not isinstance(name, str):
+        raise ArgumentTypeError(f"op must be an operator name, one of {', '.join(sorted(_REGISTRY))}; got {shown(name)}")
+    key = name.strip().lower().replace("-", "_")  # case-insensitive, as every option
     if key not in _REGISTRY:
-        raise OptionError(f"op must be one of {', '.join(sorted(_REGISTRY))}; got {name!r}")
+        raise OptionError(f"op must be one of {', '.join(sorted(_REGISTRY))}; got {shown(name)}"
+                          f"{did_you_mean(key, _REGISTRY)}")
     return _REGISTRY[key]
 
 

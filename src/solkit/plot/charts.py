@@ -12,7 +12,7 @@ import numpy as np
 
 from .._impossible import below_bound
 from .._optional import PLOT_INSTALL_HINT, require_matplotlib
-from .._validate import flag, positive
+from .._validate import checked_call, did_you_mean, flag, positive, shown, user_stacklevel
 from ..errors import (
     ArgumentTypeError,
     MeasurementError,
@@ -81,12 +81,42 @@ def _labelled(workloads: Any) -> dict[str, Workload]:
     return out
 
 
+def check_axes(ax: Any) -> Optional["Axes"]:
+    """``ax``: None (a new figure) or matplotlib Axes; anything else is an ArgumentTypeError."""
+    from matplotlib.axes import Axes
+
+    if ax is not None and not isinstance(ax, Axes):
+        raise ArgumentTypeError(f"ax must be matplotlib Axes (e.g. fig.add_subplot()) or None, got the "
+                                f"{type(ax).__name__} {shown(ax)}")
+    return ax
+
+
+def check_title(title: Any) -> Optional[str]:
+    """``title``: None or a string; anything else is an ArgumentTypeError."""
+    if title is not None and not isinstance(title, str):
+        raise ArgumentTypeError(f"title must be a string or None, got the {type(title).__name__} {shown(title)}")
+    return title
+
+
+def _check_measured(measured: Any) -> Optional[Mapping[str, Any]]:
+    """``measured``: None or a mapping label -> seconds; a list, a number or a string is an ArgumentTypeError."""
+    if measured is not None and not isinstance(measured, Mapping):
+        raise ArgumentTypeError(f"measured must be a dict label -> measured seconds (e.g. {{'matmul': 1.2e-3}}) or None, "
+                                f"got the {type(measured).__name__} {shown(measured)}")
+    return measured
+
+
 def roof_specs(gpu: GPU, precisions: Any) -> list[tuple[str, str, float]]:
     """(precision, unit actually used, FLOP/s) of each compute roof to draw, highest first, no repeats."""
     if precisions is None:
         wanted: list[tuple[str, str]] = list(DEFAULT_PRECISIONS)
         optional = True
     else:
+        if isinstance(precisions, (bytes, Mapping)) or not isinstance(precisions, (str, Iterable)):
+            raise ArgumentTypeError(
+                f"precisions must be a precision name ('bf16'), 'precision:unit' ('fp32:vector'), a (precision, unit) "
+                f"pair or a list of them, got the {type(precisions).__name__} {shown(precisions)}"
+            )
         single = isinstance(precisions, str) or (
             isinstance(precisions, tuple) and len(precisions) == 2 and precisions[1] in ("matrix", "vector")
         )
@@ -97,7 +127,7 @@ def roof_specs(gpu: GPU, precisions: Any) -> list[tuple[str, str, float]]:
                 prec, unit = item, "matrix"
                 if ":" in item:
                     prec, unit = (s.strip() for s in item.split(":", 1))
-            elif isinstance(item, tuple) and len(item) == 2:
+            elif isinstance(item, tuple) and len(item) == 2 and all(isinstance(s, str) for s in item):
                 prec, unit = item
             else:
                 raise ArgumentTypeError(
@@ -261,9 +291,13 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
     A measured time below the workload's T_SOL is flagged (a point above the roof: impossible).
     """
     measured = dict(measured or {})
+    for k in measured:
+        if not isinstance(k, str):
+            raise ArgumentTypeError(f"measured keys must be str labels of the workloads {list(workloads)}, got {shown(k)}")
     unknown = [k for k in measured if k not in workloads]
     if unknown:
-        raise OptionError(f"measured has label(s) {unknown} that are not among the workloads {list(workloads)}")
+        raise OptionError(f"measured has label(s) {unknown} that are not among the workloads {list(workloads)}"
+                          f"{did_you_mean(unknown[0], workloads)}")
     points = []
     for label, w in workloads.items():
         if w.shape != ():
@@ -278,7 +312,7 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
                 f"workload {label!r} has {flops:g} FLOPs and {float(r.bytes):g} bytes: it has no place on a log-log"
                 " roofline and is left out of the chart",
                 SolkitWarning,
-                stacklevel=3,
+                stacklevel=user_stacklevel(),
             )
             continue
         p = Point(label, x, flops / t_sol / TERA, str(r.bound))
@@ -289,13 +323,15 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
                     f"measured[{label!r}] must be one number of seconds, got an array of shape {np.shape(seconds_arr)}"
                 )
             seconds = float(seconds_arr)
-            below_bound(f"measured[{label!r}]", seconds, t_sol, lambda: f"{w.name!r} on {gpu.name}", strict, stacklevel=3)
+            below_bound(f"measured[{label!r}]", seconds, t_sol, lambda: f"{w.name!r} on {gpu.name}", strict,
+                        stacklevel=user_stacklevel())
             p.measured_y = flops / seconds / TERA
             p.sol_fraction = t_sol / seconds
         points.append(p)
     return points
 
 
+@checked_call
 def roofline(
     workloads: Any,
     gpu: Any,
@@ -332,7 +368,9 @@ def roofline(
     g = as_gpu(gpu)
     items = _labelled(workloads)
     roofs = roof_specs(g, precisions)
-    points = _points(items, g, measured, flag("strict", strict))
+    ax, title = check_axes(ax), check_title(title)
+    ceilings_too = flag("show_measured_ceilings", show_measured_ceilings)
+    points = _points(items, g, _check_measured(measured), flag("strict", strict))
 
     if ax is None:
         fig = Figure(figsize=FIGSIZE, dpi=DPI)
@@ -350,7 +388,7 @@ def roofline(
         if p.measured_y is not None:
             scene.mark(p.x, p.measured_y, math.sqrt(MARKER_AREA) + 2, point=True)
     ridges = datasheet_roofs(scene, g, roofs, bw_t, top, x_lo, x_hi)
-    ceilings = measured_ceilings(scene, g, bw_t, top, x_lo, x_hi) if show_measured_ceilings else []
+    ceilings = measured_ceilings(scene, g, bw_t, top, x_lo, x_hi) if ceilings_too else []
     handles = _workload_points(scene, points)
     handles.append(line2d(color=ROOF_COLOR, lw=1.8, label="datasheet roofs (dense)"))
     draw_legend(scene, handles + ceilings + [ridges])
@@ -515,6 +553,7 @@ def point_labels(scene: Scene, points: list[Point]) -> None:
         ann.set_gid("label:" + " / ".join(q.label for q in grp))
 
 
+@checked_call
 def save(fig: "Figure", path: Union[str, os.PathLike], dpi: Any = DPI) -> str:
     """Write ``fig`` to ``path`` at ``dpi``, creating the folder; returns the exact path written.
 
@@ -537,6 +576,8 @@ def save(fig: "Figure", path: Union[str, os.PathLike], dpi: Any = DPI) -> str:
     if not isinstance(p, str):
         raise ArgumentTypeError(f"path must be a str path, got {p!r}")
     resolution = positive("dpi", dpi, OptionError)
+    if type(resolution) is not float:
+        raise OptionError(f"dpi must be one number in (0, 1200], got an array of shape {np.shape(resolution)}")
     if resolution > 1200:
         raise OptionError(f"dpi must be a number in (0, 1200], got {dpi!r}")
     formats = sorted(fig.canvas.get_supported_filetypes())

@@ -28,15 +28,20 @@ Gids: roofline: those of ``solkit.plot.roofline`` for roofs, ceilings and ridges
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+import numpy as np
+
 from ..errors import ArgumentTypeError, OptionError
 from ..sol import roofline as _roofline
 from ..workload import chain
 from .._optional import require_matplotlib
+from .._validate import checked_call, flag
+from .._validate import shown as shown_value
 from .charts import (
     BOUND_COLORS,
     DPI,
@@ -44,6 +49,8 @@ from .charts import (
     MARKER_AREA,
     ROOF_COLOR,
     TERA,
+    check_axes,
+    check_title,
     datasheet_roofs,
     draw_frame,
     draw_legend,
@@ -82,12 +89,12 @@ def _check_profile(profile: Any) -> "Profile":
 
 
 def _check_top(top: Any, expected: str = "a positive integer") -> int:
-    """``top`` as a positive int."""
-    if isinstance(top, bool) or not isinstance(top, int):
-        raise ArgumentTypeError(f"top must be {expected}, got {type(top).__name__} {top!r}")
+    """``top`` as a positive int (Python's or numpy's integers; a bool, a float or a string is a type error)."""
+    if isinstance(top, (bool, np.bool_)) or not isinstance(top, numbers.Integral):
+        raise ArgumentTypeError(f"top must be {expected}, got {type(top).__name__} {shown_value(top)}")
     if top < 1:
         raise OptionError(f"top must be {expected}, got {top}")
-    return top
+    return int(top)
 
 
 def _name(profile: "Profile") -> str:
@@ -179,6 +186,7 @@ def _note(profile: "Profile", sel: _Selection) -> str:
     return "\n".join(textwrap.fill(line, 150) for line in lines)
 
 
+@checked_call
 def profile_roofline(
     profile: Any,
     top: Optional[int] = None,
@@ -207,6 +215,8 @@ def profile_roofline(
 
     prof = _check_profile(profile)
     n = None if top is None else _check_top(top, "a positive integer or None")
+    ax, title = check_axes(ax), check_title(title)
+    ceilings_too = flag("show_measured_ceilings", show_measured_ceilings)
     g = prof.gpu
     roofs = roof_specs(g, precisions if precisions is not None else [prof.mfu_precision])
     sel = _group_points(prof, n)
@@ -231,7 +241,7 @@ def profile_roofline(
         scene.mark(d.point.x, d.point.y, math.sqrt(MARKER_AREA) + 2, point=True)
         scene.mark(d.point.x, float(d.point.measured_y or 0.0), math.sqrt(area) + 2, point=True)
     ridges = datasheet_roofs(scene, g, roofs, bw_t, top_rate, x_lo, x_hi)
-    ceilings = measured_ceilings(scene, g, bw_t, top_rate, x_lo, x_hi) if show_measured_ceilings else []
+    ceilings = measured_ceilings(scene, g, bw_t, top_rate, x_lo, x_hi) if ceilings_too else []
 
     handles: list[Any] = []
     for bound in ("compute", "memory"):
@@ -314,6 +324,7 @@ def _bars(profile: "Profile", top: int) -> list[_Bar]:
     return bars
 
 
+@checked_call
 def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, title: Optional[str] = None) -> "Figure":
     """Where the time goes: a bar per op group (the ``top`` largest, the rest as "other") and one for idle time.
 
@@ -329,6 +340,7 @@ def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, 
 
     prof = _check_profile(profile)
     n = _check_top(top)
+    ax, title = check_axes(ax), check_title(title)
     bars = _bars(prof, n)
     idle = prof.idle_seconds
     labels = [b.label for b in bars] + ["idle"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._display import fmt_seconds
 from .._num import any_, broadcast_to, maximum, result, where
-from .._validate import flag
+from .._validate import checked_call, flag, user_stacklevel
 from ..errors import PerformanceWarning
 from ..sol import roofline
 from ..workload import FSDP_GROUP_OP, Workload, as_workload, host_syncs, issued_launches
@@ -30,6 +30,7 @@ from .timeline import clocks
 __all__ = ["predict"]
 
 
+@checked_call
 def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True,
             host_probe_us: Any = None) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
@@ -77,7 +78,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
         )
         notes.append(message)
         if warn:
-            warnings.warn(message, PerformanceWarning, stacklevel=2)
+            warnings.warn(message, PerformanceWarning, stacklevel=user_stacklevel())
     bodies = [kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
               for (k, _), (t, _) in zip(counted, terms)]
     if bound.system_spec is not None and any(k.link is not None for k, _ in counted):

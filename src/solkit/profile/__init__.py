@@ -8,8 +8,12 @@ dict, frame) and ``measure`` (run a function under torch.profiler; needs torch).
 
 from __future__ import annotations
 
-from .measure import measure
+from .._validate import checked_call
+from .measure import measure as _measure
 from .probe import host_probe
 from .profile import L2_RESIDENT, Profile, ProfiledCall, ProfileKernel, load_profile
+
+#: ``measure`` whose call mistakes (no ``gpu=``, a bad positional call) are ArgumentTypeErrors naming them
+measure = checked_call(_measure)
 
 __all__ = ["load_profile", "measure", "host_probe", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT"]

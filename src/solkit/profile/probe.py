@@ -16,20 +16,26 @@ import statistics
 import time
 from typing import Any
 
-from .._validate import whole
-from ..errors import ArgumentTypeError, MeasurementError
+from .._validate import checked_call, whole
+from ..errors import ArgumentTypeError, MeasurementError, OptionError
 from .._optional import require_torch
 
-__all__ = ["host_probe", "PROBE_ELEMENTS", "PROBE_WARMUP"]
+__all__ = ["host_probe", "PROBE_ELEMENTS", "PROBE_WARMUP", "MAX_PROBE_LAUNCHES"]
 
 #: the probe's tensors (fp32) and untimed launches first
 PROBE_ELEMENTS = 1024
 PROBE_WARMUP = 100
+#: the most timed launches one probe makes (launches x repeats): about a minute at 6 us each
+MAX_PROBE_LAUNCHES = 10**7
 
 
+@checked_call
 def host_probe(launches: Any = 2000, repeats: Any = 5) -> float:
     """Median over ``repeats`` of the host µs per launch of ``launches`` small ``torch.add`` calls on the current GPU."""
     n, rounds = whole("launches", launches, ArgumentTypeError), whole("repeats", repeats, ArgumentTypeError)
+    if n * rounds > MAX_PROBE_LAUNCHES:
+        raise OptionError(f"launches x repeats must be at most {MAX_PROBE_LAUNCHES:,} (about a minute of launches), got "
+                          f"{n:,} x {rounds:,}")
     torch = require_torch("solkit.host_probe")
     if not torch.cuda.is_available():
         raise MeasurementError("host_probe needs a CUDA GPU: torch.cuda.is_available() is False")

@@ -25,6 +25,7 @@ from functools import cached_property
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
+from .._validate import checked_call
 from ..errors import ArgumentTypeError, MeasurementError
 from ..hardware import as_gpu
 from ..precision import rate_class
@@ -277,6 +278,7 @@ def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU", nvt
     return Profile(path, fmt, g, kernels, tuple(calls), tuple(kernel_records))
 
 
+@checked_call
 def load_profile(path: Any, gpu: Any, nvtx: Optional[dict[str, Workload]] = None) -> Profile:
     """A profile (torch.profiler Chrome trace or ``ncu --csv --page raw``, plain or gzip) joined to SOL on ``gpu``.
 
