@@ -30,7 +30,7 @@ from ..errors import OptionError
 from ..precision import normalize, storage_bytes
 from .architecture import Transformer
 from .program import QUANTIZATIONS, ModelCall, activations
-from .parallel import shard
+from .parallel import shard, zero_shard
 from .split import count, split_of
 from .training import OPTIMIZER_STATES, OPTIMIZERS, resolve_amp
 
@@ -136,12 +136,13 @@ def _split_memory(m: Transformer, batch: Any, seq: Any, optimizer: Any, checkpoi
     local = shard(m, split.tp, split.pp, split.ep)
     one = memory(local, batch, seq, True, optimizer, checkpointing, None, dtype, amp, None, kernels)
     dp = split.dp
-    states = one.optimizer_states / dp if split.zero >= 1 else one.optimizer_states
-    grads = one.gradients / dp if split.zero >= 2 else one.gradients
+    e = one.gradients / local.params  # bytes per master parameter
+    held = zero_shard(local, dp, split.zero) * e  # one rank's share of the padded flat buffer, one byte per master byte
+    states = one.optimizer_states * (held / one.gradients) if split.zero >= 1 else one.optimizer_states
+    grads = held if split.zero >= 2 else one.gradients
     weights = one.weights
-    if split.zero == 3:
-        e = one.gradients / local.params  # bytes per master parameter
-        weights = one.weights / dp + 2 * local.layer_params * e
+    if split.zero == 3:  # the master shard, the autocast copies' share, and two layers gathered at once
+        weights = held + (one.weights - one.gradients) / dp + 2 * local.layer_params * e
     acts = one.activations
     if split.sp:  # the layers' tensors on 1/tp of the tokens: the unsharded layer's saved bytes over tp
         full = memory(m.with_(layers=local.layers), batch, seq, True, optimizer, checkpointing, None, dtype, amp, None,
