@@ -110,7 +110,8 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     fixed = {k: v for k, v in params.items() if k not in numeric and k not in options}
     points = math.prod(int(np.size(v)) for v in numeric.values()) * math.prod(len(v) for v in options.values())
     if points > MAX_SWEEP_POINTS:
-        sizes = " x ".join(f"{k} {int(np.size(v)):,}" for k, v in {**numeric, **options}.items())
+        lengths = {**{k: int(np.size(v)) for k, v in numeric.items()}, **{k: len(v) for k, v in options.items()}}
+        sizes = " x ".join(f"{k} {n:,}" for k, n in lengths.items())
         raise ShapeError(f"the sweep is {sizes} = {points:,} rows, more than {MAX_SWEEP_POINTS:,}: sweep fewer values "
                          "(or call the op itself on arrays, which broadcasts without a table)")
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
