@@ -406,6 +406,24 @@ def _per_gpu(workload: Workload, n_gpus: Any) -> Any:
                            f"or leave it at 1")
 
 
+def _system_for(workload: Workload, gpu: Any, g: Any) -> Any:
+    """Where ``workload``'s T_SOL is taken: the System given, else for a step split over more GPUs than one node holds
+    the GPU's usual system with the nodes its world needs (None where it has no network to grow), else the GPU."""
+    _, system = target(gpu)
+    world = workload.recipe.world if workload.recipe is not None else 1
+    if system is not None or world == 1:
+        return gpu
+    from .hardware.system import default_system
+
+    node = default_system(g)
+    if world <= node.n_gpus:
+        return node
+    if node.network is not None:
+        return node.with_nodes(-(-world // node.gpus_per_node))
+    # NB: no network to span the world: the bound leaves the collectives out (a lower bound still)
+    return None
+
+
 def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sparse: bool, strict: bool,
                  executed: bool) -> Any:
     """FLOPs / (matrix peak of ``dtype`` x seconds x n_gpus), shared by ``mfu`` and ``hfu``, flagged above 1.
@@ -442,7 +460,10 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     name = "hfu" if executed else "mfu"
     flagged = False
     if workload is not None:
-        t_sol = roofline(workload, g, sparse=sparse).t_sol
+        where = _system_for(workload, gpu, g)
+        bounded = workload if where is not None else Workload.of(
+            workload.name, tuple((k, c) for k, c in workload.counted if k.link is None))
+        t_sol = roofline(bounded, g if where is None else where, sparse=sparse).t_sol
         try:
             per_gpu = t_sol / n
             np.broadcast_shapes(np.shape(per_gpu), np.shape(s))

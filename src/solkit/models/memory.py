@@ -89,7 +89,7 @@ def memory(model: Transformer, batch: Any = 1, seq: Any = 2048, training: Any = 
     if not isinstance(model, Transformer):
         raise ArgumentTypeError(f"model must be a solkit.models.Transformer (e.g. models.preset('llama3-8b')), got "
                                 f"{shown(model)}")
-    with naming_overflow("memory", batch=batch, seq=seq, context=context):
+    with naming_overflow("memory", batch=batch, seq=seq, context=context), np.errstate(over="ignore", invalid="ignore"):
         footprint = _memory(model, batch, seq, training, optimizer, checkpointing, gpu, dtype, amp, context, kernels,
                             kv_dtype, quant, split_of(dp, tp, pp, sp, ep, zero), count("microbatches", microbatches))
         for name in _FIGURES:
