@@ -11,6 +11,7 @@ plausibility contract applies (a warning, exit 1).
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from typing import Any
@@ -45,6 +46,8 @@ def parse_seconds(text: str) -> float:
         value = float(match.group(1)) * _UNITS[match.group(2)]
         if not value > 0:
             raise CLIError(f"--measured must be a positive time, got {part.strip()!r}")
+        if math.isinf(value):
+            raise CLIError(f"--measured must be a time that float64 holds (below 1.8e308 s), got {part.strip()!r}")
         values.append(value)
     return float(statistics.median(values))
 
@@ -60,6 +63,9 @@ def measured_report(w: Any, gpu: Any, seconds: float, report: dict[str, Any]) ->
         precision = w.counted[0][0].vector_precision
         peak = gpu.peak_flops(precision, "vector")
     t_sol, predicted = report["t_sol"], report["predicted_seconds"]
+    if not math.isfinite(seconds / min(t_sol, predicted)):
+        raise CLIError(f"--measured {seconds:g} s is more than float64 holds times the op's T_SOL ({t_sol:.4g} s): "
+                       "a time with the wrong unit?")
     kernels = report["kernels"]
     slowest = max(kernels, key=lambda k: k["predicted_seconds"] * k.get("count", 1))
     return {

@@ -9,6 +9,7 @@ call). The columns (``sweep_columns``): the swept parameters, ``gpu``, ``t_sol_s
 from __future__ import annotations
 
 import csv
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -56,9 +57,12 @@ def sweep_columns(op: Any, params: dict[str, Any], gpus: Sequence[Any]) -> dict[
     if len(axes) > 2:
         raise CLIError(f"sweep takes one or two swept parameters, got {len(axes)}: {', '.join(axes)}")
     names = list(axes)
+    points = math.prod(a.size for a in axes.values())  # before the grid is built: 1:10**6 x 1:10**6 is 8 TB of it
+    if points > MAX_POINTS:
+        sizes = " x ".join(f"--{k.replace('_', '-')} {a.size:,}" for k, a in axes.items())
+        raise CLIError(f"the sweep is {sizes} = {points:,} points, more than {MAX_POINTS:,}: add a step (a:b:step) "
+                       "or narrow a range")
     grids = np.meshgrid(*axes.values(), indexing="ij")
-    if grids[0].size > MAX_POINTS:
-        raise CLIError(f"the sweep is {grids[0].size:,} points, more than {MAX_POINTS:,}: add a step (a:b:step)")
     flat = {k: g.reshape(-1) for k, g in zip(names, grids)}
     fixed = {k: v for k, v in params.items() if k not in axes}
     w = op.function(**fixed, **flat)
@@ -89,9 +93,11 @@ def write_csv(columns: dict[str, Any], path: str) -> str:
 
 
 def sample_rows(columns: dict[str, Any], rows: int) -> list[int]:
-    """Indices of ``rows`` points spread evenly over the first GPU's sweep (its first and last included)."""
+    """Indices of ``rows`` (>= 1) points spread evenly over the first GPU's sweep (its first and, from 2 rows, its last)."""
+    if type(rows) is not int or rows < 1:
+        raise CLIError(f"--rows must be a positive integer (rows of the printed table), got {rows!r}")
     gpu = columns["gpu"]
     n = int(np.sum(gpu == gpu[0]))
     if rows >= n:
         return list(range(n))
-    return sorted({int(round(i)) for i in np.linspace(0, n - 1, max(rows, 2))})
+    return sorted({int(round(i)) for i in np.linspace(0, n - 1, rows)})

@@ -45,9 +45,24 @@ def _as_array(name: str, value: Any) -> np.ndarray:
             raise _too_large(name) from None
     if arr.dtype == np.bool_:
         raise ArgumentTypeError(f"{name} must hold numbers, got an array of bools")
+    if isinstance(value, (list, tuple)) and _holds_bool(value):  # numpy reads [True, 2] as [1, 2]: a bool is not 1
+        raise ArgumentTypeError(f"{name} must hold numbers, got a bool in {shown(value)}")
     if arr.dtype.kind not in "iuf":
         raise ArgumentTypeError(f"{name} must be a number or an array of numbers, got {shown(value)} (dtype {arr.dtype})")
     return arr
+
+
+def _holds_bool(values: Any) -> bool:
+    """Whether a (nested) list or tuple holds a bool, a numpy bool or an array of bools anywhere (one C-level pass over
+    the element types per level: a list of a million ints costs what numpy's own read of it does)."""
+    kinds = set(map(type, values))
+    if bool in kinds or np.bool_ in kinds:
+        return True
+    if np.ndarray in kinds and any(x.dtype == np.bool_ for x in values if type(x) is np.ndarray):
+        return True
+    if kinds.isdisjoint((list, tuple)):
+        return False
+    return any(_holds_bool(x) for x in values if type(x) is list or type(x) is tuple)
 
 
 def _is_real(x: Any) -> bool:

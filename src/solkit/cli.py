@@ -16,7 +16,9 @@
     solkit profile TRACE [TRACE ...] --gpu G [--top N] [--json] [--plot OUT]   a real trace against its SOL
 
 Exit codes: 0 done; 1 done, but a measured number is impossible (faster than the speed of light,
-MFU above 1): the result is printed and the warning is one line on stderr (``warning: ...``);
+MFU above 1): the result is printed and the warning is one line on stderr (``warning: ...``); 1 also
+when the output cannot be written (a full disk, ``> /dev/full``: one ``solkit: error:`` line on stderr;
+a reader that closed the pipe, ``| head``, ends it quietly with 0, as before);
 2 bad input: one line on stderr (``solkit: error: ...``), nothing on stdout; 3 a solkit bug (one
 line, never a traceback). Other solkit warnings are one ``warning:`` line each and keep exit 0.
 """
@@ -24,7 +26,9 @@ line, never a traceback). Other solkit warnings are one ``warning:`` line each a
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
+import math
 import os
 import sys
 import warnings
@@ -50,8 +54,11 @@ class _Parser(argparse.ArgumentParser):
         raise CLIError(message if self.prog == "solkit" else f"{self.prog.removeprefix('solkit ')}: {message}")
 
 
-def parse_value(text: str) -> Any:
-    """A command-line value: int, float, true/false, none, 'r,s' pair of ints, or the string itself."""
+def parse_value(text: str, name: str = "value") -> Any:
+    """A command-line value: int, float, true/false, none, 'r,s' pair of ints, or the string itself.
+
+    A number too large for float64 (``1e400``) is a CLIError naming ``name``, not an inf.
+    """
     low = text.strip().lower()
     if low in ("true", "yes"):
         return True
@@ -61,11 +68,15 @@ def parse_value(text: str) -> Any:
         return None
     for cast in (int, float):
         try:
-            return cast(text)
+            value = cast(text)
         except ValueError:
-            pass
+            continue
+        if cast is float and math.isinf(value) and "inf" not in low:
+            raise CLIError(f"{name} must be a number that float64 holds (below 1.8e308), got {text.strip()} (inf as a "
+                           "float64)")
+        return value
     if "," in text:
-        return tuple(parse_value(part) for part in text.split(","))
+        return tuple(parse_value(part, name) for part in text.split(","))
     return text
 
 
@@ -112,8 +123,19 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
             raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)} (`solkit op {op.name} --help`)")
         if key in params:
             raise CLIError(f"--{key.replace('_', '-')} is given twice")
-        params[key] = parse_value(value)
+        params[key] = parse_value(value, f"--{key.replace('_', '-')}")
     return _complete(op, params) if require else params
+
+
+def _one_shape(op: Any, params: dict[str, Any], command: str) -> dict[str, Any]:
+    """``params`` if each holds one value (a kernel size's pair aside); a comma list is a sweep: a CLIError naming it."""
+    pairs = {p.name for p in op.params if p.kind == "pair"}
+    for key, value in params.items():
+        if isinstance(value, tuple) and key not in pairs:
+            flag = f"--{key.replace('_', '-')}"
+            raise CLIError(f"{flag} takes one value in `solkit {command}`, got the list {','.join(map(str, value))}; "
+                           f"a list is a sweep: `solkit sweep {op.name} {flag} {','.join(map(str, value))} ...`")
+    return params
 
 
 def _assignments(text: str | None) -> dict[str, Any]:
@@ -130,7 +152,7 @@ def _assignments(text: str | None) -> dict[str, Any]:
             key = k.strip().replace("-", "_")
             if key in out:
                 raise CLIError(f"{key} is given twice in {text!r}")
-            out[key] = parse_value(v)
+            out[key] = parse_value(v, key)
     return out
 
 
@@ -250,7 +272,7 @@ def _cmd_op(args: argparse.Namespace) -> int:
     from .report import format_table
 
     op = _operator(args.op)
-    params = _with_dtype(op, _op_params(op, args.params), args.dtype)
+    params = _one_shape(op, _with_dtype(op, _op_params(op, args.params), args.dtype), "op")
     gpu = load_gpu(args.gpu or DEFAULT_GPUS[0])
     report = _op_report(args.op, params, gpu)
     if args.measured is not None:
@@ -283,6 +305,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .report import format_table
 
     op = _operator(args.op)
+    if args.rows < 1:
+        raise CLIError(f"--rows must be a positive integer (rows of the printed table), got {args.rows}")
     params = _with_dtype(op, _op_params(op, args.params, require=False), args.dtype)
     missing = [p for p in op.params if p.name not in op.defaults and p.name not in params]
     if missing:
@@ -291,7 +315,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     columns = sweep_columns(op, params, gpus)
     swept = [k for k in columns if k not in ("gpu", "t_sol_s", "predicted_s", "bound")]
     first = columns["gpu"] == gpus[0].name
-    index = sample_rows(columns, max(args.rows, 1))
+    index = sample_rows(columns, args.rows)
     n = int(np.sum(first))
     rows = []
     for i in index:
@@ -340,9 +364,10 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from .report import format_table
 
     op = _operator(args.op)
-    base = _with_dtype(op, _op_params(op, args.params, require=False), args.dtype)
+    base = _one_shape(op, _with_dtype(op, _op_params(op, args.params, require=False), args.dtype), "compare")
     gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
-    a, b = _assignments(args.baseline), _assignments(args.variant)
+    a = _one_shape(op, _assignments(args.baseline), "compare --baseline")
+    b = _one_shape(op, _assignments(args.variant), "compare --variant")
     if not a and not b:
         if len(gpus) < 2:
             raise CLIError("compare needs --baseline/--variant KEY=VALUE, or two or more --gpu")
@@ -440,7 +465,7 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     gpu = load_gpu(args.gpu)
     if args.op:
         op = _operator(args.op)
-        params = _with_dtype(op, _op_params(op, args.params), args.dtype)
+        params = _one_shape(op, _with_dtype(op, _op_params(op, args.params), args.dtype), "plot")
         label = f"{args.op}(" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
         workloads = {label: op.function(**params)}
     else:
@@ -607,43 +632,115 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = (str(w.message).splitlines() or [w.category.__name__])[0]
         if line not in shown:
             shown.add(line)
-            print(f"warning: {line}", file=sys.stderr)
+            _say(f"warning: {line}")
         if issubclass(w.category, ImpossibleMeasurementWarning) and code == 0:
             code = 1
     return code
 
 
+class _OutputError(Exception):
+    """stdout refused a write (a full disk, /dev/full, an I/O error): not a solkit bug; ``cause`` is the OSError."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.strerror or str(cause))
+        self.cause = cause
+
+
+class _GuardedStdout:
+    """sys.stdout for the length of one command: a failed write or flush raises ``_OutputError`` (a closed pipe stays a
+    BrokenPipeError), so that it is told apart from every other OSError."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise _OutputError(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _say(line: str) -> None:
+    """One line on stderr; a stderr that cannot be written is let be (there is nowhere else to say it)."""
+    try:
+        print(line, file=sys.stderr)
+    except (OSError, ValueError, AttributeError):  # pragma: no cover - stderr closed or full
+        pass
+
+
+def _unknown_command(parser: argparse.ArgumentParser, name: str) -> None:
+    """A CLIError for a command that is not one, with the nearest command (difflib) when one is near."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    commands = tuple(sub.choices)
+    if name in commands:
+        return
+    near = difflib.get_close_matches(name, commands, n=1, cutoff=0.6)
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    raise CLIError(f"argument command: invalid choice: {name!r}{hint} (choose from {', '.join(commands)}; `solkit --help` "
+                   "says what each does)")
+
+
 def _run(items: list[str]) -> int:
     """Parse and run one command; a solkit error is one line on stderr and exit code 2."""
     parser = build_parser()
+    stdout = sys.stdout
+    if stdout is not None:  # None: started with stdout closed (`solkit gpus >&-`), print() then writes nothing
+        sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]  # a proxy with write, flush and the rest
     try:
+        if items and not items[0].startswith("-"):
+            _unknown_command(parser, items[0])
         if len(items) >= 2 and items[0] == "op" and not items[1].startswith("-") and ("-h" in items or "--help" in items):
             from ._cli_help import op_help
 
             print(op_help(_operator(items[1])))
+            if sys.stdout is not None:
+                sys.stdout.flush()
             return 0
         args, rest = parser.parse_known_args(items)
         if args.command in ("op", "compare", "plot", "sweep"):
             args.params = rest
         elif rest:
             raise CLIError(f"unrecognized arguments: {' '.join(rest)}")
-        return int(args.func(args))
+        code = int(args.func(args))
+        if sys.stdout is not None:
+            sys.stdout.flush()  # here, not at exit: a full disk is found while it can still be reported
+        return code
     except SolkitError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"solkit: error: {message}", file=sys.stderr)
+        _say(f"solkit: error: {message}")
         return 2
     except SystemExit as exc:  # --help: argparse prints the help and exits
         return exc.code if isinstance(exc.code, int) else 0
-    except BrokenPipeError:  # pragma: no cover - e.g. `solkit gpus | head`
+    except BrokenPipeError:  # e.g. `solkit gpus | head`: the reader is done; not an error
         _quiet_stdout()
         return 0
+    except _OutputError as exc:  # e.g. `solkit gpus > /dev/full`: the result could not be written; not a solkit bug
+        _quiet_stdout()
+        _say(f"solkit: error: cannot write the output to stdout: {exc}")
+        return 1
     except KeyboardInterrupt:  # pragma: no cover - Ctrl-C
-        print("solkit: interrupted", file=sys.stderr)
+        _say("solkit: interrupted")
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug in solkit: one line, never a traceback
-        print(f"solkit: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
-              f"please report it", file=sys.stderr)
+        _say(f"solkit: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+             f"please report it")
         return 3
+    finally:
+        if stdout is not None:
+            sys.stdout = stdout
 
 
 def _quiet_stdout() -> None:

@@ -56,18 +56,20 @@ class Comparison:
 
     @property
     def bytes_saved_fraction(self) -> Any:
-        """bytes_saved / bytes_baseline."""
-        return as_result(np.asarray(self.bytes_saved) / np.asarray(self.bytes_baseline))
+        """bytes_saved / bytes_baseline (0 where neither moves a byte; a ShapeError where only the variant does)."""
+        return _share_saved("bytes_saved_fraction", "moves", self.bytes_baseline, self.bytes_variant)
 
     @property
     def bytes_read_saved_fraction(self) -> Any:
-        """The share of the baseline's DRAM reads the variant saves."""
-        return as_result(1.0 - np.asarray(self.bytes_read_variant) / np.asarray(self.bytes_read_baseline))
+        """The share of the baseline's DRAM reads the variant saves (0 where neither reads; a ShapeError where only the
+        variant does)."""
+        return _share_saved("bytes_read_saved_fraction", "reads", self.bytes_read_baseline, self.bytes_read_variant)
 
     @property
     def speedup(self) -> Any:
-        """T_SOL ratio baseline / variant (the bound's speed-up; > 1: the variant is faster)."""
-        return as_result(np.asarray(self.t_sol_baseline) / np.asarray(self.t_sol_variant))
+        """T_SOL ratio baseline / variant (the bound's speed-up; > 1: the variant is faster; 1.0 where neither does any
+        work: equal)."""
+        return _ratio(self.t_sol_baseline, self.t_sol_variant)
 
     @property
     def measured_speedup(self) -> Any:
@@ -87,12 +89,22 @@ class Comparison:
         return None if self.measured_variant is None else as_result(np.asarray(self.t_sol_variant) / self.measured_variant)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON."""
+        """Plain dict for JSON (None for a share of bytes saved that is undefined: the baseline moves none)."""
         out = {k: plain(v) for k, v in self.__dict__.items()}
         for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup",
                      "measured_speedup", "sol_fraction_baseline", "sol_fraction_variant"):
-            out[name] = plain(getattr(self, name))
+            try:
+                out[name] = plain(getattr(self, name))
+            except ShapeError:
+                out[name] = None
         return out
+
+    def _saved_text(self) -> str:
+        """The share of bytes saved as the summaries print it ("n/a" where the baseline moves none)."""
+        try:
+            return f"{0.0 - 100 * self.bytes_saved_fraction:+.1f}%"
+        except ShapeError:
+            return "n/a: the baseline moves no bytes"
 
     def __repr__(self) -> str:
         return f"Comparison({self})"
@@ -104,8 +116,7 @@ class Comparison:
             (self.baseline, self.kernels_baseline, self.bytes_baseline / 1e6, self.flops_baseline / 1e9, self.t_sol_baseline * 1e6),
             (self.variant, self.kernels_variant, self.bytes_variant / 1e6, self.flops_variant / 1e9, self.t_sol_variant * 1e6),
         ]
-        caption = (f"on {self.gpu}: {100 * self.bytes_saved_fraction:.1f}% of the bytes saved, "
-                   f"T_SOL ratio {self.speedup:.2f}x")
+        caption = f"on {self.gpu}: bytes {self._saved_text()}, T_SOL ratio {self.speedup:.2f}x"
         return html_table(("variant", "kernels", "MB", "model GFLOP", "T_SOL us"), rows, caption)
 
     def __str__(self) -> str:
@@ -113,7 +124,7 @@ class Comparison:
             return f"Comparison({self.baseline!r} -> {self.variant!r} on {self.gpu}, shape {np.shape(self.speedup)})"
         text = (
             f"{self.baseline} -> {self.variant} on {self.gpu}: bytes {self.bytes_baseline:.4g} -> "
-            f"{self.bytes_variant:.4g} ({-100 * self.bytes_saved_fraction:+.1f}%), kernels "
+            f"{self.bytes_variant:.4g} ({self._saved_text()}), kernels "
             f"{self.kernels_baseline} -> {self.kernels_variant}, T_SOL {self.t_sol_baseline * 1e6:.2f} us -> "
             f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x)"
         )
@@ -122,6 +133,25 @@ class Comparison:
                      f"({self.measured_speedup:.2f}x), SOL fraction {self.sol_fraction_baseline:.2f} -> "
                      f"{self.sol_fraction_variant:.2f}")
         return text
+
+
+def _ratio(before: Any, after: Any) -> Any:
+    """before / after, 1.0 where both are 0 (no work either side: equal); ``compare`` refuses after = 0 < before."""
+    b, a = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    none = (b == 0) & (a == 0)
+    if not none.any():
+        return as_result(b / a)
+    return as_result(np.where(none, 1.0, b / np.where(none, 1.0, a)))
+
+
+def _share_saved(name: str, verb: str, before: Any, after: Any) -> Any:
+    """1 - after / before: the share of the baseline's bytes the variant saves; 0 where neither has any."""
+    b, a = np.asarray(before, dtype=np.float64), np.asarray(after, dtype=np.float64)
+    if ((b == 0) & (a > 0)).any():
+        raise ShapeError(f"{name} is undefined: the baseline {verb} no DRAM bytes and the variant {verb} "
+                         f"{float(np.max(a)):,.0f}; compare the bytes themselves (bytes_baseline, bytes_variant)")
+    zero = b == 0
+    return as_result(np.where(zero, 0.0, 1.0 - a / np.where(zero, 1.0, b)))
 
 
 def _measured_pair(measured: Any) -> tuple[Any, Any]:
@@ -133,6 +163,9 @@ def _measured_pair(measured: Any) -> tuple[Any, Any]:
 
 def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[Any] = None, strict: bool = False) -> Comparison:
     """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``.
+
+    Two workloads that do no work (hand-built kernels of no FLOPs and no bytes) are equal: ``speedup`` 1.0, no bytes
+    saved; a variant that does none where the baseline does some is a ShapeError (an unbounded speed-up).
 
     ``measured``: optional (baseline seconds, variant seconds); a time below its workload's T_SOL
     is flagged (``ImpossibleMeasurementWarning``, or ``ImpossibleMeasurementError`` with ``strict=True``).
@@ -147,6 +180,11 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
         raise ShapeError(f"baseline of shape {baseline.shape} and variant of shape {variant.shape} do not broadcast "
                          f"together (sweep both over the same shapes)") from None
     rb, rv = roofline(baseline, g), roofline(variant, g)
+    idle = (np.asarray(rv.t_sol) == 0) & (np.asarray(rb.t_sol) > 0)
+    if idle.any():
+        raise ShapeError(f"variant {variant.name!r} does no work (no FLOPs, no bytes: T_SOL 0) where baseline "
+                         f"{baseline.name!r} does (T_SOL {float(np.max(rb.t_sol)):.4g} s): the speed-up over it is "
+                         "unbounded; compare two workloads that do the same job")
     mb = mv = None
     if measured is not None:
         mb, mv = _measured_pair(measured)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import math
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -15,7 +16,11 @@ from .hardware import as_gpu
 from .sol import Roofline, roofline
 from .workload import Workload
 
-__all__ = ["roofline_rows", "format_table", "roofline_table", "sweep"]
+__all__ = ["roofline_rows", "format_table", "roofline_table", "sweep", "MAX_SWEEP_POINTS"]
+
+#: the most rows one ``sweep`` computes (the numeric grid's points x the option lists' combinations): a guard against a
+#: typo (two ranges of a million are a grid of 10**12, terabytes), checked before anything is allocated
+MAX_SWEEP_POINTS = 10_000_000
 
 COLUMNS = ("op", "gpu", "kernels", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound",
            "predicted us")
@@ -83,7 +88,8 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     parameters, then ``t_sol_s``, ``t_compute_s``, ``t_memory_s``, ``bound``,
     ``intensity_flop_per_byte``, ``model_flops``, ``executed_flops``, ``bytes`` and, with
     ``predicted``, ``predicted_s`` and ``sol_fraction`` (T_SOL / predicted).
-    Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``.
+    Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``. At most
+    ``MAX_SWEEP_POINTS`` rows (checked before anything is allocated: a ShapeError naming each list's length).
     """
     from .prediction import predict as _predict
 
@@ -102,6 +108,12 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
             raise OptionError(f"{key} is an empty list: a sweep needs at least one value")
     options = {k: list(v) for k, v in params.items() if isinstance(v, list) and k not in numeric}
     fixed = {k: v for k, v in params.items() if k not in numeric and k not in options}
+    points = math.prod(int(np.size(v)) for v in numeric.values()) * math.prod(len(v) for v in options.values())
+    if points > MAX_SWEEP_POINTS:
+        lengths = {**{k: int(np.size(v)) for k, v in numeric.items()}, **{k: len(v) for k, v in options.items()}}
+        sizes = " x ".join(f"{k} {n:,}" for k, n in lengths.items())
+        raise ShapeError(f"the sweep is {sizes} = {points:,} rows, more than {MAX_SWEEP_POINTS:,}: sweep fewer values "
+                         "(or call the op itself on arrays, which broadcasts without a table)")
     grids = np.meshgrid(*numeric.values(), indexing="ij") if numeric else []
     flat = {k: grid.reshape(-1) for k, grid in zip(numeric, grids)}
     frames = []

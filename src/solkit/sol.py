@@ -392,6 +392,38 @@ def _n_gpus(n_gpus: Any) -> Any:
         raise MeasurementError(str(exc)) from None
 
 
+def _per_gpu(workload: Workload, n_gpus: Any) -> Any:
+    """1 (of ``n_gpus``' shape) for one GPU's share of a step split over ``world`` GPUs when ``n_gpus`` agrees (1 or the
+    world); else a MeasurementError."""
+    world = workload.recipe.world  # type: ignore[union-attr]  # the caller checked the recipe
+    n = np.asarray(n_gpus)
+    bad = (n != 1) & (n != world)
+    if not bad.any():
+        return 1.0 if type(n_gpus) is float else np.ones(n.shape)
+    got = n[bad][0] if n.ndim else n_gpus
+    raise MeasurementError(f"n_gpus={got:g} disagrees with the workload: {workload.name!r} is one GPU's share of a step "
+                           f"split over {world} GPUs (its FLOPs are one GPU's, so its MFU is the job's); pass n_gpus={world} "
+                           f"or leave it at 1")
+
+
+def _system_for(workload: Workload, gpu: Any, g: Any) -> Any:
+    """Where ``workload``'s T_SOL is taken: the System given, else for a step split over more GPUs than one node holds
+    the GPU's usual system with the nodes its world needs (None where it has no network to grow), else the GPU."""
+    _, system = target(gpu)
+    world = workload.recipe.world if workload.recipe is not None else 1
+    if system is not None or world == 1:
+        return gpu
+    from .hardware.system import default_system
+
+    node = default_system(g)
+    if world <= node.n_gpus:
+        return node
+    if node.network is not None:
+        return node.with_nodes(-(-world // node.gpus_per_node))
+    # NB: no network to span the world: the bound leaves the collectives out (a lower bound still)
+    return None
+
+
 def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sparse: bool, strict: bool,
                  executed: bool) -> Any:
     """FLOPs / (matrix peak of ``dtype`` x seconds x n_gpus), shared by ``mfu`` and ``hfu``, flagged above 1.
@@ -415,6 +447,8 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
         f = positive("flops", flops)
     s = positive("seconds", seconds)
     n = _n_gpus(n_gpus)
+    if workload is not None and workload.recipe is not None and workload.recipe.world > 1:
+        n = _per_gpu(workload, n)
     strict = flag("strict", strict)
     peak = g.peak_flops(precision, "matrix", sparse=sparse)
     try:
@@ -426,7 +460,10 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     name = "hfu" if executed else "mfu"
     flagged = False
     if workload is not None:
-        t_sol = roofline(workload, g, sparse=sparse).t_sol
+        where = _system_for(workload, gpu, g)
+        bounded = workload if where is not None else Workload.of(
+            workload.name, tuple((k, c) for k, c in workload.counted if k.link is None))
+        t_sol = roofline(bounded, g if where is None else where, sparse=sparse).t_sol
         try:
             per_gpu = t_sol / n
             np.broadcast_shapes(np.shape(per_gpu), np.shape(s))
@@ -446,7 +483,9 @@ def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
 
     ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``; its matrix
-    kernels must include ``dtype``'s precision). Above 1 (or, for a Workload, ``seconds`` below
+    kernels must include ``dtype``'s precision). A step split over GPUs (``training_step(dp=, tp=, pp=)``) is one
+    GPU's share and knows its world size: its MFU is per GPU, which is the job's; ``n_gpus`` may be 1 or that
+    world size (either gives the same number), anything else is a MeasurementError. Above 1 (or, for a Workload, ``seconds`` below
     its T_SOL / n_gpus) is impossible: ``ImpossibleMeasurementWarning``, or with ``strict=True``
     ``ImpossibleMeasurementError``.
     """

@@ -88,7 +88,8 @@ class Program(Protocol):
     ``layers``: the repeated blocks the host's per-layer time counts; ``preamble``: Python runs before the
     first launch (a Hugging Face model's masks, positions, cache); ``params``: the model's parameters.
     ``training_step``: the step of this forward (``models.training_step`` documents the arguments; ``split``
-    is a ``models.split.Split``).
+    is a ``models.split.Split``). ``world``: the GPUs a split step runs on (dp x tp x pp; 1 for anything else):
+    the workload is one GPU's share of it, so ``mfu`` of it is per GPU.
     """
 
     @property
@@ -105,6 +106,9 @@ class Program(Protocol):
 
     @property
     def params(self) -> int: ...
+
+    @property
+    def world(self) -> int: ...
 
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool,
                       split: Any) -> "Workload": ...

@@ -108,6 +108,11 @@ class CapturedProgram:
     source: str = SOURCE
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
+    @property
+    def world(self) -> int:
+        """One GPU: a captured program is what one process ran."""
+        return 1
+
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
         """The training step of this program (``models.training_step`` of a captured forward), on one GPU."""
         if split.parallel:

@@ -27,6 +27,9 @@ The workload is what ONE GPU runs, its collectives included (``solkit.comm``), w
   (``overlap=True``; a layer's gradients after its backward, the head's first, the embedding's last), the
   optimizer waiting for all. Only the last microbatch reduces (``no_sync`` before). ``zero=1``: the same all-reduce, the optimizer on a 1/dp shard, then an
   all-gather of the updated parameters. ``zero=2``: bucketed reduce-scatters instead of all-reduces.
+  A sharded flat buffer is padded to a multiple of the group, as DeepSpeed's ZeRO and FSDP pad theirs: each rank's
+  shard is ceil(elements / dp) and a reduce-scatter's or all-gather's buffer dp x that (``zero_shard``), so any
+  parameter count splits over any dp (GPT-2's 124,439,808 over dp=5: shards of 24,887,962, a buffer of 124,439,810).
   ``zero=3`` (FSDP2 ``fully_shard`` per layer): each layer's parameters all-gathered before its forward and
   again before its backward (the next layer's gather prefetched on its own stream), copied out of the
   gathered buffer, its gradients copied in and reduce-scattered after its backward (gradient stream);
@@ -63,7 +66,7 @@ from .split import Split
 if TYPE_CHECKING:  # pragma: no cover
     from .architecture import Transformer
 
-__all__ = ["shard", "parallel_step", "FSDP_GROUP_OP"]
+__all__ = ["shard", "parallel_step", "zero_shard", "padded", "FSDP_GROUP_OP"]
 
 _MIB = 2**20
 #: bytes per token of each vocab-parallel cross-entropy all-reduce (one fp32 per token: max, sum, target logit)
@@ -90,6 +93,25 @@ def shard(m: Transformer, tp: int = 1, pp: int = 1, ep: int = 1) -> Transformer:
     return m.with_(name=f"{m.name} (tp={tp}, pp={pp} stage{f', ep={ep}' if ep > 1 else ''})", heads=m.heads // tp,
                    kv_heads=max(kv // tp, 1), head_dim=m.n_head_dim, ffn=m.ffn_width // tp, vocab=math.ceil(m.vocab / tp),
                    layers=math.ceil(m.layers / pp), **moe)
+
+
+def padded(elements: Any, dp: int) -> Any:
+    """``elements`` rounded up to a multiple of ``dp``: a flat buffer every rank of the group holds an equal shard of."""
+    return math.ceil(elements / dp) * dp if dp > 1 else elements
+
+
+def zero_shard(m: Transformer, dp: int, zero: int) -> int:
+    """Parameters one rank holds under ZeRO stage ``zero`` over ``dp`` GPUs: ceil(params / dp) of the padded flat buffer.
+
+    ``zero=3`` (FSDP2, one unit per layer and the root group): each unit is padded on its own, so the shard is
+    layers x ceil(layer_params / dp) + ceil(root / dp). Without ZeRO (or dp=1): every parameter.
+    """
+    if zero == 0 or dp == 1:
+        return m.params
+    if zero == 3:
+        root = m.params - m.layers * m.layer_params
+        return m.layers * -(-m.layer_params // dp) + -(-root // dp)
+    return -(-m.params // dp)
 
 
 def _in_line(op: str, nbytes: Any, n: int, stride: int, dtype: str, name: str) -> Workload:
@@ -141,10 +163,13 @@ def _layer_groups(layer_bytes: float, layers: int, bucket: float) -> list[tuple[
     return groups
 
 
-def _reduction(op: str, nbytes: float, split: Split, name: str, overlap: str) -> Workload:
+def _reduction(op: str, elements: Any, dtype: str, split: Split, name: str, overlap: str) -> Workload:
+    """A data-parallel collective of ``elements`` in ``dtype``; a reduce-scatter's or all-gather's buffer padded to dp shards."""
     stride = split.tp  # a data-parallel group's GPUs sit tp apart
-    return collective(op, nbytes, split.dp, "fp32", stride=stride, overlap=overlap if split.overlap else "").renamed(
-        name, kernels=True)
+    if op in ("reduce_scatter", "all_gather"):
+        elements = padded(elements, split.dp)
+    return collective(op, _grad_bytes(elements, dtype), split.dp, "fp32", stride=stride,
+                      overlap=overlap if split.overlap else "").renamed(name, kernels=True)
 
 
 def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Workload:
@@ -169,12 +194,11 @@ def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Wor
             parts += _buckets(head_params, head_tensors, split, grad, f"{label} (head)", op)  # ready before the layers'
             layer_bwd = node.parts[0][0]
             for per, buckets, groups in _layer_groups(_grad_bytes(layer_params, grad), m.layers, bucket):
-                nbytes = _grad_bytes(per * layer_params, grad) / buckets
                 scale = foreach(per * layer_params, 1, 1, 1, grad, name="ddp scale into bucket")
                 unit = Workload.of("layers backward + bucket", (
                     (layer_bwd, per),
                     (scale.kernels[0]._replace(launches=float(per * layer_tensors)), 1),
-                    (_reduction(op, nbytes, split, label, "gradients"), buckets)))
+                    (_reduction(op, per * layer_params / buckets, grad, split, label, "gradients"), buckets)))
                 parts.append((unit, groups))
             layers_seen = True
             continue
@@ -195,7 +219,7 @@ def _buckets(params: float, tensors: int, split: Split, grad: str, name: str, op
     count = max(1, math.ceil(nbytes / (split.bucket_mb * _MIB)))
     scale = foreach(params, 1, 1, 1, grad, name=f"ddp scale into bucket ({name.rsplit('(', 1)[-1]}")
     return [(scale.kernels[0]._replace(launches=float(max(tensors, 1))), 1),
-            (_reduction(op, nbytes / count, split, name, "gradients"), count)]
+            (_reduction(op, params / count, grad, split, name, "gradients"), count)]
 
 
 def _layer_tensors(m: Transformer) -> int:
@@ -206,34 +230,33 @@ def _layer_tensors(m: Transformer) -> int:
 def _fsdp(w: Workload, m: Transformer, split: Split, grad: str, backward: bool) -> Workload:
     """FSDP2 around each layer of a forward (``backward=False``) or a backward: gathers prefetched, gradients reduce-scattered."""
     name = "layers backward" if backward else "layers"
-    full = _grad_bytes(float(m.layer_params), "fp32")  # a layer's fp32 parameters, gathered
+    full = float(m.layer_params)  # a layer's parameters, gathered in fp32
     parts: list[tuple[Any, int]] = []
     for node, count in w.parts:
         if not (isinstance(node, Workload) and node.name == name):
             parts.append((node, count))
             continue
         layer = node.parts[0][0]
-        gather = _reduction("all_gather", full, split, "fsdp all-gather (next layer)", "prefetch")
+        gather = _reduction("all_gather", full, "fp32", split, "fsdp all-gather (next layer)", "prefetch")
         copy_out = copy(m.layer_params, "fp32").renamed("fsdp copy out of the gathered buffer", kernels=True)
         copy_out = Workload.of(copy_out.name, ((copy_out.counted[0][0]._replace(op=FSDP_GROUP_OP), 1),))
         after: list[tuple[Any, int]] = []
         if backward:
             copy_in = copy(m.layer_params, grad).renamed("fsdp copy gradients in", kernels=True)
-            after = [(copy_in, 1), (_reduction("reduce_scatter", _grad_bytes(m.layer_params, grad), split,
-                                               "fsdp reduce-scatter", "gradients"), 1)]
+            after = [(copy_in, 1), (_reduction("reduce_scatter", full, grad, split, "fsdp reduce-scatter", "gradients"), 1)]
         join = Join(("prefetch",), "start")  # this layer's parameters gathered before it computes
         ahead = Workload.of(f"{name} (fsdp)", ((copy_out, 1), (gather, 1), (layer, 1), *after), schedule=join)
         last = Workload.of(f"{name} (fsdp, last)", ((copy_out, 1), (layer, 1), *after), schedule=join)
-        first = _reduction("all_gather", full, split, "fsdp all-gather (first layer)", "prefetch")
+        first = _reduction("all_gather", full, "fp32", split, "fsdp all-gather (first layer)", "prefetch")
         layers = count * m.layers
         parts += [(first, 1)] + ([(ahead, layers - 1)] if layers > 1 else []) + [(last, 1)]
     root = float(m.params - m.layers * m.layer_params)  # the root group: embeddings, head, final norm
     if backward:  # the root stays unsharded after its forward; its gradients copied in and reduce-scattered last
         parts += [(copy(root, grad).renamed("fsdp copy gradients in (root)", kernels=True), 1),
-                  (_reduction("reduce_scatter", _grad_bytes(root, grad), split, "fsdp reduce-scatter (root)", "gradients"), 1)]
+                  (_reduction("reduce_scatter", root, grad, split, "fsdp reduce-scatter (root)", "gradients"), 1)]
         return Workload.of(f"{w.name} (fsdp)", tuple(parts), schedule=Join(("gradients",)))
     body = Workload.of(f"{w.name} (fsdp)", tuple(parts), schedule=Join(("prefetch",), "start"))
-    gather_root = _reduction("all_gather", _grad_bytes(root, "fp32"), split, "fsdp all-gather (root)", "prefetch")
+    gather_root = _reduction("all_gather", root, "fp32", split, "fsdp all-gather (root)", "prefetch")
     return Workload.of(f"{w.name} (fsdp, root gathered)", ((gather_root, 1), (body, 1)))
 
 
@@ -283,18 +306,18 @@ def parallel_step(step: Workload, m: Transformer, forward: Workload, backward: W
         parts.append((pipeline, 1))
         if dp_comm and not zero3:  # after the flush, in line
             op = "reduce_scatter" if split.zero == 2 else "all_reduce"
-            parts.append((_reduction(op, _grad_bytes(float(m.params), grad), split, f"dp gradient {op}", ""), 1))
+            parts.append((_reduction(op, float(m.params), grad, split, f"dp gradient {op}", ""), 1))
     else:
         if microbatches > 1:
             parts.append((unit(zero3), microbatches - 1))
         parts.append((last, 1))
-    shard_params = m.params / split.dp if split.zero >= 1 else m.params
+    shard_params = zero_shard(m, split.dp, split.zero)  # the optimizer's share: a padded 1/dp shard under ZeRO
     if microbatches > 1:
         parts.append((foreach(float(m.params), 2, 1, 1, grad, name="gradient accumulation"), microbatches - 1))
     if optimizer is not None:
         parts.append((optimizer(shard_params, m.param_tensors), 1))
         if dp_comm and split.zero in (1, 2):
-            parts.append((_reduction("all_gather", _grad_bytes(float(m.params), "fp32"), split,
+            parts.append((_reduction("all_gather", float(m.params), "fp32", split,
                                      "zero all-gather of the updated parameters", ""), 1))
     return Workload.of(f"{m.name} training step ({_label(split)})", tuple(parts))
 

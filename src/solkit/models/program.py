@@ -75,6 +75,7 @@ class ModelCall(NamedTuple):
     training: bool
     kv_dtype: str
     quant: Optional[str] = None  # the layers' linear weights (and activations) quantized: QUANTIZATIONS
+    world: int = 1  # GPUs a split training step runs on (dp x tp x pp): the workload is one GPU's share
 
     @property
     def tokens(self) -> Any:
@@ -628,7 +629,7 @@ def _step(call: ModelCall, optimizer: str, amp: Any, microbatches: int, checkpoi
         parts.append((foreach(m.params, 2, 1, 1, grad, name="gradient accumulation"), microbatches - 1))
     if optimizer != "none":
         parts.append((optimizer_step(optimizer, m.params, m.param_tensors, _FP32 if use_amp else call.dtype, grad), 1))
-    return Workload.of(f"{m.name} training step", tuple(parts), recipe=call._replace(amp=use_amp, training=True))
+    return Workload.of(f"{m.name} training step", tuple(parts), recipe=call._replace(amp=use_amp, training=True, world=1))
 
 
 def _parallel_step(call: ModelCall, optimizer: str, amp: Any, microbatches: int, checkpointing: bool,
@@ -645,4 +646,4 @@ def _parallel_step(call: ModelCall, optimizer: str, amp: Any, microbatches: int,
 
     w = parallel_step(micro.body, m, micro.forward, micro.backward, split, call.tokens, call.dtype, grad, checkpointing,
                       microbatches, None if optimizer == "none" else opt)
-    return Workload.of(w.name, w.parts, recipe=sharded)
+    return Workload.of(w.name, w.parts, recipe=sharded._replace(world=split.gpus))

@@ -57,6 +57,11 @@ class ResNetCall(NamedTuple):
         return False
 
     @property
+    def world(self) -> int:
+        """One GPU: ResNet-50 steps are not split."""
+        return 1
+
+    @property
     def params(self) -> int:
         """Parameters: RESNET50_PARAMS with the fc sized to ``classes`` (2048 weights and a bias per class)."""
         return int(RESNET50_PARAMS + (int(np.max(self.classes)) - 1000) * (2048 + 1))

@@ -22,7 +22,7 @@ from ..hardware.parameters import PARAMETERS, Calibration
 from ..workload import Join, Kernel, Pipeline, Sync, Workload, issued_launches
 from .timeline import IDENTITY, Map, compose, join, launch, power, wait
 
-__all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "host_probe_seconds", "host_scaled",
+__all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "PROBE_RANGE_US", "host_probe_seconds", "host_scaled",
            "program_host_overhead", "program_map", "overlapped", "scheduled"]
 
 #: a program is CPU-bound (the GPU waits for launches) when its time is within 10% of its host (issue) time
@@ -83,13 +83,29 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
     return m
 
 
+#: the plausible launch probe, µs: a small torch launch costs about 2-20 µs of CPU on any machine that drives a GPU;
+#: below 0.5 is seconds or milliseconds typed where µs belong (8.1e-06, 0.0081), above 1000 nanoseconds (8100)
+PROBE_RANGE_US = (0.5, 1000.0)
+
+
 def host_probe_seconds(value: Any) -> Optional[float]:
-    """A validated launch probe in seconds (given in µs: one positive number, solkit.profile.host_probe()), or None."""
+    """A validated launch probe in seconds (given in µs: one number in ``PROBE_RANGE_US``, solkit.profile.host_probe()),
+    or None."""
     if value is None:
         return None
     probe = positive("host_probe_us", value, OptionError)
     if type(probe) is not float:
         raise ArgumentTypeError(f"host_probe_us must be one number of microseconds, got an array of shape {np.shape(probe)}")
+    low, high = PROBE_RANGE_US
+    if not low <= probe <= high:
+        if probe < 1e-3:
+            slip = f"seconds typed where microseconds belong? {probe:g} s would be {probe * 1e6:g} us"
+        elif probe < low:
+            slip = f"milliseconds typed where microseconds belong? {probe:g} ms would be {probe * 1e3:g} us"
+        else:
+            slip = f"nanoseconds typed where microseconds belong? {probe:g} ns would be {probe / 1e3:g} us"
+        raise OptionError(f"host_probe_us must be a launch probe in microseconds (us) between {low:g} and {high:g} "
+                          f"(solkit.profile.host_probe() measures about 5 us on a current CPU), got {probe:g}: {slip}")
     return probe * 1e-6
 
 

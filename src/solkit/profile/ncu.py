@@ -8,7 +8,8 @@ itself (``==PROF==``, ``==WARNING==``) are skipped wherever they are.
 Per row: ``seconds`` from ``gpu__time_duration.sum``; ``bytes_read``/``bytes_written`` from
 ``dram__bytes_read.sum``/``dram__bytes_write.sum`` and ``measured_bytes`` their sum (None when the metric is
 absent or "n/a"), converted exactly to seconds and bytes (byte prefixes are decimal, as ncu prints them: Kbyte =
-1000 byte; Kibyte/KiB = 1024); ``nvtx`` the push/pop range names of the launching thread, outer to inner.
+1000 byte; Kibyte/KiB = 1024; a figure beyond float64, or durations summing beyond it, is a MeasurementError naming
+the cell, never an inf); ``nvtx`` the push/pop range names of the launching thread, outer to inner.
 NB: ncu serializes kernels (each is replayed alone with caches flushed), so there is no real timeline: ``start``
 is the sum of the durations of the rows before it, and a profile of ncu rows has no idle time.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -106,6 +108,14 @@ def _exact(d: Decimal) -> float:
     return int(d) if d == d.to_integral_value() else float(d)
 
 
+def _held(d: Decimal, where: str, cell: str, unit: str) -> Decimal:
+    """``d`` if float64 holds it (below 1.8e308 of its SI unit), else a MeasurementError naming the cell's value."""
+    if not math.isfinite(float(d)):
+        raise MeasurementError(f"{where}: {cell.strip()!r} {unit} is beyond what float64 holds (1.8e308 "
+                               f"{'seconds' if unit in TIME_UNITS else 'bytes'}); a corrupt or hand-edited row?")
+    return d
+
+
 def _triple(cell: str) -> tuple[int, ...]:
     """ "(384, 1, 1)" as (384, 1, 1); anything else as ()."""
     nums = re.findall(r"\d+", cell)
@@ -171,9 +181,14 @@ def parse_ncu(text: str, path: str) -> NcuReport:
         t = _number(row[i_time], f"{where}, {TIME_COLUMN}")
         if t is None:
             raise MeasurementError(f"{where}: {TIME_COLUMN} is empty for kernel {row[i_name]!r}")
-        t_s = t * t_scale[0]
+        t_s = _held(t * t_scale[0], f"{where}, {TIME_COLUMN}", row[i_time], t_scale[1])
         rd = _bytes(row, r_scale, col.get(READ_COLUMN), f"{where}, {READ_COLUMN}")
         wr = _bytes(row, w_scale, col.get(WRITE_COLUMN), f"{where}, {WRITE_COLUMN}")
+        if rd is not None and wr is not None:
+            _held(rd + wr, f"{where}, {READ_COLUMN} + {WRITE_COLUMN}", f"{rd + wr:.4g}", "byte")
+        if not math.isfinite(float(clock + t_s)):
+            raise MeasurementError(f"{where}: the durations of the rows up to it sum to {clock + t_s:.4g} s, beyond what "
+                                   "float64 holds (1.8e308); a corrupt or hand-edited row?")
         proc = row[col["Process Name"]] if "Process Name" in col else ""
         if proc and proc not in processes:
             processes.append(proc)
@@ -210,4 +225,4 @@ def _bytes(row: list[str], scale: tuple[Decimal, str] | None, i: int | None, whe
     if scale is None or i is None:
         return None
     d = _number(row[i], where)
-    return None if d is None else d * scale[0]
+    return None if d is None else _held(d * scale[0], where, row[i], scale[1])
