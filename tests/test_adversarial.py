@@ -22,16 +22,28 @@ CASE_FILES = sorted(p.stem for p in Path(__file__).parent.glob("adversarial_*.py
 CASES: list[Adv] = [case for name in CASE_FILES for case in importlib.import_module(name).CASES]
 
 
+@pytest.fixture(scope="module")
+def verdicts() -> dict[str, tuple[str, str]]:
+    """Each case judged once in this module: the census reads the verdicts the cases' own tests reached."""
+    return {}
+
+
+def _verdict(case: Adv, verdicts: dict[str, tuple[str, str]]) -> tuple[str, str]:
+    if case.id not in verdicts:
+        verdicts[case.id] = judge(case)
+    return verdicts[case.id]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_adversarial_case(case: Adv):
+def test_adversarial_case(case: Adv, verdicts):
     """The input ends exactly as declared: its solkit error, its flag, or a plain result."""
-    outcome, detail = judge(case)
+    outcome, detail = _verdict(case, verdicts)
     assert outcome not in BAD_OUTCOMES, f"{case.id}: {outcome}: {detail}"
 
 
-def test_adversarial_census():
+def test_adversarial_census(verdicts):
     """Tally every case by category and outcome; no foreign error, silent number, wrong error or hang."""
-    results = {c.id: judge(c) for c in CASES}
+    results = {c.id: _verdict(c, verdicts) for c in CASES}
     assert len(results) == len(CASES), "case ids must be unique"
     tally: Counter[tuple[str, str]] = Counter((c.category, results[c.id][0]) for c in CASES)
     categories = sorted({c.category for c in CASES})
