@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import IO, Any
+from typing import IO, Any, Optional
 
 from .errors import ArgumentTypeError, SolkitError
 
@@ -90,20 +90,27 @@ def read_bytes(path: Any, what: str, limit: int, error: type[SolkitError]) -> tu
     with f:
         if size > limit:
             raise error(f"{too_big}: {size:,} bytes")
-        chunks: list[bytes] = []
-        total = 0
         try:
-            while True:
-                chunk = f.read(min(_CHUNK, limit + 1 - total))
-                if not chunk:
-                    break
-                total += len(chunk)
-                if total > limit:
-                    raise error(f"{too_big}: it grew past it while being read")
-                chunks.append(chunk)
+            data = read_capped(f, limit)
         except OSError as exc:
             raise error(f"cannot read {what} {_short(p)}: {_why(exc)}") from None
-    return b"".join(chunks), p
+        if data is None:
+            raise error(f"{too_big}: it grew past it while being read")
+    return data, p
+
+
+def read_capped(f: Any, limit: int) -> Optional[bytes]:
+    """Every byte of the binary stream ``f`` read in chunks, or None once it holds more than ``limit`` (never all read)."""
+    chunks: list[bytes] = []
+    total = 0
+    while True:
+        chunk = f.read(min(_CHUNK, limit + 1 - total))
+        if not chunk:
+            return b"".join(chunks)
+        total += len(chunk)
+        if total > limit:
+            return None
+        chunks.append(chunk)
 
 
 def utf8(raw: bytes, path: str, what: str, error: type[SolkitError]) -> str:

@@ -14,7 +14,7 @@ import re
 import zlib
 from typing import Any, Literal, NamedTuple
 
-from .._files import open_regular
+from .._files import open_regular, read_capped
 from ..errors import ArgumentTypeError, MeasurementError
 
 __all__ = [
@@ -24,7 +24,6 @@ __all__ = [
 MAX_FILE_BYTES = 256 * 2**20  # a gzip file on disk: 256 MiB
 MAX_TEXT_BYTES = 2**30  # the text once decompressed (or a plain file): 1 GiB
 GZIP_MAGIC = b"\x1f\x8b"
-_CHUNK = 16 * 2**20
 
 Format = Literal["chrome", "ncu"]
 
@@ -144,17 +143,10 @@ def read_text(
 
 def _read_capped(f: Any, path: str, cap: int, verb: str) -> bytes:
     """All bytes of ``f``, read in chunks; more than ``cap`` bytes is a MeasurementError."""
-    chunks: list[bytes] = []
-    total = 0
-    while True:
-        chunk = f.read(min(_CHUNK, cap + 1 - total))
-        if not chunk:
-            break
-        total += len(chunk)
-        if total > cap:
-            raise MeasurementError(f"profile {path!r} {verb} more than {_size_mib(cap)}, the limit; refused")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    data = read_capped(f, cap)
+    if data is None:
+        raise MeasurementError(f"profile {path!r} {verb} more than {_size_mib(cap)}, the limit; refused")
+    return data
 
 
 _SPACE = re.compile(r"\s*")
