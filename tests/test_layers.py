@@ -33,8 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("profile",),
     ("tune",),
     ("planning", "splits"),
-    ("report", "summary", "plot", "_cli_measured", "_cli_sweep"),
-    ("cli", "_cli_help", "_cli_model"),
+    ("report", "summary", "plot", "_cli_measured", "_cli_sweep", "_cli_output"),
+    ("cli", "_cli_help", "_cli_model", "_cli_gpus"),
     ("__init__", "__main__"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

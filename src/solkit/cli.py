@@ -26,8 +26,6 @@ line, never a traceback). Other solkit warnings are one ``warning:`` line each a
 from __future__ import annotations
 
 import argparse
-import difflib
-import json
 import math
 import os
 import sys
@@ -36,6 +34,9 @@ from typing import Any, NoReturn, Sequence
 
 import numpy as np
 
+from ._cli_gpus import cmd_gpu, cmd_gpus
+from ._cli_output import GuardedStdout, OutputError, emit, quiet_stdout, say
+from ._validate import did_you_mean
 from .errors import CLIError, ImpossibleMeasurementWarning, SolkitError, SolkitWarning
 
 __all__ = ["main", "build_parser", "parse_value"]
@@ -156,12 +157,6 @@ def _assignments(text: str | None) -> dict[str, Any]:
     return out
 
 
-def _emit(obj: Any) -> None:
-    from ._display import plain
-
-    print(json.dumps(plain(obj), indent=2, default=str))
-
-
 def _cmd_table(args: argparse.Namespace) -> int:
     from .hardware import load_gpu
     from .report import roofline_table
@@ -175,54 +170,6 @@ def _cmd_table(args: argparse.Namespace) -> int:
     print()
     print(roofline_table(standard_workloads(), gpus))
     print("\npredicted us: the calibrated expected time (solkit.predict); `solkit op NAME ...` shows one op per kernel.")
-    return 0
-
-
-def _cmd_gpus(_args: argparse.Namespace) -> int:
-    from .hardware import list_gpus, load_gpu
-    from .report import format_table
-
-    rows = []
-    for name in list_gpus():
-        g = load_gpu(name)
-
-        rows.append((name, g.full_name, _peak_text(g, "bf16"), _peak_text(g, "fp8"), f"{g.memory.bandwidth_tb_s:g}",
-                     f"{g.memory.capacity_gb:g}", ", ".join(g.aliases) or "-", "yes" if g.measured else "-"))
-    print(format_table(rows, ("name", "full name", "bf16 TFLOP/s", "fp8 TFLOP/s", "TB/s", "GB", "aliases", "measured")))
-    print("\nDense peaks. `solkit gpu NAME` shows every figure with its source.")
-    return 0
-
-
-def _peak_text(gpu: Any, precision: str) -> str:
-    return f"{gpu.peak_flops(precision) / 1e12:g}" if precision in gpu.precisions else "-"
-
-
-def _cmd_gpu(args: argparse.Namespace) -> int:
-    from .hardware import load_gpu
-    from .report import format_table
-
-    g = load_gpu(args.name)
-    if args.json:
-        _emit(g.model_dump(mode="json"))
-        return 0
-    print(f"{g.full_name} ({g.name}), {g.vendor} {g.architecture}; aliases: {', '.join(g.aliases) or '-'}")
-    c, m, i = g.chip, g.memory, g.interconnect
-    print(f"  {c.compute_units} {c.compute_unit_name}s, boost {c.boost_clock_mhz:g} MHz, L2 {c.l2_cache_mb:g} MB, "
-          f"TDP {c.tdp_w:g} W   [{c.source}]")
-    print(f"  memory {m.capacity_gb:g} GB {m.type} at {m.bandwidth_tb_s:g} TB/s   [{m.source}]")
-    print(f"  {i.name} {i.bandwidth_gb_s or '-'} GB/s, {i.pcie} {i.pcie_bandwidth_gb_s:g} GB/s   [{i.source}]")
-    rows = [(p.precision, p.unit, f"{p.tflops:g}", f"{p.sparse_tflops:g}" if p.sparse_tflops else "-", p.source,
-             p.note or "") for p in g.peaks]
-    print()
-    print(format_table(rows, ("precision", "unit", "dense TFLOP/s", "sparse", "source", "note")))
-    print("\nsources:")
-    for s in g.sources:
-        print(f"  [{s.id}] {s.title}{' (preliminary)' if s.preliminary else ''}\n      {s.url}")
-    if g.measured:
-        ms = g.measured
-        print(f"\nmeasured {ms.date}: matmul {', '.join(f'{k} {v:g}' for k, v in ms.matmul_rate_tflops.items())} TFLOP/s; "
-              f"copy {ms.copy_bandwidth_tb_s:g} TB/s; launch floor {ms.launch_floor_us:g} us")
-        print(f"  stack: {', '.join(f'{k} {v}' for k, v in ms.stack.items())}")
     return 0
 
 
@@ -280,7 +227,7 @@ def _cmd_op(args: argparse.Namespace) -> int:
 
         report["measured"] = measured_report(op.function(**params), gpu, parse_seconds(args.measured), report)
     if args.json:
-        _emit(report)
+        emit(report)
         return 0
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
     print(f"{args.op}({shown}) on {gpu.full_name}")
@@ -373,7 +320,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
             raise CLIError("compare needs --baseline/--variant KEY=VALUE, or two or more --gpu")
         reports = [_op_report(args.op, _complete(op, base), g) for g in gpus]
         if args.json:
-            _emit({"op": args.op, "params": base, "gpus": reports})
+            emit({"op": args.op, "params": base, "gpus": reports})
             return 0
         rows: list[tuple[str, ...]] = [(r["gpu"], f"{r['t_sol'] * 1e6:,.2f}", r["bound"], f"{r['predicted_seconds'] * 1e6:,.2f}",
                  f"{reports[0]['t_sol'] / r['t_sol']:.2f}") for r in reports]
@@ -384,7 +331,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     results = [compare(wa, wb, g) for g in gpus]
     measured = _measured_comparison(args, op, {**base, **a}, {**base, **b}, gpus)
     if args.json:
-        _emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results],
+        emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results],
                **({"measured": measured} if measured else {})})
         return 0
     rows = [(c.gpu, f"{c.kernels_baseline}->{c.kernels_variant}", f"{c.bytes_baseline / 1e6:,.2f}",
@@ -448,7 +395,7 @@ def _cmd_mfu(args: argparse.Namespace) -> int:
     peak = gpu.peak_flops(args.dtype)
     achieved = args.flops / args.seconds / args.n_gpus
     if args.json:
-        _emit({"mfu": value, "gpu": gpu.name, "dtype": args.dtype, "n_gpus": args.n_gpus, "flops": args.flops,
+        emit({"mfu": value, "gpu": gpu.name, "dtype": args.dtype, "n_gpus": args.n_gpus, "flops": args.flops,
                "seconds": args.seconds, "peak_flops_per_gpu": peak, "achieved_flops_per_gpu": achieved})
         return 0
     print(f"MFU {value:.2%}: {args.flops:.4g} FLOP in {args.seconds:g} s on {args.n_gpus} x {gpu.name} = "
@@ -505,7 +452,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
         data = profile.to_dict(args.top)
         if args.plot is not None:
             data["plots"] = written
-        _emit(data)
+        emit(data)
         return 0
     print(profile.report(args.top))
     for path in written:
@@ -524,12 +471,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_table)
 
     p = sub.add_parser("gpus", help="list the GPU specs")
-    p.set_defaults(func=_cmd_gpus)
+    p.set_defaults(func=cmd_gpus)
 
     p = sub.add_parser("gpu", help="one GPU spec with the source of every figure")
     p.add_argument("name", help="GPU name, alias or path to a YAML spec")
     p.add_argument("--json", action="store_true", help="print the spec as JSON")
-    p.set_defaults(func=_cmd_gpu)
+    p.set_defaults(func=cmd_gpu)
 
     p = sub.add_parser("op", help="roofline and prediction of one operator, per kernel",
                        description="Parameters are the op's own: e.g. solkit op matmul --m 8192 --n 8192 --k 8192; "
@@ -632,65 +579,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = (str(w.message).splitlines() or [w.category.__name__])[0]
         if line not in shown:
             shown.add(line)
-            _say(f"warning: {line}")
+            say(f"warning: {line}")
         if issubclass(w.category, ImpossibleMeasurementWarning) and code == 0:
             code = 1
     return code
 
 
-class _OutputError(Exception):
-    """stdout refused a write (a full disk, /dev/full, an I/O error): not a solkit bug; ``cause`` is the OSError."""
-
-    def __init__(self, cause: OSError) -> None:
-        super().__init__(cause.strerror or str(cause))
-        self.cause = cause
-
-
-class _GuardedStdout:
-    """sys.stdout for the length of one command: a failed write or flush raises ``_OutputError`` (a closed pipe stays a
-    BrokenPipeError), so that it is told apart from every other OSError."""
-
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    def write(self, text: str) -> int:
-        try:
-            return int(self._stream.write(text))
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise _OutputError(exc) from None
-
-    def flush(self) -> None:
-        try:
-            self._stream.flush()
-        except BrokenPipeError:
-            raise
-        except OSError as exc:
-            raise _OutputError(exc) from None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-def _say(line: str) -> None:
-    """One line on stderr; a stderr that cannot be written is let be (there is nowhere else to say it)."""
-    try:
-        print(line, file=sys.stderr)
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - stderr closed or full
-        pass
-
-
 def _unknown_command(parser: argparse.ArgumentParser, name: str) -> None:
-    """A CLIError for a command that is not one, with the nearest command (difflib) when one is near."""
+    """A CLIError for a command that is not one, with the nearest command when one is near."""
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     commands = tuple(sub.choices)
     if name in commands:
         return
-    near = difflib.get_close_matches(name, commands, n=1, cutoff=0.6)
-    hint = f"; did you mean {near[0]!r}?" if near else ""
-    raise CLIError(f"argument command: invalid choice: {name!r}{hint} (choose from {', '.join(commands)}; `solkit --help` "
-                   "says what each does)")
+    raise CLIError(f"argument command: invalid choice: {name!r}{did_you_mean(name, commands)} (choose from "
+                   f"{', '.join(commands)}; `solkit --help` says what each does)")
 
 
 def _run(items: list[str]) -> int:
@@ -698,7 +600,7 @@ def _run(items: list[str]) -> int:
     parser = build_parser()
     stdout = sys.stdout
     if stdout is not None:  # None: started with stdout closed (`solkit gpus >&-`), print() then writes nothing
-        sys.stdout = _GuardedStdout(stdout)  # type: ignore[assignment]  # a proxy with write, flush and the rest
+        sys.stdout = GuardedStdout(stdout)  # type: ignore[assignment]  # a proxy with write, flush and the rest
     try:
         if items and not items[0].startswith("-"):
             _unknown_command(parser, items[0])
@@ -720,35 +622,27 @@ def _run(items: list[str]) -> int:
         return code
     except SolkitError as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        _say(f"solkit: error: {message}")
+        say(f"solkit: error: {message}")
         return 2
     except SystemExit as exc:  # --help: argparse prints the help and exits
         return exc.code if isinstance(exc.code, int) else 0
     except BrokenPipeError:  # e.g. `solkit gpus | head`: the reader is done; not an error
-        _quiet_stdout()
+        quiet_stdout()
         return 0
-    except _OutputError as exc:  # e.g. `solkit gpus > /dev/full`: the result could not be written; not a solkit bug
-        _quiet_stdout()
-        _say(f"solkit: error: cannot write the output to stdout: {exc}")
+    except OutputError as exc:  # e.g. `solkit gpus > /dev/full`: the result could not be written; not a solkit bug
+        quiet_stdout()
+        say(f"solkit: error: cannot write the output to stdout: {exc}")
         return 1
     except KeyboardInterrupt:  # pragma: no cover - Ctrl-C
-        _say("solkit: interrupted")
+        say("solkit: interrupted")
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug in solkit: one line, never a traceback
-        _say(f"solkit: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
+        say(f"solkit: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); "
              f"please report it")
         return 3
     finally:
         if stdout is not None:
             sys.stdout = stdout
-
-
-def _quiet_stdout() -> None:
-    """Point stdout at /dev/null so Python's exit flush does not complain of the closed pipe."""
-    try:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # pragma: no cover - stdout is not a file
-        pass
 
 
 if __name__ == "__main__":  # pragma: no cover
