@@ -5,7 +5,7 @@ a string, a bool, a float, NaN, Infinity, a list, an object, null, out of range)
 are each fine but disagree, named by their config keys), ``config-file`` (files a config path may name: binary,
 latin-1, nested, huge, a named pipe, a device, a symlink, a BOM), ``data-file`` (the same kinds given to
 ``load_profile``, the ``profile`` and ``model`` commands and the calibration's JSON readers) and
-``transformer-field`` (``models.Transformer``'s fields: bools, numeric strings, floats, infinity, NaN, numpy
+``transformer-field`` (``models.Transformer``'s fields: bools, numeric strings, floats (a whole one is its integer), infinity, NaN, numpy
 scalars, positional arguments, misspelt fields).
 
 The contract these cases hold: JSON's types are the config's types. A wrong JSON type (a string or a bool where
@@ -545,17 +545,22 @@ for field, (minimum, required, fb) in INT_FIELDS.items():
     add(f"{at}=True", tf(fb, **{field: True}), ArgumentTypeError, TypeError, field, "an integer", "True")
     add(f"{at}=False", tf(fb, **{field: False}), ArgumentTypeError, TypeError, field, "False")
     add(f"{at}='2'", tf(fb, **{field: "2"}), ArgumentTypeError, TypeError, field, "'2'")
-    add(f"{at}=2.0 (a float)", tf(fb, **{field: 2.0}), ArgumentTypeError, TypeError, field, "2.0")
-    add(f"{at}=2.5", tf(fb, **{field: 2.5}), ArgumentTypeError, TypeError, field, "2.5")
-    add(f"{at}=inf", tf(fb, **{field: math.inf}), ArgumentTypeError, TypeError, field, "inf")
-    add(f"{at}=nan", tf(fb, **{field: math.nan}), ArgumentTypeError, TypeError, field, "nan")
+    # a whole float is its integer (as a shape's dims take it); a fraction, inf or NaN a bad number (a ValueError)
+    whole = 512.0 if field == "d_model" else 2.0  # d_model 2 would not split over 8 heads
+    add(f"{at}={whole} (a whole float) is {whole:.0f}", check(tf(fb, **{field: whole}), lambda m, f=field, w=whole:
+                                                         type(getattr(m, f)) is int and getattr(m, f) == w, field), None)
+    add(f"{at}=2.5", tf(fb, **{field: 2.5}), OptionError, ValueError, field, "whole number", "2.5")
+    add(f"{at}=inf", tf(fb, **{field: math.inf}), OptionError, ValueError, field, "inf")
+    add(f"{at}=nan", tf(fb, **{field: math.nan}), OptionError, ValueError, field, "nan")
     add(f"{at}=[2]", tf(fb, **{field: [2]}), ArgumentTypeError, TypeError, field, "[2]")
     add(f"{at}=-1", tf(fb, **{field: -1}), OptionError, ValueError, field, f">= {minimum}", "-1")
     if minimum == 1:
         add(f"{at}=0", tf(fb, **{field: 0}), OptionError, ValueError, field, ">= 1", "0")
     add(f"{at}=2**60", tf(fb, **{field: 2**60}), ShapeError, ValueError, field, "2**53")
     add(f"{at}=10**400", tf(fb, **{field: 10**400}), ShapeError, ValueError, field, "2**53")
-    add(f"{at}=numpy float64 2.0", tf(fb, **{field: np.float64(2.0)}), ArgumentTypeError, TypeError, field)
+    add(f"{at}=numpy float64 {whole} is {whole:.0f}", check(tf(fb, **{field: np.float64(whole)}), lambda m, f=field,
+                                                           w=whole: type(getattr(m, f)) is int and getattr(m, f) == w,
+                                                           field), None)
     add(f"{at}=numpy bool_", tf(fb, **{field: np.bool_(True)}), ArgumentTypeError, TypeError, field)
     if required or field in ("token_types", "experts", "top_k", "expert_parallel"):  # None is no integer
         add(f"{at}=None", tf(fb, **{field: None}), ArgumentTypeError, TypeError, field, "None")

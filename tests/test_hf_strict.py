@@ -258,8 +258,10 @@ def _field_verdict(field: str, value: Any) -> str:
     if field in INT_FIELDS:
         if value is None:
             return "ok" if field in ("kv_heads", "head_dim", "ffn", "max_positions", "sliding_window") else "type"
-        if is_bool or not isinstance(value, (int, np.integer)):
+        if is_bool or not isinstance(value, (int, float, np.integer, np.floating)):
             return "type"
+        if isinstance(value, (float, np.floating)) and not (math.isfinite(value) and float(value).is_integer()):
+            return "value"  # a fraction, inf or NaN; a whole float is its integer
         return "value" if value < INT_FIELDS[field] else "big" if value > 2**53 else "ok"  # beyond 2**53: a ShapeError
     if field in BOOL_FIELDS:
         return "ok" if is_bool else "type"

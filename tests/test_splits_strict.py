@@ -51,9 +51,10 @@ def test_padding_reaches_the_steps_collectives_and_memory():
     step = models.training_step(GPT2.forward(batch=1, seq=128), dp=5, zero=2)
     gathers = [k for k, _ in step.counted if k.name == "zero all-gather of the updated parameters"]
     assert gathers and gathers[0].link.nbytes == 5 * 24_887_962 * 4 == 497_759_240
-    scatters = [k for k, _ in step.counted if k.name.startswith("ddp bucket reduce-scatter")]
-    # every reduce-scatter's buffer holds whole shards: its fp32 elements a multiple of dp=5
-    assert scatters and all((k.link.nbytes / 4) % 5 == 0 for k in scatters)
+    scatters = [(k, c) for k, c in step.counted if k.name.startswith("ddp bucket reduce-scatter")]
+    # the buckets reduce-scatter every gradient once, unpadded: 4 B x 124,439,808 = 497,759,232 B (the padding's 2
+    # elements are the flat buffer's, gathered once above)
+    assert scatters and sum(k.link.nbytes * c for k, c in scatters) == pytest.approx(4 * 124_439_808, rel=1e-12)
     assert GPT2.memory(1, 1024, training=True, dp=5, zero=2).gradients == 4 * 24_887_962 == 99_551_848
 
 
@@ -120,3 +121,21 @@ def test_mfu_of_a_step_wider_than_a_node(gpu):
     assert sk.mfu(step, 0.03, gpu) == sk.mfu(step, 0.03, gpu, n_gpus=16) == pytest.approx(step.flops / (peak * 0.03))
     with pytest.raises(ImpossibleMeasurementError):
         sk.mfu(step, 1e-9, gpu, strict=True)  # 1 ns is below any step's T_SOL
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_a_dp_that_divides_every_buffer_pads_nothing(zero):
+    """Llama-3-8B cut to 4 layers over dp=8: 8 divides its 218,112,000 parameters a layer and its root's 1,050,677,248
+    (two 128,256 x 4,096 = 525,336,576 embeddings, untied, and a 4,096 norm), 1,923,125,248 in all. The step's gradient
+    collectives carry exactly the gradients, 4 B each: 4 x 1,923,125,248 = 7,692,500,992 B (zero 1: all-reduces; 2:
+    bucketed reduce-scatters; 3: FSDP's per-layer and root reduce-scatters), and the gathers their fp32 parameters with
+    no padding: ZeRO once, 7,692,500,992 B; FSDP the layers twice (forward, backward) and the root once,
+    2 x 4 x 872,448,000 + 4 x 1,050,677,248 = 11,182,292,992 B."""
+    m = models.preset("llama3-8b").with_(layers=4)
+    assert (m.layer_params, m.params) == (218_112_000, 4 * 218_112_000 + 1_050_677_248) and m.params % 8 == 0
+    step = models.training_step(m.forward(batch=1, seq=128), dp=8, zero=zero)
+    reduced = sum(k.link.nbytes * c for k, c in step.counted
+                  if k.link is not None and k.link.collective in ("all_reduce", "reduce_scatter"))
+    gathered = sum(k.link.nbytes * c for k, c in step.counted if k.link is not None and k.link.collective == "all_gather")
+    assert reduced == pytest.approx(7_692_500_992, rel=1e-12)
+    assert gathered == pytest.approx(11_182_292_992 if zero == 3 else 7_692_500_992, rel=1e-12)

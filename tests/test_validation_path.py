@@ -221,3 +221,48 @@ def test_bucket_mb_default_and_types():
     for bad in ("25", True, None, b"25"):
         with pytest.raises(ArgumentTypeError, match="bucket_mb"):
             split_of(dp=2, bucket_mb=bad)
+
+
+#: the public modules whose functions (their ``__all__``) take user arguments
+PUBLIC_MODULES = ("solkit", "solkit.models", "solkit.comm", "solkit.splits", "solkit.planning", "solkit.profile",
+                  "solkit.plot", "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops")
+
+
+def _public_functions() -> list[tuple[str, Callable[..., Any]]]:
+    import importlib
+
+    found: dict[int, tuple[str, Callable[..., Any]]] = {}
+    for module_name in PUBLIC_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isfunction(value) or (callable(value) and inspect.isfunction(inspect.unwrap(value))):
+                found.setdefault(id(value), (f"{module_name}.{name}", value))
+    return sorted(found.values(), key=lambda item: item[0])
+
+
+PUBLIC_FUNCTIONS = _public_functions()
+
+
+def test_the_walk_finds_the_public_functions():
+    """The walk below reaches the entry points of each public module (a walk that found none would pass vacuously)."""
+    names = {name for name, _ in PUBLIC_FUNCTIONS}
+    assert {"solkit.mfu", "solkit.roofline", "solkit.comm.all_reduce", "solkit.load_system", "solkit.models.from_hf_config",
+            "solkit.splits.candidates", "solkit.splits.search", "solkit.ops.matmul"} <= names  # search: planning.search_splits too
+    assert len(names) > 100
+
+
+@pytest.mark.parametrize("label, function", PUBLIC_FUNCTIONS, ids=[name for name, _ in PUBLIC_FUNCTIONS])
+def test_every_public_function_answers_an_unknown_keyword(label: str, function: Callable[..., Any]) -> None:
+    """Every function of every public module's __all__: an unknown keyword is an ArgumentTypeError naming it (checked
+    before any other argument, so no other argument is needed), never Python's plain TypeError; a function that takes
+    any keyword (``**kwargs``) names the argument it misses instead."""
+    takes_any = any(p.kind is p.VAR_KEYWORD for p in inspect.signature(function).parameters.values())
+    with pytest.raises(ArgumentTypeError, match="missing a required argument" if takes_any else "zzq_bogus"):
+        function(zzq_bogus=1)
+
+
+def test_too_many_positional_arguments_name_what_the_call_takes():
+    """roofline(workload, gpu, sparse) given a fourth positional: an ArgumentTypeError listing its parameters."""
+    with pytest.raises(ArgumentTypeError, match=r"roofline\(\).*it takes: workload, gpu, sparse"):
+        sk.roofline(W, "h200", False, 5)

@@ -288,7 +288,8 @@ def checked_call(function: F, label: Optional[str] = None) -> F:
     label = label or f"{function.__name__}()"
     names = tuple(signature.parameters)
     listed = names[1:] if names and names[0] in ("self", "cls") else names  # the bound instance is no argument
-    keywords = tuple(n for n in listed if signature.parameters[n].kind is not inspect.Parameter.POSITIONAL_ONLY)
+    keywords = tuple(n for n in listed if signature.parameters[n].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD))
     any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
     stars: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
     takes = ", ".join(stars.get(signature.parameters[n].kind, "") + n for n in listed) or "no arguments"

@@ -15,7 +15,7 @@ import numpy as np
 
 from ._display import html_table, plain
 from ._impossible import below_bound
-from ._validate import as_result, flag, positive
+from ._validate import checked_call, as_result, flag, positive
 from .errors import ArgumentTypeError, ShapeError
 from .hardware import as_gpu
 from .sol import roofline
@@ -161,6 +161,7 @@ def _measured_pair(measured: Any) -> tuple[Any, Any]:
     return positive("measured[0] (baseline seconds)", measured[0]), positive("measured[1] (variant seconds)", measured[1])
 
 
+@checked_call
 def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[Any] = None, strict: bool = False) -> Comparison:
     """Compare two workloads that do the same job (e.g. unfused vs fused) on ``gpu``.
 

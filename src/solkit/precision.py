@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import did_you_mean, shown
+from ._validate import checked_call, did_you_mean, shown
 from .errors import ArgumentTypeError, UnknownPrecisionError
 
 __all__ = [
@@ -119,6 +119,7 @@ def normalize(precision: Any, argument: str = "dtype") -> str:
                                 f"{shown(precision)}{did_you_mean(key, [*PRECISIONS, *_ALIASES])}")
 
 
+@checked_call
 def storage_bytes(precision: Any, argument: str = "dtype") -> float:
     """Bytes one element occupies in memory."""
     return PRECISIONS[normalize(precision, argument)]

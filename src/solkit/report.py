@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ._optional import require_pandas
-from ._validate import flag
+from ._validate import checked_call, flag
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware import as_gpu
 from .sol import Roofline, roofline
@@ -80,6 +80,7 @@ def roofline_table(workloads: dict[str, Workload], gpus: Iterable[Any]) -> str:
     return format_table(roofline_rows(workloads, gpus))
 
 
+@checked_call
 def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **params: Any) -> Any:
     """A pandas DataFrame of ``op`` over every combination of the list-valued ``params``.
 

@@ -24,7 +24,7 @@ from ._display import fmt_seconds, html_table, plain
 from ._optional import require_pandas
 from ._impossible import above_one, below_bound
 from ._num import Num, broadcast_to, maximum, result
-from ._validate import dim, finite_result, flag, positive
+from ._validate import checked_call, dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionError, ShapeError
 from .hardware import as_gpu, load_gpu
 from .precision import normalize, rate_class
@@ -281,6 +281,7 @@ def link_seconds(k: Kernel, system: Any, efficiency: Any = 1.0) -> Any:
     return maximum(t_intra, inter / (efficiency * system.network_bandwidth))
 
 
+@checked_call
 def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path, or a ``System``)."""
     w = workload if type(workload) is Workload else as_workload(workload)  # pragma: no mutate (a fast path)
@@ -364,6 +365,7 @@ def _compute_share(w: Workload, times: list[Any]) -> float:
     return sum(t_sol * count for (_, count), (_, _, t_c, t_mem, _, t_sol) in zip(w.counted, times) if t_c >= t_mem)
 
 
+@checked_call
 def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False, strict: bool = False) -> Any:
     """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it.
 
@@ -478,6 +480,7 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     return result(u)
 
 
+@checked_call
 def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
         strict: bool = False) -> Any:
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
@@ -492,6 +495,7 @@ def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
     return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, strict, executed=False)
 
 
+@checked_call
 def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
         strict: bool = False) -> Any:
     """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus); flagged as ``mfu``."""
@@ -514,6 +518,7 @@ def _achieved(workload: Workload, seconds: Any, gpu: Any, strict: bool, figure: 
     return result(rate)
 
 
+@checked_call
 def achieved_flops(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
     """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``.
 
@@ -523,6 +528,7 @@ def achieved_flops(workload: Workload, seconds: Any, gpu: Any = None, strict: bo
     return _achieved(workload, seconds, gpu, strict, "executed_flops")
 
 
+@checked_call
 def achieved_bandwidth(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
     """DRAM bytes/s reached (compulsory bytes over the measured time); ``gpu`` and ``strict`` as ``achieved_flops``."""
     return _achieved(workload, seconds, gpu, strict, "bytes")

@@ -75,6 +75,7 @@ def _shards(model: Transformer, tp: int, pp: int) -> bool:
     return True
 
 
+@checked_call
 def candidates(model: Transformer, gpus: int, gpus_per_node: int, global_batch: int) -> Iterable[tuple[int, ...]]:
     """(dp, tp, pp, zero, micro_batch, microbatches) of every split the search tries.
 

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, NamedTuple, Optional, Protocol, Union
 import numpy as np
 
 from ._num import Num, broadcast_to
-from ._validate import shown, name_text
+from ._validate import checked_call, shown, name_text
 from .errors import ArgumentTypeError, ShapeError
 from .kernel import (KERNEL_KINDS, MAX_LAUNCHES, MAX_LISTED, RING_COLLECTIVES, Gemm, Kernel, Link, Rows, add_figures,
                      big_count, is_overflow, overflow)
@@ -391,6 +391,7 @@ def as_workload(w: Any, argument: str = "workload") -> Workload:
     raise ArgumentTypeError(f"{argument} must be a solkit Workload or Kernel, got {type(w).__name__}{hint}")
 
 
+@checked_call
 def chain(name: str, *workloads: Any) -> Workload:
     """Workloads (or kernels) run back to back, as one workload named ``name``; their shapes must broadcast together."""
     label = name if type(name) is str else name_text("name", name)

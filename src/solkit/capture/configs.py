@@ -14,10 +14,12 @@ from typing import Any, Optional
 from .._optional import require_torch, require_transformers
 from ..errors import NotModelledError, OptionalDependencyError
 from ..models.hf import closed_form
+from .._validate import checked_call
 
 __all__ = ["from_hf_config"]
 
 
+@checked_call
 def from_hf_config(config: Any, name: Optional[str] = None) -> Any:
     """A model from a Hugging Face config (a dict, a ``config.json`` path or folder, or a transformers config): a
     ``Transformer`` where the closed form models it, else a ``CapturedModel`` (needs torch and transformers)."""

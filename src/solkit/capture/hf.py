@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional
 
-from .._validate import choice, dim, flag
+from .._validate import checked_call, choice, dim, flag
 from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..models.hf import load_config
 from ..precision import normalize
@@ -90,6 +90,7 @@ def _transformers_config(config: Any, overrides: Mapping[str, Any]) -> tuple[Any
     return cfg, where, tuple(notes)
 
 
+@checked_call
 def hf_model(config: Any, name: Optional[str] = None, **overrides: Any) -> "CapturedModel":
     """A ``CapturedModel`` from a Hugging Face config: a dict, a config.json path or folder, or a transformers config;
     ``overrides`` set config keys (e.g. ``num_hidden_layers=2`` for a small model of the same family)."""

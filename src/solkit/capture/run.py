@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable, NamedTuple, Optional
 
-from .._validate import choice
+from .._validate import checked_call, choice
 from ..errors import ArgumentTypeError
 from ..workload import Workload
 from .._optional import require_torch
@@ -25,6 +25,7 @@ __all__ = ["capture", "capture_call", "calls", "SYNCS"]
 SYNCS = ("stall", "error")
 
 
+@checked_call
 def capture(fn: Any, /, *args: Any, **kwargs: Any) -> Workload:
     """The Workload of ``fn(*args, **kwargs)`` as eager PyTorch runs it on a GPU, run on fake tensors (see
     ``capture_call`` for the options)."""
@@ -107,6 +108,7 @@ def _run(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], policy: str, la
     return _Run(recorder, tracker, params, bool(stepped))
 
 
+@checked_call
 def calls(fn: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     """The ATen calls ``fn(*args, **kwargs)`` makes on fake tensors, each an ``Event`` (op, trace-form arguments as a
     profiler records them, outputs, backward, module path), in order: what ``capture`` maps."""
@@ -115,6 +117,7 @@ def calls(fn: Any, /, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
     return tuple(_run(fn, tuple(args), dict(kwargs), policy, _name_of(fn)).recorder.events)
 
 
+@checked_call
 def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[str] = None, syncs: str = "stall",
                  preamble: bool = False, step: Optional[Callable[..., Workload]] = None,
                  notes: tuple[str, ...] = ()) -> Workload:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterator, NamedTuple, Protocol, Union
 
 from .parameters import PARAMETERS, TERA
 from .plausibility import CEILING_SHARE, RANGES, SPARSE_RATIO, Range, out_of_range, peak_range, shown
+from .._validate import checked_call
 
 #: measured ceilings checked against the datasheet bandwidth: every bandwidth parameter (file unit TB/s)
 BANDWIDTH_CEILINGS: tuple[str, ...] = tuple(p.file_key for p in PARAMETERS if p.unit == "tb_s")
@@ -86,6 +87,7 @@ def spec_issues(gpu: SpecView) -> list[Issue]:
     return [*issues, *_ceilings(gpu, bad_fields), *_per_clock(gpu, bad_fields)]
 
 
+@checked_call
 def consistency_issues(gpu: SpecView) -> list[str]:
     """Every problem of a validated spec as text (errors and warnings); ``[]`` for a sound spec."""
     return [str(i) for i in spec_issues(gpu)]

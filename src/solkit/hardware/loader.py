@@ -63,6 +63,7 @@ _SCHEMA = __name__.rsplit(".", 1)[0] + ".schema"
 
 
 @functools.lru_cache(maxsize=1)
+@checked_call
 def shipped_dir() -> Path:
     """The spec folder shipped inside the package (``solkit/hardware_specs``)."""
     import importlib.resources  # here, not at import: it costs milliseconds
@@ -125,6 +126,7 @@ def _check_folder(folder: str) -> None:
         raise SpecError(f"spec folder {_shown(folder)} is a file, not a folder (a spec file loads by path: load_gpu(path))")
 
 
+@checked_call
 def spec_dirs(extra: Any = None) -> tuple[Path, ...]:
     """Spec folders in search order: ``extra`` (a path or list), then $SOLKIT_SPEC_PATH, then the shipped one."""
     dirs: list[str] = []
@@ -439,6 +441,7 @@ class _Index(NamedTuple):
 _CACHE = _Cache()
 
 
+@checked_call
 def clear_cache() -> None:
     """Forget every parsed spec, name index and figure derived from a spec (the next call reads the files again)."""
     for _, gpu, _ in _CACHE.files.values():
@@ -464,6 +467,7 @@ def _load(path: str) -> tuple["GPU", frozenset[str]]:
     return gpu, names
 
 
+@checked_call
 def load_spec_file(path: Any) -> "GPU":
     """Load and validate one spec file; any problem raises ``SpecError`` naming the file and field."""
     return _load(os.path.abspath(_as_path(path, "path")))[0]
@@ -616,6 +620,7 @@ def _load_gpu(name: Any, spec_path: Any) -> "GPU":
     return gpu
 
 
+@checked_call
 def as_gpu(gpu: Any) -> "GPU":
     """A GPU object from a GPU, a name, an alias or a path."""
     if type(gpu) is str:

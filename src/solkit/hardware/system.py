@@ -23,7 +23,7 @@ from typing import Any, Literal, Union
 
 from pydantic import Field
 
-from .._validate import whole
+from .._validate import checked_call, whole
 from ..errors import ArgumentTypeError, SpecError, UnknownGPUError
 from .loader import read_spec_bytes, stat_spec, as_gpu, document, load_gpu, spec_dirs
 from .records import GIGA, Count, Figure, Source, SpecModel
@@ -144,11 +144,13 @@ def _load_file(path: str) -> System:
     return system
 
 
+@checked_call
 def list_systems(spec_path: Any = None) -> list[str]:
     """Canonical names of the available systems, sorted."""
     return sorted({_load_file(str(p)).name for p in _system_files(spec_path)})
 
 
+@checked_call
 def load_system(name: Any, nodes: Any = 1, spec_path: Any = None) -> System:
     """A system by name or alias (case-insensitive), path to a YAML file, mapping or System, with ``nodes`` nodes."""
     if isinstance(name, System):

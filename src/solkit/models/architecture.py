@@ -15,7 +15,6 @@ The architecture only (DESIGN): precision, attention implementation and fusion a
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional, get_args
@@ -25,7 +24,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, mo
 from pydantic_core import PydanticCustomError
 
 from .._num import result
-from .._validate import checked_call, choice, dim, flag, shown
+from .._validate import checked_call, choice, did_you_mean, dim, flag, shown
 from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize, storage_bytes
 
@@ -50,7 +49,7 @@ MAX_FIELD = 2**53
 
 
 # ---- strict field types (as strict as Kernel's figures: nothing coerces) ----------------------------------------
-# A bool is not an integer, "32" is not 32, 32.0 is a float; numpy integers, bools and floats are what they are.
+# A bool is not an integer and "32" is not 32; 32.0 is 32 (a whole float, as a shape's dims take it), 32.5 a bad value.
 # An error of type "*_type" is a wrong type (ArgumentTypeError), an integer beyond 2**53 a ShapeError (as every figure
 # too large for float64), any other a bad value (OptionError): see _error.
 
@@ -64,8 +63,13 @@ def _integer(minimum: int) -> Any:
         if type(value) is int and minimum <= value <= MAX_FIELD:  # the usual call, fast
             return value
         expected = f"an integer >= {minimum}"
-        if _is_bool(value) or not isinstance(value, numbers.Integral):
-            raise PydanticCustomError("int_type", f"must be {expected} (a Python or numpy int)")
+        if _is_bool(value) or not isinstance(value, numbers.Real):
+            raise PydanticCustomError("int_type", f"must be {expected} (a Python or numpy int, or a whole float)")
+        if not isinstance(value, numbers.Integral):  # a whole float is its integer, as a shape's is (dim)
+            x = float(value)
+            if not (math.isfinite(x) and x.is_integer()):
+                raise PydanticCustomError("int_fraction", f"must be {expected}: a whole number")
+            value = x
         n = int(value)
         if n < minimum:
             raise PydanticCustomError("int_range", f"must be {expected}")
@@ -119,7 +123,7 @@ def _text(value: Any) -> str:
 def _option(value: Any) -> Any:
     if not isinstance(value, str):
         raise PydanticCustomError("string_type", "must be a string")  # _error lists the options
-    return value
+    return value.lower()  # the options are lower case, and a choice is case-insensitive everywhere (_validate.choice)
 
 
 Positive = Annotated[int, BeforeValidator(_integer(1))]
@@ -431,7 +435,7 @@ class Transformer(BaseModel):
         """A copy with some fields changed (validated again); kv_heads, head_dim and ffn keep their spelled-out values."""
         unknown = [k for k in changes if k not in type(self).model_fields]
         if unknown:
-            raise ArgumentTypeError(f"Transformer has no field {unknown[0]!r}; fields: {', '.join(type(self).model_fields)}")
+            raise _no_field(unknown[0])
         return Transformer(**{**self.model_dump(), **changes})
 
     def __repr__(self) -> str:
@@ -444,21 +448,27 @@ class Transformer(BaseModel):
 
 
 def _whole(value: Any) -> Optional[int]:
-    """An integer field's value as an int, or None where it is not one (its validator then says why)."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
+    """An integer field's value as an int (a whole float's too), or None where it is not one (its validator then says
+    why)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)):
         return None
-    n = int(value)
+    if not isinstance(value, numbers.Integral) and not (math.isfinite(float(value)) and float(value).is_integer()):
+        return None
+    n = int(float(value)) if not isinstance(value, numbers.Integral) else int(value)
     return n if 0 < n <= MAX_FIELD else None
 
 
-def _did_you_mean(word: str, options: Any) -> str:
-    near = difflib.get_close_matches(word, [str(o) for o in options], n=1)
-    return f" (did you mean {near[0]!r}?)" if near else ""
+def _no_field(name: str) -> ArgumentTypeError:
+    """The error for a field a Transformer does not have, with the nearest fields."""
+    fields = tuple(Transformer.model_fields)
+    return ArgumentTypeError(f"Transformer has no field {name!r}{did_you_mean(name, fields)} (its fields: "
+                             f"{', '.join(fields)})")
 
 
 def _error(exc: ValidationError) -> Exception:
     """The first problem of a Transformer's validation as a solkit error naming the field, expected and got."""
-    err = exc.errors()[0]
+    errors = exc.errors()
+    err = next((e for e in errors if e.get("type") == "extra_forbidden"), errors[0])  # a misspelt field leaves one missing
     loc = [p for p in err.get("loc", ()) if isinstance(p, str) and p in Transformer.model_fields] or \
         [str(p) for p in err.get("loc", ())[:1]]
     field = loc[0] if loc else "Transformer"
@@ -466,8 +476,7 @@ def _error(exc: ValidationError) -> Exception:
     kind_name = err.get("type", "")
     message = err.get("msg", "invalid").removeprefix("Value error, ")
     if kind_name == "extra_forbidden":
-        return ArgumentTypeError(f"Transformer has no field {field!r}{_did_you_mean(field, Transformer.model_fields)}; "
-                                 f"fields: {', '.join(Transformer.model_fields)}")
+        return _no_field(field)
     if kind_name == "missing":
         return ArgumentTypeError(f"Transformer needs {field}, got none")
     options = get_args(Transformer.model_fields[field].annotation) if field in Transformer.model_fields else ()
@@ -476,7 +485,7 @@ def _error(exc: ValidationError) -> Exception:
                                  f"{shown(got)}")
     if kind_name == "literal_error":
         return OptionError(f"Transformer: {field} must be one of {', '.join(map(repr, options))}, got {shown(got)}"
-                           f"{_did_you_mean(got, options) if isinstance(got, str) else ''}")
+                           f"{did_you_mean(got, options)}")
     if kind_name == "model_type":
         return ArgumentTypeError(f"Transformer takes its fields as keywords, got {shown(got)}")
     kind = ArgumentTypeError if kind_name.endswith(("_type", "_parsing")) else \

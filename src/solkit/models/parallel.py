@@ -163,10 +163,12 @@ def _layer_groups(layer_bytes: float, layers: int, bucket: float) -> list[tuple[
     return groups
 
 
-def _reduction(op: str, elements: Any, dtype: str, split: Split, name: str, overlap: str) -> Workload:
-    """A data-parallel collective of ``elements`` in ``dtype``; a reduce-scatter's or all-gather's buffer padded to dp shards."""
+def _reduction(op: str, elements: Any, dtype: str, split: Split, name: str, overlap: str, pad: bool = True) -> Workload:
+    """A data-parallel collective of ``elements`` in ``dtype``; a reduce-scatter's or all-gather's flat buffer padded to dp
+    shards (``pad``; a bucket of a flat buffer is not padded on its own: the buffer's padding, at most dp - 1 elements,
+    is counted once, in the gather of the updated parameters and in memory)."""
     stride = split.tp  # a data-parallel group's GPUs sit tp apart
-    if op in ("reduce_scatter", "all_gather"):
+    if pad and op in ("reduce_scatter", "all_gather"):
         elements = padded(elements, split.dp)
     return collective(op, _grad_bytes(elements, dtype), split.dp, "fp32", stride=stride,
                       overlap=overlap if split.overlap else "").renamed(name, kernels=True)
@@ -198,7 +200,7 @@ def _ddp_backward(bwd: Workload, m: Transformer, split: Split, grad: str) -> Wor
                 unit = Workload.of("layers backward + bucket", (
                     (layer_bwd, per),
                     (scale.kernels[0]._replace(launches=float(per * layer_tensors)), 1),
-                    (_reduction(op, per * layer_params / buckets, grad, split, label, "gradients"), buckets)))
+                    (_reduction(op, per * layer_params / buckets, grad, split, label, "gradients", pad=False), buckets)))
                 parts.append((unit, groups))
             layers_seen = True
             continue
@@ -219,7 +221,7 @@ def _buckets(params: float, tensors: int, split: Split, grad: str, name: str, op
     count = max(1, math.ceil(nbytes / (split.bucket_mb * _MIB)))
     scale = foreach(params, 1, 1, 1, grad, name=f"ddp scale into bucket ({name.rsplit('(', 1)[-1]}")
     return [(scale.kernels[0]._replace(launches=float(max(tensors, 1))), 1),
-            (_reduction(op, params / count, grad, split, name, "gradients"), count)]
+            (_reduction(op, params / count, grad, split, name, "gradients", pad=False), count)]
 
 
 def _layer_tensors(m: Transformer) -> int:

@@ -45,6 +45,7 @@ class _Presets(Mapping[str, Transformer]):
 PRESETS: Mapping[str, Transformer] = _Presets()
 
 
+@checked_call
 def preset_names() -> tuple[str, ...]:
     """The preset names, in file order."""
     return tuple(_presets())

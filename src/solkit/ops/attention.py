@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._num import all_, any_, where
-from .._validate import broadcast, dim, flag
+from .._validate import checked_call, broadcast, dim, flag
 from ..errors import OptionError
 from ..workload import Gemm, Kernel, Rows, Workload
 from ..stacks.torch211 import SDPA_HALF
@@ -38,6 +38,7 @@ def _pairs(sq: Any, skv: Any, causal: bool) -> Any:
     return where(sq <= skv, sq * skv - sq * (sq - 1) / 2, skv * (skv + 1) / 2)  # pragma: no mutate (< and <= agree at sq = skv)
 
 
+@checked_call
 def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> Any:
     """Unmasked (query, key) pairs per head: sq*skv, or the bottom-right causal count."""
     sq, skv = dim("seq_q", seq_q), dim("seq_kv", seq_kv)

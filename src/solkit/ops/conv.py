@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 
 from .._num import all_, minimum, where
-from .._validate import broadcast, dim
+from .._validate import checked_call, broadcast, dim
 from ..workload import Gemm, Kernel, Workload
 from ..stacks.torch211 import FEW_CHANNEL_BYTES
 from ._common import check_fits, check_window, divisible, element_bytes, extent, single
@@ -30,6 +30,7 @@ def _check_conv(args: dict[str, Any]) -> None:
     check_window(args)
 
 
+@checked_call
 def conv_output_size(size: Any, kernel: Any, stride: Any = 1, padding: Any = 0, dilation: Any = 1, axis: str = "height") -> Any:
     """Output extent along one axis: (size + 2*padding - dilation*(kernel - 1) - 1) // stride + 1."""
     size_, kernel, stride = dim(axis, size), dim("kernel", kernel), dim("stride", stride)

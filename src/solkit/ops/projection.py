@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._validate import broadcast, dim
+from .._validate import checked_call, broadcast, dim
 from ..errors import ShapeError
 from ..workload import Kernel, Workload
 from ._common import at_most, divisible, element_bytes
@@ -36,6 +36,7 @@ def _check_heads(args: dict[str, Any]) -> None:
         divisible("heads", heads, "kv_heads", kv)
 
 
+@checked_call
 def qkv_widths(d_model: Any, heads: Any = None, kv_heads: Any = None, head_dim: Any = None) -> tuple[Any, Any]:
     """(q, kv) output widths: q = heads*head_dim, kv = kv_heads*head_dim.
 

@@ -342,6 +342,7 @@ def get(name: Any) -> Operator:
     return _REGISTRY[key]
 
 
+@checked_call
 def by_aten(aten_name: str) -> tuple[Operator, bool]:
     """(operator, is_backward) of an ATen op name (``aten::mm``); ``LookupError`` if none claims it."""
     for op in _REGISTRY.values():
@@ -352,6 +353,7 @@ def by_aten(aten_name: str) -> tuple[Operator, bool]:
     raise LookupError(f"no registered operator claims the ATen op {aten_name!r}")
 
 
+@checked_call
 def calibration_keys() -> tuple[str, ...]:
     """Every key a calibration table may use: the kernel kinds, then every operator's keys."""
     keys = list(KERNEL_KINDS)

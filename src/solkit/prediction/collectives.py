@@ -12,6 +12,7 @@ from ..errors import ArgumentTypeError
 from ..hardware.parameters import Calibration
 from ..sol import link_seconds
 from ..workload import Kernel
+from .._validate import checked_call
 
 __all__ = ["DEFAULT_LINK_EFFICIENCY", "DEFAULT_LINK_LATENCY", "CHUNK_ALIGNMENT", "MISALIGNED_FROM", "misaligned_chunk",
            "collective_seconds", "link_note"]
@@ -27,6 +28,7 @@ CHUNK_ALIGNMENT = 16
 MISALIGNED_FROM = 1 << 24
 
 
+@checked_call
 def misaligned_chunk(nbytes: Any, n_gpus: Any) -> Any:
     """Whether a collective of ``nbytes`` over ``n_gpus`` pays ``link_misaligned``: its buffer of ``MISALIGNED_FROM`` bytes
     or more, a GPU's chunk (nbytes / n_gpus) not a multiple of ``CHUNK_ALIGNMENT``."""
@@ -34,6 +36,7 @@ def misaligned_chunk(nbytes: Any, n_gpus: Any) -> Any:
     return (np.mod(chunk, CHUNK_ALIGNMENT) != 0) & (np.asarray(nbytes) >= MISALIGNED_FROM)
 
 
+@checked_call
 def collective_seconds(k: Kernel, system: Any, cal: Calibration) -> Any:
     """latency + hops beyond a 2-GPU ring's x hop latency + max(level bytes / (efficiency x level bandwidth)).
 

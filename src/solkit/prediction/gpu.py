@@ -17,6 +17,7 @@ from ..hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from ..ops.registry import calibration_keys
 from ..precision import rate_class
 from ..stacks import torch211
+from .._validate import checked_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU, Measured
@@ -27,6 +28,7 @@ __all__ = ["REFERENCE_GPU", "calibration", "matmul_rate", "stack_note"]
 REFERENCE_GPU = "h200-sxm"
 
 
+@checked_call
 def calibration(gpu: Any) -> Calibration:
     """The predictor's parameters for ``gpu`` in SI units: its ``measured:`` section, else the reference's shares.
 
@@ -101,6 +103,7 @@ def stack_note(gpu: "GPU") -> Optional[str]:
             f"torch {torch211.VERSIONS['torch']} (solkit.stacks.torch211); {measured}")
 
 
+@checked_call
 def matmul_rate(cal: Calibration, gpu: "GPU", precision: str) -> float:
     """Achievable dense matmul FLOP/s of ``precision``: measured, else the bf16 measured share of its peak."""
     cls = rate_class(precision)

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
-from .._validate import positive
+from .._validate import checked_call, positive
 from ..errors import ArgumentTypeError, OptionError
 from ..hardware.parameters import PARAMETERS, Calibration
 from ..workload import Join, Kernel, Pipeline, Sync, Workload, issued_launches
@@ -29,6 +29,7 @@ __all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "PROBE_RANGE_US", "
 CPU_BOUND = 1.1
 
 
+@checked_call
 def cpu_bound(seconds: Any, host: Any) -> Any:
     """Whether a program of ``seconds`` whose CPU issues it in ``host`` seconds is CPU-bound: seconds < CPU_BOUND x host."""
     return np.asarray(seconds) < CPU_BOUND * np.asarray(host)
@@ -47,6 +48,7 @@ def scheduled(w: Workload) -> bool:
     return any(overlapped(node) if isinstance(node, Kernel) else scheduled(node) for node, _ in w.parts)
 
 
+@checked_call
 def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
                 extra: Optional[Mapping[str, float]] = None) -> Map:
     """The timeline map of ``w`` (``prediction.timeline``): each launch issued after ``host`` seconds (plus ``extra[op]`` for a
@@ -113,6 +115,7 @@ def host_probe_seconds(value: Any) -> Optional[float]:
 HOST_TIME_PARAMETERS = tuple(p.name for p in PARAMETERS if p.name.startswith("host_") and p.name != "host_probe")
 
 
+@checked_call
 def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibration:
     """``cal`` with its host parameters scaled by ``probe`` (seconds per probe launch) over the fit machine's probe."""
     if not cal.host_probe:
@@ -122,6 +125,7 @@ def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibr
     return cal.replace(**{name: getattr(cal, name) * f for name in HOST_TIME_PARAMETERS}, host_probe=probe)
 
 
+@checked_call
 def program_host_overhead(w: Workload, cal: Calibration, issued: Optional[float] = None) -> Any:
     """Host seconds per launch when ``w`` is an eager program (its ``recipe``'s kernels "eager"; 0 otherwise).
 

@@ -33,6 +33,7 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_PA
 from ..workload import Kernel
 from .gpu import matmul_rate
 from .tiles import attention_compute_time, gemm_time, tile_waves
+from .._validate import checked_call
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
@@ -77,11 +78,13 @@ class KernelTerms(NamedTuple):
     neighbour: Num = 0.0  # the log factor of the neighbour correction (prediction.neighbours; 0: none)
 
 
+@checked_call
 def sdpa_backend(gpu: "GPU") -> str:
     """The fused attention kernel F.scaled_dot_product_attention runs in fp16/bf16 on ``gpu`` (PyTorch 2.11)."""
     return "cudnn_attention" if gpu.architecture in CUDNN_SDPA_ARCHITECTURES else "flash_attention"
 
 
+@checked_call
 def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     """Raw compute and memory times of one kernel and the flags the efficiencies act on."""
     op = sdpa_backend(gpu) if kernel.op == "sdpa_attention" else kernel.op
@@ -215,6 +218,7 @@ def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
     return aligned / eff.get(f"{op}_misaligned", aligned)
 
 
+@checked_call
 def soft_max(a: Any, b: Any, p: float) -> Any:
     """(a**p + b**p)**(1/p): max(a, b) at p = inf, a + b at p = 1 (compute and memory only partly overlap)."""
     if not math.isfinite(p):
@@ -228,6 +232,7 @@ def soft_max(a: Any, b: Any, p: float) -> Any:
     return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
 
 
+@checked_call
 def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     """(wave latency, latency-bound work) seconds of a kernel's waves of work items.
 
@@ -253,6 +258,7 @@ def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     return waiting, stream
 
 
+@checked_call
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
     """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
     compute = terms.t_compute / lookup(cal.compute_efficiency, terms, 1.0)
@@ -275,6 +281,7 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 
+@checked_call
 def combine(terms: Any, cal: Calibration) -> Num:
     """Workload seconds from (terms, count) pairs: launch floor + kernel bodies + a gap per further launch."""
     return combined(terms, [kernel_seconds(t, cal)[0] for t, _ in terms], cal)

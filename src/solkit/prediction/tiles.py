@@ -15,6 +15,7 @@ import numpy as np
 
 from .._num import Num, ceil, product
 from ..stacks.torch211 import ATTENTION_QUERY_TILE, MIN_SPLIT_K, SPLITKV_QUERY_TILE
+from .._validate import checked_call
 
 __all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits"]
 
@@ -22,6 +23,7 @@ __all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_c
 TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
 
 
+@checked_call
 def gemm_compute_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool = True) -> tuple[Num, Num]:
     """(seconds, wave efficiency) of the best tile for a [batch, m, k] @ [k, n] GEMM at ``rate`` FLOP/s (``gemm_time``)."""
     seconds, efficiency, _ = gemm_time(m, n, k, batch, rate, sms, split_k)
@@ -138,6 +140,7 @@ def attention_compute_time(m: Any, n: Any, d: Any, batch: Any, t_flat: Any, sms:
     return t_flat * padding / efficiency, efficiency, split_kv > 1, np.ceil(work_items / sms)
 
 
+@checked_call
 def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 128) -> int:
     """The split-KV count flash attention's ``num_splits_heuristic`` picks (1: no split).
 
