@@ -7,6 +7,7 @@ import functools
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Optional
 from unittest import mock
 
 import numpy as np
@@ -230,17 +231,34 @@ def test_decode_attends_over_the_cache():
 
 
 def test_an_fp32_moe_runs_the_grouped_gemm_fallback_with_stalls():
-    """In fp32 (no autocast) a MoE's grouped GEMMs run ATen's fallback: a host read of the group offsets (a stall) and
-    one GEMM launch per expert; under AMP autocast casts them to bf16 (the H200 ran cutlass's grouped kernel once per
-    call in an AMP step: data/h200_captured_steps_dev_seed2044.json), one launch each and no stall (the packed-sequence
-    check's read is the step's one sync)."""
+    """Over fp32 experts a MoE's grouped GEMMs run ATen's fallback: a host read of the group offsets (a stall) and one
+    GEMM launch per expert, under AMP too: autocast has no kernel for _grouped_mm (torch's dispatcher, below; the H200
+    ran fp32 GEMMs and device-to-host copies in the AMP steps of data/h200_captured_steps_test_seed2045.json)."""
     m = hf_model({"model_type": "mixtral", **SMALL, "num_local_experts": 4, "num_experts_per_tok": 2})
-    w = m.training_step(batch=2, seq=32, dtype="fp32")
-    grouped = [k for k, _ in w.counted if k.kind == "gemm" and k.precision == "fp32" and k.launches == 4]
-    assert grouped and w.recipe.syncs >= 2 * 3  # 2 layers x 3 grouped GEMMs forward (more in the backward)
-    amp = m.training_step(batch=2, seq=32, amp=True)
-    experts = [k for k, _ in amp.counted if k.kind == "gemm" and ".mlp.experts" in k.name]
-    assert experts and all(k.precision == "bf16" and k.launches == 1 for k in experts) and amp.recipe.syncs == 1
+    for w in (m.training_step(batch=2, seq=32, dtype="fp32"), m.training_step(batch=2, seq=32, amp=True)):
+        experts = [k for k, _ in w.counted if k.kind == "gemm" and ".mlp.experts" in k.name]
+        assert experts and all(k.precision == "fp32" and k.launches == 4 for k in experts)  # one GEMM per expert
+        assert w.recipe.syncs >= 1 + 2 * 2  # the packed-sequence check, then 2 layers x 2 grouped GEMMs forward
+
+
+def test_autocast_lists_agree_with_torch():
+    """Every ATen op of capture's lower-precision list has a CUDA autocast kernel in torch's dispatcher (the oracle),
+    and _grouped_mm, which has none, is not on it."""
+    import torch
+
+    from solkit.capture.functions import LOWER
+
+    dispatcher = torch._C._dispatch_has_kernel_for_dispatch_key
+
+    def autocast_kernel(op: str) -> Optional[bool]:
+        try:
+            return bool(dispatcher("aten::" + op, "AutocastCUDA"))
+        except RuntimeError:  # no overload of that bare name (conv_transpose2d is registered as .input)
+            return None
+
+    known = {op: autocast_kernel(op) for op in LOWER if not op.startswith("__")}
+    assert sum(v is not None for v in known.values()) > 20 and all(v is not False for v in known.values()), known
+    assert not dispatcher("aten::_grouped_mm", "AutocastCUDA") and "_grouped_mm" not in LOWER
 
 
 def test_layers_that_each_sync_are_held_once():

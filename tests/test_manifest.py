@@ -102,7 +102,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 44  # 21 kernel files + 11 step files + 2 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 45  # 21 kernel files + 11 step files + 3 captured-step files + 5 collectives files + 5 split-step files
 
 
 def test_sampled_sets_roles_follow_the_sampler():
