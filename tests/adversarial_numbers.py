@@ -454,6 +454,9 @@ def traps_cases() -> list[Adv]:
         Adv("numbers-traps: host_probe_us=8100 (nanoseconds)", lambda: probe(8100), OptionError, ValueError,
             ("host_probe_us", "nanoseconds typed", "8.1 us")),
         Adv("numbers-traps: host_probe_us=0.49", lambda: probe(0.49), OptionError, ValueError, ("0.5 and 1000",)),
+        # 0.4 ms would be 400 us, in range but no CPU's probe (1-50 us): no slip is guessed
+        Adv("numbers-traps: host_probe_us=0.4 guesses no unit", lambda: probe(0.4), OptionError, ValueError,
+            ("0.5 and 1000", "no other unit")),
         Adv("numbers-traps: host_probe_us=1000.5", lambda: probe(1000.5), OptionError, ValueError, ("0.5 and 1000",)),
         Adv("numbers-traps: host_probe_us=1e300", lambda: probe(1e300), OptionError, ValueError, ("host_probe_us",)),
         Adv("numbers-traps: host_probe_us=inf", lambda: probe(float("inf")), OptionError, ValueError,

@@ -639,7 +639,7 @@ def _with_env(value: str, call: Callable[[], Any]) -> Any:
 
 
 def _denied(path_tag: str) -> Callable[[], Any]:
-    """EACCES simulated on open() (root reads any file): the loader's own open, not the builtin."""
+    """EACCES simulated on opening (root reads any file): the loader's own opener, not os.open."""
 
     def call() -> Any:
         path = _write(path_tag, RAW)
@@ -648,7 +648,7 @@ def _denied(path_tag: str) -> Callable[[], Any]:
         def refuse(file: Any, *args: Any, **kwargs: Any) -> Any:
             raise PermissionError(13, "Permission denied", str(file))
 
-        with mock.patch.object(loader, "open", refuse, create=True):
+        with mock.patch.object(loader, "open_regular", refuse):
             return sk.load_gpu(path)
 
     return call

@@ -278,7 +278,7 @@ def test_cached_load_is_one_stat_and_no_read(monkeypatch):
     calls = []
     real_stat = os.stat
     monkeypatch.setattr(os, "stat", lambda *a, **k: calls.append(a) or real_stat(*a, **k))
-    monkeypatch.setattr(loader, "open", lambda *a, **k: pytest.fail("opened a file"), raising=False)
+    monkeypatch.setattr(loader, "open_regular", lambda *a, **k: pytest.fail("opened a file"))
     assert sk.load_gpu("h200").name == "h200-sxm"
     assert len(calls) == 1
 
@@ -321,6 +321,6 @@ def test_oversized_file_is_refused_before_reading(tmp_path, monkeypatch):
 
     path = tmp_path / "big.yaml"
     path.write_bytes(b"#" * (2**20 + 1))
-    monkeypatch.setattr(loader, "open", lambda *a, **k: pytest.fail("read an oversized file"), raising=False)
+    monkeypatch.setattr(loader, "open_regular", lambda *a, **k: pytest.fail("read an oversized file"))
     with pytest.raises(SpecError, match=r"over the 1,048,576-byte \(1 MiB\) limit .*: 1,048,577 bytes"):
         sk.load_gpu(path)

@@ -385,7 +385,7 @@ def test_unreadable_file_is_a_spec_error(tmp_path, monkeypatch):
     def denied(file: Any, *args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied", str(file))
 
-    monkeypatch.setattr(loader, "open", denied, raising=False)  # the loader's open(), not the builtin
+    monkeypatch.setattr(loader, "open_regular", denied)  # the loader's opener, not os.open
     _expect_spec_error(path, "Permission denied (EACCES)")
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import solkit as sk
 from solkit import models, planning
-from solkit.errors import ImpossibleMeasurementError, OptionError
+from solkit.errors import ImpossibleMeasurementError, OptionError, ShapeError
 from solkit.models.parallel import padded, zero_shard
 from solkit.splits import MAX_MICRO_BATCH, _divisors, candidates
 
@@ -139,3 +139,21 @@ def test_a_dp_that_divides_every_buffer_pads_nothing(zero):
     gathered = sum(k.link.nbytes * c for k, c in step.counted if k.link is not None and k.link.collective == "all_gather")
     assert reduced == pytest.approx(7_692_500_992, rel=1e-12)
     assert gathered == pytest.approx(11_182_292_992 if zero == 3 else 7_692_500_992, rel=1e-12)
+
+
+def test_mfu_of_a_split_step_on_a_system():
+    """A System is a GPU's place too: the same MFU as the GPU's (FLOPs / (989.4 TFLOP/s bf16 x 0.03 s), one GPU's share);
+    a System too small for the step's 16 GPUs says so."""
+    step = models.training_step(GPT2.forward(batch=1, seq=64), dp=2, tp=4, pp=2)
+    two_nodes = sk.load_system("hgx-h200", nodes=2)
+    assert sk.mfu(step, 0.03, two_nodes) == pytest.approx(step.flops / (989.4e12 * 0.03))  # H200 SXM dense bf16
+    with pytest.raises(ShapeError, match="more GPUs than the system"):
+        sk.mfu(step, 0.03, sk.load_system("hgx-h200"))
+
+
+def test_search_splits_takes_a_systems_name_and_refuses_nothing_to_try():
+    """'hgx-h200' is one node of that system (8 GPUs: dp x tp x pp = 8); an empty checkpointing list has nothing to try."""
+    found = planning.search_splits(GPT2, "hgx-h200", 8, 1024, top=3)
+    assert found and all(r.dp * r.tp * r.pp == 8 for r in found)
+    with pytest.raises(OptionError, match="empty list"):
+        planning.search_splits(GPT2, "hgx-h200", 8, 1024, checkpointing=[])

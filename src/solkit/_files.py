@@ -5,9 +5,9 @@ opens it here, so each refuses the same things the same way, quickly, with the c
 file: a path that is empty or holds a NUL byte, a missing file, a folder, anything that is not a regular file
 (a named pipe would block ``open`` until a writer came; a device such as /dev/zero never ends), a file over the
 caller's cap (checked on the size before reading, and again while reading, for a file that grows), bytes that
-are not UTF-8 and JSON nested deeper than ``MAX_JSON_DEPTH``. The approach is the spec loader's
-(``hardware.loader.read_spec_bytes``): ``stat`` before opening, then the file opened without blocking and
-checked again on its descriptor, so a file swapped for a pipe in between is still refused.
+are not UTF-8 and JSON nested deeper than ``MAX_JSON_DEPTH``. ``stat`` before opening, then the file opened
+without blocking and checked again on its descriptor, so a file swapped for a pipe in between is still refused;
+the spec loader (``hardware.loader.read_spec_bytes``) opens its files here too.
 """
 
 from __future__ import annotations

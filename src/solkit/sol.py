@@ -435,7 +435,7 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
     flagged when ``seconds`` is below its T_SOL split ideally over ``n_gpus``.
     """
     precision = normalize(dtype, "dtype")
-    g = as_gpu(gpu)
+    g, _ = target(gpu)  # a GPU, or a System (its GPU; a split step's bound is then taken on it)
     workload = flops if isinstance(flops, Workload) else None
     if workload is not None:
         f = workload.executed_flops if executed else workload.flops
@@ -485,7 +485,8 @@ def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
         strict: bool = False) -> Any:
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
 
-    ``flops`` is a number (or array) of model FLOPs, or a Workload (its ``flops``; its matrix
+    ``gpu``: a GPU (its name, alias, path or spec) or a System. ``flops`` is a number (or array) of model FLOPs, or a
+    Workload (its ``flops``; its matrix
     kernels must include ``dtype``'s precision). A step split over GPUs (``training_step(dp=, tp=, pp=)``) is one
     GPU's share and knows its world size: its MFU is per GPU, which is the job's; ``n_gpus`` may be 1 or that
     world size (either gives the same number), anything else is a MeasurementError. Above 1 (or, for a Workload, ``seconds`` below

@@ -112,6 +112,8 @@ def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, 
     best = count("top", top)
     choices = tuple(flag("checkpointing", c) for c in (checkpointing if isinstance(checkpointing, (tuple, list))
                                                        else (checkpointing,)))
+    if not choices:
+        raise OptionError("checkpointing must be True, False or a list of them to try, got an empty list (nothing to try)")
     capacity = g.memory_capacity
     flops = model.flops_per_token(training=True, seq=s) * batch * s  # the job's model FLOPs per step
     if not math.isfinite(flops):

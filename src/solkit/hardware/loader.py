@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import yaml
 
+from .._files import open_regular
 from .._validate import checked_call, did_you_mean, shown, user_stacklevel
 from ..errors import ArgumentTypeError, SpecError, SpecFolderWarning, UnknownGPUError
 
@@ -349,7 +350,8 @@ def _refuse_literals(path: str, data: Any, literals: list[_Yaml11]) -> None:
 
 
 def read_spec_bytes(path: str, st: os.stat_result) -> bytes:
-    """The bytes of a regular file of at most MAX_SPEC_BYTES (checked before reading)."""
+    """The bytes of a regular file of at most MAX_SPEC_BYTES (checked before reading, and on the opened descriptor: a
+    file swapped for a pipe since ``st`` is still refused)."""
     if stat.S_ISDIR(st.st_mode):
         raise SpecError(f"{_shown(path)}: is a folder, not a spec file (a folder of specs is a spec_path)")
     if not stat.S_ISREG(st.st_mode):
@@ -358,7 +360,8 @@ def read_spec_bytes(path: str, st: os.stat_result) -> bytes:
     if st.st_size > MAX_SPEC_BYTES:
         raise SpecError(f"{too_big}: {st.st_size:,} bytes")
     try:
-        with open(path, "rb") as f:
+        f, _, _ = open_regular(path, "spec file", SpecError)  # without blocking, checked again on its descriptor
+        with f:
             raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(f"{_shown(path)}: cannot read the spec file: {_why(exc)}") from None

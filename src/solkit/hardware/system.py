@@ -205,9 +205,20 @@ def default_system(gpu: Any) -> System:
 
 
 def as_system(target: Any) -> tuple[Any, System]:
-    """(GPU, System) of a GPU (one node of its usual system) or a System (its GPU)."""
+    """(GPU, System) of a GPU (one node of its usual system), a System (its GPU) or a shipped system's name (one node)."""
     if isinstance(target, System):
         return target.gpu_spec, target
-    g = as_gpu(target)
+    try:
+        g = as_gpu(target)
+    except UnknownGPUError:
+        if isinstance(target, str) and target.strip().lower() in _system_names():  # a system's name: one node of it
+            system = load_system(target)
+            return system.gpu_spec, system
+        raise
     return g, default_system(g)
+
+
+def _system_names() -> set[str]:
+    """The shipped systems' names and aliases, lower case."""
+    return {n.lower() for s in list_systems() for n in (s, *load_system(s).aliases)}
 

@@ -88,6 +88,8 @@ def program_map(w: Workload, body: dict[int, Any], host: float, gap: Any,
 #: the plausible launch probe, µs: a small torch launch costs about 2-20 µs of CPU on any machine that drives a GPU;
 #: below 0.5 is seconds or milliseconds typed where µs belong (8.1e-06, 0.0081), above 1000 nanoseconds (8100)
 PROBE_RANGE_US = (0.5, 1000.0)
+#: the probes of CPUs that drive GPUs (1 to 50 us): a number another unit puts here is the slip a refusal names
+PROBE_USUAL_US = (1.0, 50.0)
 
 
 def host_probe_seconds(value: Any) -> Optional[float]:
@@ -100,12 +102,11 @@ def host_probe_seconds(value: Any) -> Optional[float]:
         raise ArgumentTypeError(f"host_probe_us must be one number of microseconds, got an array of shape {np.shape(probe)}")
     low, high = PROBE_RANGE_US
     if not low <= probe <= high:
-        if probe < 1e-3:
-            slip = f"seconds typed where microseconds belong? {probe:g} s would be {probe * 1e6:g} us"
-        elif probe < low:
-            slip = f"milliseconds typed where microseconds belong? {probe:g} ms would be {probe * 1e3:g} us"
-        else:
-            slip = f"nanoseconds typed where microseconds belong? {probe:g} ns would be {probe / 1e3:g} us"
+        # the likely slip: the unit that would put the number in range, if one does (else none is guessed)
+        units = (("seconds", 1e6, "s"), ("milliseconds", 1e3, "ms"), ("nanoseconds", 1e-3, "ns"))
+        slips = [f"{unit} typed where microseconds belong? {probe:g} {short} would be {probe * scale:g} us"
+                 for unit, scale, short in units if PROBE_USUAL_US[0] <= probe * scale <= PROBE_USUAL_US[1]]
+        slip = slips[0] if slips else "no other unit makes it a usual probe either"
         raise OptionError(f"host_probe_us must be a launch probe in microseconds (us) between {low:g} and {high:g} "
                           f"(solkit.profile.host_probe() measures about 5 us on a current CPU), got {probe:g}: {slip}")
     return probe * 1e-6
