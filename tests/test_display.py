@@ -64,3 +64,14 @@ def test_sweep_grid_and_options():
     assert row.t_sol_s == pytest.approx(2 * 4096 * 8192 * 4096 / 1978.9e12)  # 138.9 us
     assert (frame.predicted_s >= frame.t_sol_s).all()
     assert (frame.sol_fraction <= 1).all()
+
+
+def test_fmt_bytes_chooses_the_unit():
+    """Decimal units: 1.59e12 B is 1.59 TB, 25,165,824 B 25.17 MB, 512 B 512 B, 999,999 B 1000 KB (4 digits)."""
+    from solkit._display import fmt_bytes
+
+    assert fmt_bytes(1.59e12) == "1.59 TB"
+    assert fmt_bytes(25_165_824) == "25.17 MB"
+    assert fmt_bytes(512) == "512 B"
+    assert fmt_bytes(999_999) == "1000 KB"
+    assert fmt_bytes(2.5e15) == "2.5 PB"

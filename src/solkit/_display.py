@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["fmt_seconds", "html_table", "plain", "is_scalar"]
+__all__ = ["fmt_seconds", "fmt_bytes", "html_table", "plain", "is_scalar"]
 
 
 def is_scalar(x: Any) -> bool:
@@ -24,6 +24,17 @@ def fmt_seconds(seconds: Any) -> str:
         if abs(s) >= scale:
             return f"{s / scale:.4g} {unit}"
     return f"{s / 1e-9:.4g} ns"
+
+
+def fmt_bytes(nbytes: Any) -> str:
+    """'512 B', '25.17 MB', '1.59 TB' (decimal units, as the specs' GB and TB/s); an array as its shape."""
+    if not is_scalar(nbytes):
+        return f"array{np.shape(nbytes)} B"
+    b = float(nbytes)
+    for scale, unit in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+        if abs(b) >= scale:
+            return f"{b / scale:.4g} {unit}"
+    return f"{b:.4g} B"
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:

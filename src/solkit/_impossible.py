@@ -8,6 +8,7 @@ measured time counts as below its bound only beyond float rounding: measured < b
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from typing import Any, Callable, Union
@@ -39,6 +40,10 @@ def _where(mask: np.ndarray) -> tuple[tuple[int, ...], str]:
 What = Union[str, Callable[[], str]]
 
 
+#: the folder of solkit's own modules: a warning points at the first frame outside it (the user's line)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
 def _text(what: What) -> str:
     return what if isinstance(what, str) else what()
 
@@ -55,6 +60,8 @@ def _emit(message: str, strict: bool, stacklevel: int) -> None:
         frame = sys._getframe(stacklevel + 1)  # 0 is _emit, 1 the flagging function, 2 its caller, ...
     except ValueError:  # pragma: no cover - called from the top of the stack
         frame = sys._getframe(1)
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):  # past solkit's wrappers
+        frame = frame.f_back
     warnings.warn_explicit(message + "; strict=True raises", ImpossibleMeasurementWarning, frame.f_code.co_filename,
                            frame.f_lineno, module=frame.f_globals.get("__name__", "<unknown>"), registry=None,
                            module_globals=frame.f_globals)
