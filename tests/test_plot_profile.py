@@ -19,7 +19,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 import solkit as sk  # noqa: E402
 from solkit import errors, plot  # noqa: E402
-from solkit.plot.profile import MAX_AREA  # noqa: E402
+from solkit.plot.profile_charts import MAX_AREA  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFILL = ROOT / "data" / "profiles" / "llama_prefill.json.gz"

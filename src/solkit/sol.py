@@ -28,7 +28,7 @@ from ._validate import checked_call, dim, finite_result, flag, positive
 from .errors import MeasurementError, OptionError, ShapeError
 from .hardware import as_gpu, load_gpu
 from .precision import normalize, rate_class
-from .workload import Kernel, Workload, as_workload
+from .workload import Kernel, Workload, as_workload, kernel_count
 
 _SYSTEM = "solkit.hardware.system"
 
@@ -220,7 +220,7 @@ class Roofline:
         return (
             f"Roofline({self.workload!r} on {self.gpu}: T_SOL {fmt_seconds(self.t_sol)}, {self.bound}-bound, "
             f"t_compute {fmt_seconds(self.t_compute)}, t_memory {fmt_seconds(self.t_memory)}{link}, "
-            f"intensity {self.intensity:.4g} FLOP/B (ridge {self.ridge_point:.4g}), {len(self.kernels)} kernel(s))"
+            f"intensity {self.intensity:.4g} FLOP/B (ridge {self.ridge_point:.4g}), {kernel_count(self._w)})"
         )
 
     def _repr_html_(self) -> str:

@@ -27,6 +27,7 @@ from .kernel import (KERNEL_KINDS, MAX_LAUNCHES, MAX_LISTED, RING_COLLECTIVES, G
                      big_count, is_overflow, overflow)
 
 __all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Sync", "Schedule", "host_syncs", "Autograd", "Program", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
+           "kernel_count",
            "overflow", "is_overflow", "RING_COLLECTIVES"]
 
 #: the calibration key of FSDP's per-layer copy out of its gathered parameters: where the predictor charges the host
@@ -328,6 +329,31 @@ class Workload:
         return self._shape  # type: ignore[return-value]
 
     # ---- display ----------------------------------------------------------------------------
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per distinct kernel (``counted``, in first-launch order): name, kind, precision,
+        ``count`` (its launches), then its figures summed over those launches (``model_flops``, ``executed_flops``,
+        ``matrix_flops``, ``vector_flops``, ``bytes_read``, ``bytes_written``, ``bytes``): each column sums to the
+        workload's figure. A sweep: one row per kernel and point, ``point`` the flat (C-order) index of the point."""
+        from ._optional import require_pandas
+
+        pd = require_pandas()
+        shape, counted = self.shape, self.counted
+        points = int(np.prod(shape))
+        figures = ("model_flops", "executed_flops", "matrix_flops", "vector_flops", "bytes_read", "bytes_written",
+                   "bytes")
+        columns: dict[str, Any] = {
+            "kernel": np.repeat([k.name for k, _ in counted], points),
+            "kind": np.repeat([k.kind for k, _ in counted], points),
+            "precision": np.repeat([k.precision for k, _ in counted], points),
+            "count": np.repeat(np.array([n for _, n in counted], dtype=np.int64), points),
+        }
+        for f in figures:  # each kernel's figure times its count, over the sweep's points
+            columns[f] = np.concatenate([np.broadcast_to(np.multiply(getattr(k, f), n, dtype=np.float64), shape).reshape(-1)
+                                         for k, n in counted])
+        if shape:
+            columns = {"point": np.tile(np.arange(points, dtype=np.int64), len(counted)), **columns}
+        return pd.DataFrame(columns)
+
     def _repr_html_(self) -> str:
         from ._display import html_table
 
@@ -346,8 +372,15 @@ class Workload:
 
         names = ", ".join(k.name if count == 1 else f"{k.name} x{count}" for k, count in self.counted[:12])
         more = "" if len(self.counted) <= 12 else f", ... {len(self.counted) - 12} more"
-        return (f"Workload({self.name!r}, {len(self)} kernel(s): [{names}{more}], flops={show(self.flops)}, "
+        return (f"Workload({self.name!r}, {kernel_count(self)}: [{names}{more}], flops={show(self.flops)}, "
                 f"executed_flops={show(self.executed_flops)}, bytes={show(self.bytes)})")
+
+
+def kernel_count(w: Workload) -> str:
+    """'187 distinct kernels, 4,435 launches': what a workload's reprs count, each named."""
+    distinct, launches = len(w.counted), len(w)
+    return (f"{distinct:,} distinct kernel{'' if distinct == 1 else 's'}, "
+            f"{launches:,} launch{'' if launches == 1 else 'es'}")
 
 
 def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None,

@@ -209,3 +209,19 @@ class GPU(SpecModel):
         )
         peaks = html_table(("precision", "unit", "dense TFLOP/s", "sparse TFLOP/s", "source"), rows, "peaks")
         return facts + peaks
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per stated peak: the GPU, precision, unit, dense and sparse rate (FLOP/s; NaN
+        where no sparse rate is stated), the ridge point (FLOP/byte, dense, on the datasheet bandwidth), the source."""
+        from .._optional import require_pandas
+
+        pd = require_pandas()
+        return pd.DataFrame({
+            "gpu": [self.name] * len(self.peaks),
+            "precision": [p.precision for p in self.peaks],
+            "unit": [p.unit for p in self.peaks],
+            "peak_flops": [p.tflops * TERA for p in self.peaks],
+            "sparse_peak_flops": [float("nan") if p.sparse_tflops is None else p.sparse_tflops * TERA for p in self.peaks],
+            "ridge_flop_per_byte": [p.tflops * TERA / self.memory_bandwidth for p in self.peaks],
+            "source": [self.source(p.source).title for p in self.peaks],
+        })

@@ -446,6 +446,55 @@ class Transformer(BaseModel):
 
     __str__ = __repr__
 
+    def _resolved(self) -> dict[str, Any]:
+        """Every field, kv_heads, head_dim and ffn as the closed forms take them (their defaults spelled out)."""
+        return {**self.model_dump(), "kv_heads": self.n_kv_heads, "head_dim": self.n_head_dim, "ffn": self.ffn_width}
+
+    def _repr_html_(self) -> str:
+        """Two tables (Jupyter): the architecture, its fields as the closed forms take them; the parameters by part."""
+        from .._display import html_table
+
+        moe_only = () if self.moe else ("top_k", "capacity_factor", "expert_parallel")  # no experts: nothing to route
+        arch = [(k, "-" if v is None else str(v)) for k, v in self._resolved().items() if k not in ("name", *moe_only)]
+        parts = [("embeddings", self.embedding_params), (f"layers ({self.layers} x {self.layer_params:,})",
+                                                         self.layers * self.layer_params),
+                 ("final norm", self.norm_params if self.final_norm else 0), ("head", self.head_params),
+                 ("total", self.params)]
+        params = html_table(("part", "params"), [(name, f"{n:,}") for name, n in parts],
+                            f"parameters ({_count_words(self.params)})")
+        return html_table(("field", "value"), arch, f"{self.name}: {self.family} family") + params
+
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame of the model (``pd.concat`` of several compares them): every field (kv_heads,
+        head_dim and ffn resolved), then ``params``; integer fields as int64 (an unset optional one: <NA>)."""
+        from .._optional import require_pandas
+
+        pd = require_pandas()
+        row = {**self._resolved(), "params": self.params}
+        frame = pd.DataFrame([row])
+        fields = type(self).model_fields
+        for k, v in row.items():
+            if type(v) is int:
+                frame[k] = frame[k].astype("int64")
+            elif v is None and k in fields and _holds(fields[k].annotation, int):
+                frame[k] = frame[k].astype("Int64")
+            elif v is None and k in fields and _holds(fields[k].annotation, float):
+                frame[k] = frame[k].astype("float64")
+        return frame
+
+
+def _holds(annotation: Any, kind: type) -> bool:
+    """Whether a field's type is ``kind`` (int, float), ``Optional[Annotated[kind, ...]]`` included."""
+    return annotation is kind or any(_holds(a, kind) for a in get_args(annotation))
+
+
+def _count_words(n: int) -> str:
+    """8.03 B, 124.4 M: a parameter count in words."""
+    for scale, word in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.4g} {word}"
+    return str(n)
+
 
 def _whole(value: Any) -> Optional[int]:
     """An integer field's value as an int (a whole float's too), or None where it is not one (its validator then says

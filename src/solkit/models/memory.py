@@ -24,7 +24,9 @@ from typing import Any, Optional
 
 import numpy as np
 
+from .._display import fmt_bytes, html_table
 from .._num import result
+from .._optional import require_pandas
 from .._validate import checked_call, choice, dim, flag, shown
 from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize, storage_bytes
@@ -54,18 +56,55 @@ class MemoryFootprint:
     capacity: Optional[float] = None
 
     def __repr__(self) -> str:
-        gb = 1e9
         if np.ndim(self.total):
-            return (f"MemoryFootprint(a sweep of shape {np.shape(self.total)}: total {np.min(self.total) / gb:.3g} to "
-                    f"{np.max(self.total) / gb:.3g} GB)")
-        parts = ", ".join(f"{k} {getattr(self, k) / gb:.3g} GB" for k in
-                          ("weights", "gradients", "optimizer_states", "activations", "kv_cache", "total"))
-        fit = ""
+            return (f"MemoryFootprint(a sweep of shape {np.shape(self.total)}: total {fmt_bytes(np.min(self.total))} to "
+                    f"{fmt_bytes(np.max(self.total))})")
+        parts = ", ".join(f"{k} {fmt_bytes(getattr(self, k))}" for k in _FIGURES)
+        return f"MemoryFootprint({parts}{self._fit_note()})"
+
+    def _fit_note(self) -> str:
+        """'; fits in 141 GB, up to batch 7', '; does NOT fit in 141 GB (largest batch 0)' or '' without a GPU."""
+        if self.capacity is None:
+            return ""
+        cap = fmt_bytes(self.capacity)
+        if np.ndim(self.fits):
+            return f"; fits in {cap} at {int(np.sum(self.fits))} of {np.size(self.fits)} points"
+        return (f"; fits in {cap}, up to batch {self.max_batch}" if self.fits
+                else f"; does NOT fit in {cap} (largest batch {self.max_batch})")
+
+    def _repr_html_(self) -> str:
+        """A table: each kind of bytes with its share of the total (a sweep: its smallest and largest)."""
+        caption = "memory footprint" + self._fit_note().replace(";", ":", 1)
+        if np.ndim(self.total):
+            rows = [(k.replace("_", " "), fmt_bytes(np.min(getattr(self, k))), fmt_bytes(np.max(getattr(self, k))))
+                    for k in _FIGURES]
+            return html_table(("held", "smallest", "largest"), rows, f"{caption} (a sweep of shape {np.shape(self.total)})")
+        total = float(self.total)
+        rows = [(k.replace("_", " "), fmt_bytes(getattr(self, k)),
+                 f"{float(getattr(self, k)) / total:.1%}" if total > 0 else "-") for k in _FIGURES]
+        return html_table(("held", "bytes", "share"), rows, caption)
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame, one row per configuration (a sweep: one per point, flattened in C order): each kind's
+        bytes (``weights_bytes``, ..., ``total_bytes``), and with a GPU ``capacity_bytes``, ``fits`` and ``max_batch`` (one
+        figure for a whole sweep, as the footprint holds it; <NA> where nothing grows with the batch).
+
+        NB: bytes are whole numbers (int64), rounded up: a 4-bit tensor of odd size takes its last byte whole.
+        """
+        pd = require_pandas()
+        shape = np.shape(self.total)
+        columns: dict[str, Any] = {f"{k}_bytes": _whole_bytes(getattr(self, k), shape) for k in _FIGURES}
         if self.capacity is not None:
-            cap = self.capacity / gb
-            fit = (f"; fits in {cap:.3g} GB, up to batch {self.max_batch}" if self.fits
-                   else f"; does NOT fit in {cap:.3g} GB (largest batch {self.max_batch})")
-        return f"MemoryFootprint({parts}{fit})"
+            columns["capacity_bytes"] = _whole_bytes(self.capacity, shape)
+            columns["fits"] = np.broadcast_to(np.asarray(self.fits, dtype=bool), shape).reshape(-1)
+            columns["max_batch"] = pd.array([self.max_batch] * int(np.prod(shape)), dtype="Int64")  # None: <NA>
+        return pd.DataFrame(columns)
+
+
+def _whole_bytes(figure: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``figure`` broadcast to ``shape`` and flattened, as int64 bytes rounded up (float64 past int64's range)."""
+    flat = np.ceil(np.broadcast_to(np.asarray(figure, dtype=np.float64), shape).reshape(-1))
+    return flat.astype(np.int64) if flat.size == 0 or float(np.max(flat)) < 2.0**63 else flat
 
 
 @checked_call

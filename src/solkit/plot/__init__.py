@@ -1,8 +1,12 @@
 """Roofline charts: workloads as points under a GPU's compute and memory roofs (needs matplotlib).
 
 A sweep (``sk.sweep``'s DataFrame, or ``solkit sweep``'s columns) is drawn by ``solkit.plot.sweep``: T_SOL and the
-prediction against the swept parameter. A measured profile has two charts of its own in ``solkit.plot.profile``: ``profile_roofline`` (its
-op groups, bound and achieved, on the roofline) and ``time_breakdown`` (where the time goes); see there.
+prediction against the swept parameter. A measured profile has two charts of its own in ``solkit.plot.profile_charts``:
+``profile_roofline`` (its op groups, bound and achieved, on the roofline) and ``time_breakdown`` (where the time goes);
+``solkit.plot.profile(prof)`` draws both in one figure (``chart=`` picks one); see there.
+
+Every chart returns a ``matplotlib.figure.Figure`` (a ``ChartFigure``, ``solkit.plot.figure``), which a Jupyter
+notebook shows as the cell's value without ``%matplotlib inline``; ``save`` writes the same image to a file.
 
 matplotlib is the optional extra ``plot`` (``pip install 'solkit[plot]'``). It is imported
 inside the functions, never at module import, so ``import solkit`` and ``import solkit.plot``
@@ -35,8 +39,8 @@ from __future__ import annotations
 
 from ..errors import PlotDependencyError
 from .charts import DEFAULT_PRECISIONS, INSTALL_HINT, roofline, save
-from .profile import profile_roofline, time_breakdown
+from .profile_charts import profile, profile_roofline, time_breakdown
 from .sweep import sweep
 
-__all__ = ["PlotDependencyError", "roofline", "save", "profile_roofline", "time_breakdown", "sweep", "DEFAULT_PRECISIONS",
-           "INSTALL_HINT"]
+__all__ = ["PlotDependencyError", "roofline", "save", "profile", "profile_roofline", "time_breakdown", "sweep",
+           "DEFAULT_PRECISIONS", "INSTALL_HINT"]

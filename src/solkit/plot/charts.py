@@ -363,7 +363,7 @@ def roofline(
     (``layout="constrained"`` on a crowded figure) can bring labels closer than planned.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
+    from .figure import ChartFigure
 
     g = as_gpu(gpu)
     items = _labelled(workloads)
@@ -373,7 +373,7 @@ def roofline(
     points = _points(items, g, _check_measured(measured), flag("strict", strict))
 
     if ax is None:
-        fig = Figure(figsize=FIGSIZE, dpi=DPI)
+        fig = ChartFigure(figsize=FIGSIZE, dpi=DPI)
         ax = fig.add_subplot(1, 1, 1)
         fig.subplots_adjust(left=0.085, right=0.975, bottom=0.09, top=0.93)
     else:

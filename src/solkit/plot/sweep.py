@@ -90,7 +90,7 @@ def sweep(result: Any, x: Optional[str] = None, title: Optional[str] = None) -> 
     A swept parameter that holds names (a layout, an impl) gives one series per value, as a second numeric one does.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
+    from .figure import ChartFigure
 
     columns = _columns(result)
     title = check_title(title)
@@ -116,7 +116,7 @@ def sweep(result: Any, x: Optional[str] = None, title: Optional[str] = None) -> 
         raise OptionError(f"the sweep has {len(series)} series besides {x!r}, more than {MAX_SERIES}: sweep fewer values")
     t_sol = _numbers("t_sol_s", columns["t_sol_s"], seconds=True) * 1e6
     predicted = _numbers("predicted_s", columns["predicted_s"], seconds=True) * 1e6 if "predicted_s" in names else None
-    fig = Figure(figsize=FIGSIZE)
+    fig = ChartFigure(figsize=FIGSIZE)
     ax = fig.add_subplot(111)
     label_array = np.asarray(labels)
     for i, name in enumerate(series):

@@ -40,7 +40,7 @@ from ..errors import ArgumentTypeError, OptionError
 from ..sol import roofline as _roofline
 from ..workload import chain
 from .._optional import require_matplotlib
-from .._validate import checked_call, flag
+from .._validate import checked_call, choice, flag
 from .._validate import shown as shown_value
 from .charts import (
     BOUND_COLORS,
@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from ..profile.profile import Profile
 
-__all__ = ["profile_roofline", "time_breakdown", "SEGMENT_COLORS"]
+__all__ = ["profile", "profile_roofline", "time_breakdown", "SEGMENT_COLORS", "CHARTS"]
 
 #: colours of the breakdown's segments (Okabe-Ito, and greys for time no model covers)
 SEGMENT_COLORS = {"sol": "#0072B2", "predicted": "#56B4E9", "above": "#D55E00", "unmodeled": "0.62", "idle": "0.90"}
@@ -78,6 +78,11 @@ SEGMENT_LABELS = {"sol": "T_SOL (the floor)", "predicted": "calibrated predictio
 MIN_AREA, MAX_AREA = 14.0, 420.0  # achieved markers, points^2: the largest group's is MAX_AREA
 NOTE_FONTSIZE = 7.0
 US = 1e6
+#: the profile roofline's size (in) and margins: 0.5 in taller than ``solkit.plot.roofline``'s, for the note below
+ROOFLINE_SIZE = (FIGSIZE[0], FIGSIZE[1] + 0.5)
+ROOFLINE_MARGINS = {"left": 0.085, "right": 0.975, "bottom": 0.16, "top": 0.93}
+#: the charts ``profile`` draws: where the time goes, the op groups on the roofline, or both in one figure
+CHARTS = ("breakdown", "roofline", "both")
 
 
 def _check_profile(profile: Any) -> "Profile":
@@ -210,8 +215,9 @@ def profile_roofline(
     below its T_SOL is marked L2* (likely L2-resident) rather than given a fraction above 1.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
     from matplotlib.transforms import offset_copy
+
+    from .figure import ChartFigure
 
     prof = _check_profile(profile)
     n = None if top is None else _check_top(top, "a positive integer or None")
@@ -224,9 +230,9 @@ def profile_roofline(
     points = [d.point for d in drawn]
 
     if ax is None:
-        fig = Figure(figsize=(FIGSIZE[0], FIGSIZE[1] + 0.5), dpi=DPI)
+        fig = ChartFigure(figsize=ROOFLINE_SIZE, dpi=DPI)
         ax = fig.add_subplot(1, 1, 1)
-        fig.subplots_adjust(left=0.085, right=0.975, bottom=0.16, top=0.93)
+        fig.subplots_adjust(**ROOFLINE_MARGINS)
     else:
         fig = ax.figure  # type: ignore[assignment]  # a SubFigure draws the same
 
@@ -308,6 +314,19 @@ def _bar(row: dict[str, Any]) -> _Bar:
     return b
 
 
+def _breakdown_ticks(profile: "Profile", top: int) -> list[str]:
+    """The breakdown's bar labels as shown: the ``top`` groups, "other" if any are left, and idle."""
+    return [_short(b.label) for b in _bars(profile, top)] + ["idle"]
+
+
+def _breakdown_layout(ticks: list[str]) -> tuple[float, dict[str, float]]:
+    """(height in inches, subplot margins) of a 9 in wide breakdown: the longest label on the left, the title above,
+    the x label and the legend below."""
+    height = 2.1 + 0.34 * len(ticks)
+    left = min(0.42, (0.3 + 0.062 * max(len(s) for s in ticks)) / 9.0)
+    return height, {"left": left, "right": 0.98, "top": 1 - 0.62 / height, "bottom": 1.05 / height}
+
+
 def _bars(profile: "Profile", top: int) -> list[_Bar]:
     rows = profile.groups()
     bars = [_bar(r) for r in rows[:top]]
@@ -333,7 +352,6 @@ def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, 
     bar is the idle time. The text at a bar's end: measured us, share of the kernel time, SOL fraction.
     """
     require_matplotlib()
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
     from matplotlib.transforms import offset_copy
@@ -347,12 +365,12 @@ def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, 
     ticks = [_short(label) for label in labels]
 
     if ax is None:
-        # margins in inches: the longest label on the left, title above, x label and legend below
-        height = 2.1 + 0.34 * len(labels)
-        left = min(0.42, (0.3 + 0.062 * max(len(s) for s in ticks)) / 9.0)
-        fig = Figure(figsize=(9.0, height), dpi=DPI)
+        from .figure import ChartFigure
+
+        height, margins = _breakdown_layout(ticks)
+        fig = ChartFigure(figsize=(9.0, height), dpi=DPI)
         ax = fig.add_subplot(1, 1, 1)
-        fig.subplots_adjust(left=left, right=0.98, top=1 - 0.62 / height, bottom=1.05 / height)
+        fig.subplots_adjust(**margins)
     else:
         fig = ax.figure  # type: ignore[assignment]
 
@@ -411,4 +429,37 @@ def time_breakdown(profile: Any, top: int = 12, ax: Optional["Axes"] = None, *, 
     legend = ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=below,
                        ncol=3, fontsize=7.5, frameon=False)
     legend.set_gid("legend")
+    return fig
+
+
+# ---- the profile's chart ---------------------------------------------------------------------
+
+
+@checked_call
+def profile(profile: Any, chart: str = "both", top: Optional[int] = None, *, title: Optional[str] = None) -> "Figure":
+    """The natural chart of a profile: where the time goes above its op groups on the roofline; returns the Figure.
+
+    - ``chart``: "both" (default: one figure, ``time_breakdown`` above ``profile_roofline``), "breakdown" or
+      "roofline" (the one chart, as that function draws it).
+    - ``top``: the groups drawn, as each chart takes it (default: the breakdown's 12 largest, every group on the
+      roofline).
+    - ``title``: the title of the one chart ("both": of the breakdown; the roofline keeps its own).
+    """
+    require_matplotlib()
+    from .figure import ChartFigure
+
+    prof = _check_profile(profile)
+    which = choice("chart", chart, CHARTS)
+    n = None if top is None else _check_top(top, "a positive integer or None")
+    if which == "breakdown":
+        return time_breakdown(prof, 12 if n is None else n, title=title)
+    if which == "roofline":
+        return profile_roofline(prof, n, title=title)
+    height, margins = _breakdown_layout(_breakdown_ticks(prof, 12 if n is None else n))
+    fig = ChartFigure(figsize=(ROOFLINE_SIZE[0], height + ROOFLINE_SIZE[1]), dpi=DPI)
+    upper, lower = fig.subfigures(2, 1, squeeze=False, height_ratios=[height, ROOFLINE_SIZE[1]])[:, 0]
+    upper.subplots_adjust(**margins)
+    lower.subplots_adjust(**ROOFLINE_MARGINS)
+    time_breakdown(prof, 12 if n is None else n, upper.add_subplot(1, 1, 1), title=title)
+    profile_roofline(prof, n, lower.add_subplot(1, 1, 1))
     return fig
