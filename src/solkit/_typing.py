@@ -18,11 +18,13 @@ if TYPE_CHECKING:
     from .hardware.schema import GPU
     from .hardware.system import System
 
-__all__ = ["Dim", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "KernelStyle", "Quantization",
+__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "KernelStyle", "Quantization",
            "AttentionImpl", "ConvLayout", "Algorithm"]
 
 #: a dimension or a count: an integer (a whole float is taken too), a numpy integer, or an array of them (a sweep)
 Dim = Union[int, float, np.integer[Any], np.floating[Any], npt.NDArray[Any], Sequence[float]]
+#: a measured or counted figure given to solkit (seconds, FLOPs, bytes): a number or an array of them
+Real = Union[float, np.integer[Any], np.floating[Any], npt.NDArray[Any]]
 #: one integer for both axes, or a pair (h, w): a conv's kernel, stride, padding, dilation
 Pair = Union[Dim, tuple[Dim, Dim]]
 #: a figure that follows its inputs' shape: a float for one shape, a float64 array for a sweep
