@@ -9,7 +9,8 @@ Each Literal is the tuple the code checks against, spelt out (tests/test_typing.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal, Protocol, Sequence, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Union
 
 import numpy as np
 import numpy.typing as npt
