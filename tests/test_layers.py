@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_num", "_display", "_optional", "_files"),
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
-    ("kernel", "workload"),
+    ("kernel", "workload", "_typing"),
     ("sol",),
     ("ops",),
     ("comm", "standard"),

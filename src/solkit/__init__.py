@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import comm, errors, models, ops, plot
 
@@ -10,6 +10,16 @@ if TYPE_CHECKING:  # to a type checker ``sk.capture`` is the function (the packa
     from .capture.run import capture as capture
 else:
     from . import capture
+if TYPE_CHECKING:  # the names loaded on first use (``_LAZY``), as a type checker sees them
+    from . import planning as planning
+    from .hardware.schema import GPU as GPU
+    from .hardware.system import System as System
+    from .hardware.system import list_systems as list_systems
+    from .hardware.system import load_system as load_system
+    from .profile import Profile as Profile
+    from .profile import host_probe as host_probe
+    from .profile import load_profile as load_profile
+    from .profile import measure as measure
 from .errors import SolkitError
 from .fusion import Comparison, compare
 from .hardware import clear_cache, list_gpus, load_gpu
@@ -27,17 +37,25 @@ _LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profil
          "load_system": "hardware.system", "list_systems": "hardware.system", "System": "hardware.system"}
 
 
-def __getattr__(name: str):
-    """``GPU``, the systems, ``load_profile``, ``measure``, ``host_probe`` and ``Profile`` are imported on first use."""
-    if name in _LAZY:
-        import importlib
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribute of a module with a __getattr__
+    def __getattr__(name: str) -> Any:
+        """``GPU``, the systems, ``load_profile``, ``measure``, ``host_probe`` and ``Profile`` are imported on first use."""
+        if name in _LAZY:
+            import importlib
 
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    if name == "planning":  # serving figures (TTFT, TPOT, tokens/s), on first use
-        import importlib
+            return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        if name == "planning":  # serving figures (TTFT, TPOT, tokens/s), on first use
+            import importlib
 
-        return importlib.import_module(".planning", __name__)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+            return importlib.import_module(".planning", __name__)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+
 
 __all__ = [
     "GPU",

@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ._typing import Algorithm, Dim, DType, Figure
 from ._validate import checked_call, choice, dim, positive, whole
 from .errors import ShapeError
 from .precision import normalize, storage_bytes
@@ -65,7 +66,7 @@ COLLECTIVES: tuple[str, ...] = tuple(_RULES)
 
 
 @checked_call
-def bus_factor(collective: str, n_gpus: Any) -> Any:
+def bus_factor(collective: str, n_gpus: Dim) -> Figure:
     """nccl-tests' bus factor: bus bandwidth = nbytes / seconds x this (2(n-1)/n for an all-reduce)."""
     op = choice("collective", collective, COLLECTIVES)
     return _RULES[op].bus(dim("n_gpus", n_gpus))
@@ -82,8 +83,8 @@ OVERLAPS = ("", "gradients", "prefetch")
 
 
 @checked_call
-def collective(op: str, nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", algorithm: str = "ring",
-               stride: Any = 1, overlap: str = "") -> Workload:
+def collective(op: str, nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", algorithm: Algorithm = "ring",
+               stride: Dim = 1, overlap: str = "") -> Workload:
     """One NCCL collective over ``n_gpus`` GPUs of a buffer of ``nbytes`` (nccl-tests' size), as a one-kernel Workload.
 
     ``stride``: how far apart the group's GPUs sit (1: neighbours, filling a node first; the system's
@@ -113,37 +114,38 @@ def collective(op: str, nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", algor
 
 
 @checked_call
-def all_reduce(nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", algorithm: str = "ring", stride: Any = 1) -> Workload:
+def all_reduce(nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", algorithm: Algorithm = "ring",
+               stride: Dim = 1) -> Workload:
     """Sum a buffer of ``nbytes`` across ``n_gpus`` GPUs, every GPU getting the sum (ring: 2(n-1)/n x nbytes sent per GPU)."""
     return collective("all_reduce", nbytes, n_gpus, dtype, algorithm, stride)
 
 
 @checked_call
-def all_gather(nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", stride: Any = 1) -> Workload:
+def all_gather(nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", stride: Dim = 1) -> Workload:
     """Every GPU gets every GPU's nbytes/n shard; ``nbytes`` is the gathered OUTPUT ((n-1)/n x nbytes sent per GPU)."""
     return collective("all_gather", nbytes, n_gpus, dtype, "ring", stride)
 
 
 @checked_call
-def reduce_scatter(nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", stride: Any = 1) -> Workload:
+def reduce_scatter(nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", stride: Dim = 1) -> Workload:
     """Sum an INPUT of ``nbytes`` across GPUs, each keeping one nbytes/n shard of the sum ((n-1)/n x nbytes sent per GPU)."""
     return collective("reduce_scatter", nbytes, n_gpus, dtype, "ring", stride)
 
 
 @checked_call
-def all_to_all(nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", stride: Any = 1) -> Workload:
+def all_to_all(nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", stride: Dim = 1) -> Workload:
     """Every GPU sends nbytes/n to every other GPU (MoE dispatch): (n-1)/n x nbytes sent per GPU."""
     return collective("all_to_all", nbytes, n_gpus, dtype, "ring", stride)
 
 
 @checked_call
-def broadcast(nbytes: Any, n_gpus: Any = 8, dtype: Any = "bf16", stride: Any = 1) -> Workload:
+def broadcast(nbytes: Dim, n_gpus: Dim = 8, dtype: DType = "bf16", stride: Dim = 1) -> Workload:
     """One GPU's buffer of ``nbytes`` to all (a pipelined ring: nbytes sent per GPU)."""
     return collective("broadcast", nbytes, n_gpus, dtype, "ring", stride)
 
 
 @checked_call
-def send_recv(nbytes: Any, n_gpus: Any = 2, dtype: Any = "bf16", stride: Any = 1) -> Workload:
+def send_recv(nbytes: Dim, n_gpus: Dim = 2, dtype: DType = "bf16", stride: Dim = 1) -> Workload:
     """Each GPU sends ``nbytes`` to the next and receives as much from the previous (pipeline stages' activations)."""
     return collective("send_recv", nbytes, n_gpus, dtype, "ring", stride)
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._num import result
+from ._typing import AttentionImpl, Dim, DType, GPULike, KernelStyle, Quantization
 from ._validate import checked_call, dim, shown
 from .capture.hf import CapturedModel
 from .errors import ArgumentTypeError, OptionError
@@ -79,8 +80,9 @@ class InferenceEstimate:
 
 
 @checked_call
-def inference(model: Transformer, gpu: Any, batch: Any = 1, prompt: Any = 2048, output: Any = 256, dtype: Any = "bf16",
-              kv_dtype: Any = None, quant: Any = None, kernels: Any = "eager", impl: Any = "sdpa") -> InferenceEstimate:
+def inference(model: Transformer | CapturedModel, gpu: GPULike, batch: Dim = 1, prompt: Dim = 2048, output: Dim = 256,
+              dtype: DType = "bf16", kv_dtype: DType | None = None, quant: Quantization | None = None,
+              kernels: KernelStyle = "eager", impl: AttentionImpl = "sdpa") -> InferenceEstimate:
     """Predicted TTFT, TPOT, tokens/s and memory of serving ``model`` on ``gpu`` (module docstring)."""
     if isinstance(model, CapturedModel):
         return _captured(model, gpu, batch, prompt, output, dtype, kv_dtype, quant, kernels, impl)
@@ -93,7 +95,7 @@ def inference(model: Transformer, gpu: Any, batch: Any = 1, prompt: Any = 2048, 
     b = dim("batch", batch)
     p = int(dim("prompt", prompt)) if np.ndim(prompt) == 0 else _scalar("prompt")
     n = int(dim("output", output)) if np.ndim(output) == 0 else _scalar("output")
-    options = dict(dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=kernels, impl=impl)
+    options: dict[str, Any] = dict(dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=kernels, impl=impl)
     ttft = predict(model.prefill(batch=b, seq=p, **options), g, warn=False).seconds
     contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
     steps = predict(model.decode(batch=np.asarray(b)[..., None], context=contexts, **options), g, warn=False).seconds
@@ -113,7 +115,7 @@ def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: A
         raise OptionError("a captured model runs one shape: batch, prompt and output must each be one number (call "
                           "inference once per shape, or sweep a closed-form models.Transformer)")
     b, p, n = (int(dim(name, value)) for name, value in (("batch", batch), ("prompt", prompt), ("output", output)))
-    options = dict(dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=kernels, impl=impl)
+    options: dict[str, Any] = dict(dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=kernels, impl=impl)
     ttft = float(predict(model.prefill(batch=b, seq=p, **options), g, warn=False).seconds)
     contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
     tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False).seconds)
@@ -125,3 +127,9 @@ def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: A
 
 def _scalar(name: str) -> Any:
     raise OptionError(f"{name} must be one number (sweep the batch, or call once per {name})")
+
+
+def __dir__() -> list[str]:
+    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})

@@ -22,6 +22,7 @@ import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
 from ._optional import require_pandas
+from ._typing import Dim, DType, Figure, GPULike, Real
 from ._impossible import above_one, below_bound
 from ._num import Num, broadcast_to, maximum, result
 from ._validate import checked_call, dim, finite_result, flag, positive
@@ -282,7 +283,7 @@ def link_seconds(k: Kernel, system: Any, efficiency: Any = 1.0) -> Any:
 
 
 @checked_call
-def roofline(workload: Workload, gpu: Any, sparse: bool = False) -> Roofline:
+def roofline(workload: Workload, gpu: GPULike, sparse: bool = False) -> Roofline:
     """The speed-of-light bound of ``workload`` on ``gpu`` (a GPU, name, alias or path, or a ``System``)."""
     w = workload if type(workload) is Workload else as_workload(workload)  # pragma: no mutate (a fast path)
     if type(gpu) is str:  # pragma: no mutate (a fast path: target() gives the same)
@@ -366,7 +367,8 @@ def _compute_share(w: Workload, times: list[Any]) -> float:
 
 
 @checked_call
-def sol_fraction(workload: Workload, gpu: Any, measured_seconds: Any, sparse: bool = False, strict: bool = False) -> Any:
+def sol_fraction(workload: Workload, gpu: GPULike, measured_seconds: Real, sparse: bool = False,
+                 strict: bool = False) -> Figure:
     """T_SOL / measured time: 1.0 is the speed of light, 0.25 is four times slower than it.
 
     A measured time below T_SOL (a fraction above 1) is impossible: it is returned with an
@@ -481,8 +483,8 @@ def _utilization(flops: Any, seconds: Any, gpu: Any, dtype: Any, n_gpus: Any, sp
 
 
 @checked_call
-def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
-        strict: bool = False) -> Any:
+def mfu(flops: Real | Workload, seconds: Real, gpu: GPULike, dtype: DType = "bf16", n_gpus: Dim = 1, sparse: bool = False,
+        strict: bool = False) -> Figure:
     """Model FLOPs utilization: model FLOPs / (dense matrix peak of ``dtype`` x seconds x n_gpus).
 
     ``gpu``: a GPU (its name, alias, path or spec) or a System. ``flops`` is a number (or array) of model FLOPs, or a
@@ -497,8 +499,8 @@ def mfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1
 
 
 @checked_call
-def hfu(flops: Any, seconds: Any, gpu: Any, dtype: Any = "bf16", n_gpus: Any = 1, sparse: bool = False,
-        strict: bool = False) -> Any:
+def hfu(flops: Real | Workload, seconds: Real, gpu: GPULike, dtype: DType = "bf16", n_gpus: Dim = 1, sparse: bool = False,
+        strict: bool = False) -> Figure:
     """Hardware FLOPs utilization: executed FLOPs (a Workload's ``executed_flops``) / (peak x seconds x n_gpus); flagged as ``mfu``."""
     return _utilization(flops, seconds, gpu, dtype, n_gpus, sparse, strict, executed=True)
 
@@ -520,7 +522,7 @@ def _achieved(workload: Workload, seconds: Any, gpu: Any, strict: bool, figure: 
 
 
 @checked_call
-def achieved_flops(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
+def achieved_flops(workload: Workload, seconds: Real, gpu: GPULike | None = None, strict: bool = False) -> Figure:
     """Executed FLOP/s reached by a run of ``workload`` that took ``seconds``.
 
     With ``gpu``, a time below the workload's T_SOL there is flagged (``ImpossibleMeasurementWarning``;
@@ -530,6 +532,6 @@ def achieved_flops(workload: Workload, seconds: Any, gpu: Any = None, strict: bo
 
 
 @checked_call
-def achieved_bandwidth(workload: Workload, seconds: Any, gpu: Any = None, strict: bool = False) -> Any:
+def achieved_bandwidth(workload: Workload, seconds: Real, gpu: GPULike | None = None, strict: bool = False) -> Figure:
     """DRAM bytes/s reached (compulsory bytes over the measured time); ``gpu`` and ``strict`` as ``achieved_flops``."""
     return _achieved(workload, seconds, gpu, strict, "bytes")

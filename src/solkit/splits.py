@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ._typing import AttentionImpl, KernelStyle
 from ._validate import checked_call, flag
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware.system import as_system
@@ -100,7 +101,7 @@ def candidates(model: Transformer, gpus: int, gpus_per_node: int, global_batch: 
 
 @checked_call
 def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, dtype: str = "bf16",
-           kernels: str = "fused", impl: str = "flash", optimizer: str = "adamw", checkpointing: Any = (False, True),
+           kernels: KernelStyle = "fused", impl: AttentionImpl = "flash", optimizer: str = "adamw", checkpointing: Any = (False, True),
            top: int = 10) -> list[SplitResult]:
     """The ``top`` fastest splits of ``system``'s GPUs (a System, or a GPU: one node) that fit, fastest first."""
     if not isinstance(model, Transformer):

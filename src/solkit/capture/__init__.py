@@ -36,16 +36,18 @@ __all__ = ["CaptureError", "CaptureMemory", "CapturedModel", "CapturedProgram", 
            "calls", "capture_call", "hf_model"]
 
 
-def __getattr__(name: str) -> Any:
-    """The capture functions and result types, imported on first use."""
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribute of a module with a __getattr__
+    def __getattr__(name: str) -> Any:
+        """The capture functions and result types, imported on first use."""
+        if name in _LAZY:
+            return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:
-    """The public names, the lazy ones included (for completion)."""
-    return sorted(set(globals()) | set(__all__))
+    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
 
 
 class _CallableModule(types.ModuleType):

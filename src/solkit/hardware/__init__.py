@@ -48,3 +48,8 @@ def __getattr__(name: str) -> Any:
 
         return consistency_issues
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The names of the module and the lazy schema names (for completion)."""
+    return sorted({*globals(), *__all__})

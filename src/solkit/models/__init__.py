@@ -13,7 +13,7 @@ fused ops directly (shapes, no architecture record). The pydantic-based names lo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .resnet import resnet50
 from .training import backward, training_step
@@ -25,13 +25,30 @@ _LAZY = {"Transformer": ".architecture", "from_hf_config": "solkit.capture.confi
          "memory": ".memory", "PRESETS": ".presets", "preset": ".presets", "preset_names": ".presets"}
 
 
-def __getattr__(name: str) -> Any:
-    """The architecture record, presets, configs and memory, imported on first use."""
-    if name in _LAZY:
-        import importlib
+if TYPE_CHECKING:  # the names loaded on first use, as a type checker sees them
+    from .architecture import Transformer as Transformer
+    from .memory import MemoryFootprint as MemoryFootprint
+    from .memory import memory as memory
+    from .presets import PRESETS as PRESETS
+    from .presets import preset as preset
+    from .presets import preset_names as preset_names
 
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def from_hf_config(config: Any, name: str | None = None) -> Any:
+        """solkit.capture.configs.from_hf_config (the layer above: declared here, loaded from there on first use)."""
+else:  # hidden from type checkers, which would take any attribute of a module with a __getattr__
+    def __getattr__(name: str) -> Any:
+        """The architecture record, presets, configs and memory, imported on first use."""
+        if name in _LAZY:
+            import importlib
+
+            return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
 
 
 __all__ = ["PRESETS", "MemoryFootprint", "Transformer", "backward", "decoder_layer", "from_hf_config", "memory", "preset",

@@ -29,7 +29,9 @@ from ..errors import ArgumentTypeError, OptionError, ShapeError
 from ..precision import normalize, storage_bytes
 
 if TYPE_CHECKING:
+    from .._typing import AttentionImpl, Dim, DType, Figure, GPULike, KernelStyle, Quantization
     from ..workload import Workload
+    from .memory import MemoryFootprint
 
 __all__ = ["Transformer", "MLPS", "NORMS", "HEADS", "POSITIONS", "BIASES", "FAMILIES", "ATTENTION_CONVENTIONS"]
 
@@ -373,14 +375,15 @@ class Transformer(BaseModel):
     # ---- closed forms ---------------------------------------------------------------------------
 
     @checked_call
-    def kv_cache_bytes(self, batch: Any, context: Any, dtype: Any = "bf16") -> Any:
+    def kv_cache_bytes(self, batch: Dim, context: Dim, dtype: DType = "bf16") -> Figure:
         """Bytes of the KV cache: 2 x layers x batch x context x kv_heads x head_dim x e (e of ``dtype``)."""
         b, c = dim("batch", batch), dim("context", context)
         e = storage_bytes(normalize(dtype, "dtype"))
         return result(2.0 * self.layers * b * c * self.kv_width * e)
 
     @checked_call
-    def flops_per_token(self, training: bool = False, seq: Any = 2048, attention: str = "causal") -> Any:
+    def flops_per_token(self, training: bool = False, seq: Dim = 2048,
+                        attention: Literal["causal", "full"] = "causal") -> Figure:
         """Matrix FLOPs per token of a sequence of ``seq`` tokens (training: 3x the forward).
 
         Forward: 2 x linear_weights + 4 x layers x heads x head_dim x pairs per token, where pairs per
@@ -396,16 +399,18 @@ class Transformer(BaseModel):
     # ---- programs ---------------------------------------------------------------------------------
 
     @checked_call
-    def forward(self, batch: Any = 1, seq: Any = 2048, dtype: Any = "bf16", impl: Any = "sdpa", kernels: Any = "eager",
-                amp: Any = False, training: Any = False, quant: Any = None) -> "Workload":
+    def forward(self, batch: Dim = 1, seq: Dim = 2048, dtype: DType = "bf16", impl: AttentionImpl = "sdpa",
+                kernels: KernelStyle = "eager", amp: bool | None = False, training: bool = False,
+                quant: Quantization | None = None) -> Workload:
         """The forward pass over batch x seq tokens, logits for every token (``kernels``: "eager" or "fused")."""
         from .program import build
 
         return build(self, "forward", batch, seq, 0, dtype, impl, kernels, amp, training, quant=quant)
 
     @checked_call
-    def prefill(self, batch: Any = 1, seq: Any = 2048, dtype: Any = "bf16", impl: Any = "sdpa", kernels: Any = "eager",
-                kv_dtype: Any = None, quant: Any = None) -> "Workload":
+    def prefill(self, batch: Dim = 1, seq: Dim = 2048, dtype: DType = "bf16", impl: AttentionImpl = "sdpa",
+                kernels: KernelStyle = "eager", kv_dtype: DType | None = None,
+                quant: Quantization | None = None) -> Workload:
         """Prefill: the prompt's forward pass writing the KV cache, logits for each sequence's last token only.
 
         ``kv_dtype``: the cache's precision (e.g. "fp8"); ``quant``: "w4a16", "w8a16", "w8a8" or "fp8" layers.
@@ -415,16 +420,17 @@ class Transformer(BaseModel):
         return build(self, "prefill", batch, seq, 0, dtype, impl, kernels, kv_dtype=kv_dtype, quant=quant)
 
     @checked_call
-    def decode(self, batch: Any = 1, context: Any = 2048, dtype: Any = "bf16", impl: Any = "sdpa", kernels: Any = "eager",
-               kv_dtype: Any = None, quant: Any = None) -> "Workload":
+    def decode(self, batch: Dim = 1, context: Dim = 2048, dtype: DType = "bf16", impl: AttentionImpl = "sdpa",
+               kernels: KernelStyle = "eager", kv_dtype: DType | None = None,
+               quant: Quantization | None = None) -> Workload:
         """One decode step: one new token per sequence against a KV cache of ``context`` tokens (read, and appended to)."""
         from .program import build
 
         return build(self, "decode", batch, 1, context, dtype, impl, kernels, kv_dtype=kv_dtype, quant=quant)
 
     @checked_call
-    def memory(self, batch: Any = 1, seq: Any = 2048, training: Any = False, optimizer: Any = "adamw",
-               checkpointing: Any = False, gpu: Any = None, **options: Any) -> Any:
+    def memory(self, batch: Dim = 1, seq: Dim = 2048, training: bool = False, optimizer: str = "adamw",
+               checkpointing: bool = False, gpu: GPULike | None = None, **options: Any) -> MemoryFootprint:
         """Bytes held on the GPU (weights, gradients, optimizer states, activations, KV cache), and whether it fits ``gpu``."""
         from .memory import memory
 

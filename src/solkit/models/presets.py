@@ -52,7 +52,7 @@ def preset_names() -> tuple[str, ...]:
 
 
 @checked_call
-def preset(name: Any, *args: Any, **kwargs: Any) -> Transformer:
+def preset(name: str, *args: Any, **kwargs: Any) -> Transformer:
     """The published architecture ``name`` (``preset_names()``) as a ``Transformer``; its methods build workloads.
 
     Changed in 0.2: ``preset`` returns a ``Transformer`` instead of a forward Workload; the old call

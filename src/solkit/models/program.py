@@ -28,10 +28,11 @@ here, beside the builder (``ModelCall.training_step``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Sequence
+from typing import Any, NamedTuple, Optional, Sequence, cast
 
 import numpy as np
 
+from .._typing import AttentionImpl
 from .._validate import broadcast, choice, dim, flag
 from ..errors import OptionError, ShapeError
 from ..ops import (add, attention, concat, copy, dropout, elementwise, embedding, fill, gather, gelu, layernorm, matmul,
@@ -257,7 +258,7 @@ class _Program:
             self.add(embedding(rows, m.token_types, d, table).renamed("token type embedding", kernels=True), add(rows * d, table))
         if m.positions == "learned":
             # positions [seq] gathered once per sequence position, broadcast over the batch
-            self.add(embedding(seq, m.max_positions, d, table).renamed("position embedding", kernels=True),
+            self.add(embedding(seq, cast(int, m.max_positions), d, table).renamed("position embedding", kernels=True),
                      pointwise(rows * d, rows * d + seq * d, table, name="position add"))
         elif self.eager:  # the cos/sin table, once per forward (under torch.no_grad: no gradient)
             start = len(self.parts)
@@ -325,7 +326,7 @@ class _Program:
         kv_read = call.kv_dtype if call.phase != "forward" else None  # attention reads the cache as stored
         start = len(self.parts)
         att = attention(b, m.heads, s, s + context, head_dim=m.n_head_dim, kv_heads=m.n_kv_heads, causal=m.causal,
-                        impl=call.impl, dtype=self.cd, kv_dtype=kv_read)
+                        impl=cast(AttentionImpl, call.impl), dtype=self.cd, kv_dtype=kv_read)
         if self.autograd and m.attention_dropout > 0 and call.impl == "sdpa":  # cuDNN unpacks its dropout seed first
             att = with_kernels(att, launches=2.0)
         self.add(att)

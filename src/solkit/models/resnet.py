@@ -11,10 +11,11 @@ optimizer (SGD with momentum by default for ResNet).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from .._typing import ConvLayout
 from .._validate import broadcast, checked_call, choice, dim, flag
 from ..ops import add, batchnorm, conv2d, copy, elementwise, fill, foreach, matmul, nll_loss, pointwise, pool2d, softmax
 from ..errors import OptionError, ShapeError
@@ -171,7 +172,7 @@ def eager_resnet50(call: ResNetCall, loss: bool = False) -> Workload:
             parts.append(copy(weights, dtype="fp32", out_dtype=dtype).renamed("cast fp32->bf16", kernels=True))
         else:  # each call copies the weight to a contiguous channels_last tensor (H200 profiles: one strided copy per conv)
             parts.append(copy(weights, dtype=act).renamed("conv weight copy", kernels=True))
-        parts.append(conv2d(n, c_in, h, h, c_out, k, stride, pad, layout=call.layout, dtype=act))
+        parts.append(conv2d(n, c_in, h, h, c_out, k, stride, pad, layout=cast(ConvLayout, call.layout), dtype=act))
         h_out = (h + 2 * pad - k) // stride + 1
         if call.training:
             parts.append(_batchnorm_buffers(c_out))

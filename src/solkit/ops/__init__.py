@@ -29,3 +29,9 @@ OPERATORS: tuple[str, ...] = tuple(REGISTRY)
 HELPERS: tuple[str, ...] = ("attention_pairs", "conv_output_size", "qkv_widths")
 
 __all__ = ["OPERATORS", "HELPERS", "REGISTRY", "Operator", "get", "by_aten", "calibration_keys", *OPERATORS, *HELPERS]
+
+
+def __dir__() -> list[str]:
+    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})

@@ -44,3 +44,9 @@ from .sweep import sweep
 
 __all__ = ["PlotDependencyError", "roofline", "save", "profile", "profile_roofline", "time_breakdown", "sweep",
            "DEFAULT_PRECISIONS", "INSTALL_HINT"]
+
+
+def __dir__() -> list[str]:
+    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})

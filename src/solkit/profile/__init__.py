@@ -17,3 +17,9 @@ from .profile import L2_RESIDENT, Profile, ProfiledCall, ProfileKernel, load_pro
 measure = checked_call(_measure)
 
 __all__ = ["load_profile", "measure", "host_probe", "Profile", "ProfileKernel", "ProfiledCall", "L2_RESIDENT"]
+
+
+def __dir__() -> list[str]:
+    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
+    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
+                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})

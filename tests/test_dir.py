@@ -1,0 +1,59 @@
+"""Names that can be found: ``dir()`` of each public module lists every name of its ``__all__`` (lazy ones included),
+and of the facades it lists nothing else but dunders and public submodules (no ``np``, ``Any``, ``dataclass``)."""
+
+from __future__ import annotations
+
+import importlib
+import types
+
+import pytest
+
+#: every public module (tests/test_validation_path.py's list, and solkit.ops)
+PUBLIC = ("solkit", "solkit.models", "solkit.comm", "solkit.splits", "solkit.planning", "solkit.profile", "solkit.plot",
+          "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops")
+#: the modules whose ``dir()`` is their public surface: ``__all__``, dunders and public submodules
+#: NB: comm, splits, fusion, prediction and hardware still list the names they import (no ``__dir__`` yet)
+CURATED = ("solkit", "solkit.models", "solkit.planning", "solkit.profile", "solkit.plot", "solkit.capture", "solkit.ops")
+
+
+@pytest.mark.parametrize("name", PUBLIC)
+def test_dir_lists_all(name: str) -> None:
+    """Every name of ``__all__`` is in ``dir()`` (a lazy ``__getattr__`` has its ``__dir__``): completion finds them."""
+    module = importlib.import_module(name)
+    assert sorted(set(module.__all__) - set(dir(module))) == []
+
+
+def test_dir_lists_the_lazy_names() -> None:
+    """The names the issue found missing: ``load_profile``, ``measure``, ``host_probe``, ``load_system``, ``Profile``;
+    ``preset``, ``from_hf_config``, ``Transformer``."""
+    import solkit
+    import solkit.models
+
+    assert {"load_profile", "measure", "host_probe", "load_system", "Profile"} <= set(dir(solkit))
+    assert {"preset", "from_hf_config", "Transformer"} <= set(dir(solkit.models))
+
+
+@pytest.mark.parametrize("name", CURATED)
+def test_dir_leaks_no_import(name: str) -> None:
+    """Beyond ``__all__``: only dunders and the package's own public submodules (``dir(planning)`` has no ``np``)."""
+    module = importlib.import_module(name)
+    extra = {n for n in dir(module) if n not in module.__all__ and not n.startswith("__")}
+    submodules = {n for n in extra if isinstance(getattr(module, n), types.ModuleType)
+                  and getattr(module, n).__name__ == f"{name}.{n}"}
+    assert sorted(extra - submodules) == []
+    assert not any(n.startswith("_") for n in submodules)
+
+
+def test_planning_dir_has_no_helpers() -> None:
+    """The names the issue saw leak from ``dir(planning)``."""
+    import solkit.planning
+
+    assert not {"np", "Any", "dataclass", "annotations", "checked_call"} & set(dir(solkit.planning))
+
+
+@pytest.mark.parametrize("name", CURATED)
+def test_every_listed_name_resolves(name: str) -> None:
+    """Each name ``dir()`` lists is an attribute (a lazy one loads)."""
+    module = importlib.import_module(name)
+    for attribute in dir(module):
+        getattr(module, attribute)
