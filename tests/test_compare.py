@@ -138,3 +138,15 @@ def test_the_cli_json_carries_the_prediction(capsys):
     assert h200["predicted_before"] == pytest.approx(before) and h200["predicted_after"] == pytest.approx(after)
     assert h200["predicted_speedup"] == pytest.approx(before / after)
     assert a100["predicted_speedup"] is None and "no calibration" in a100["predicted_note"]
+
+
+def test_compare_predicts_quietly(h200):
+    """A misaligned GEMM (k = 8: 16 bytes is 8 bf16, n = 7 is not): compare warns nothing; its prediction still carries
+    the slowdown (equal to predict's, which warns)."""
+    before, after = ops.matmul(64, 7, 8, batch=3), ops.matmul(64, 7, 8, batch=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = sk.compare(before, after, h200)
+    with pytest.warns(sk.errors.PerformanceWarning):
+        alone = sk.predict(before, h200).seconds
+    assert c.predicted_before == alone and c.predicted_speedup == 1.0

@@ -200,7 +200,8 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
 
     ``measured``: optional (baseline seconds, variant seconds); a time below its workload's T_SOL
     is flagged (``ImpossibleMeasurementWarning``, or ``ImpossibleMeasurementError`` with ``strict=True``).
-    On a calibrated GPU each side is also predicted (``sk.predict``, its warnings and all); on one without a calibration
+    On a calibrated GPU each side is also predicted (``sk.predict(..., warn=False)``: a misaligned GEMM's slowdown is in
+    its time, its warning is ``predict``'s to give); on one without a calibration
     ``predicted_before``, ``predicted_after`` and ``predicted_speedup`` are None and ``predicted_note`` says why.
     """
     baseline = as_workload(baseline, "baseline")
@@ -237,7 +238,7 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
     cal = calibration(g)
     pb = pv = note = None
     if cal.calibrated:
-        pb, pv = predict(baseline, g).seconds, predict(variant, g).seconds
+        pb, pv = predict(baseline, g, warn=False).seconds, predict(variant, g, warn=False).seconds
     else:
         note = f"{g.name} has no calibration (its spec has no measured: section); compare T_SOL only"
     return Comparison(

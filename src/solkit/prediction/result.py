@@ -31,7 +31,7 @@ __all__ = ["KernelPrediction", "Prediction", "SHORT_KERNELS", "SUMMARY_GROUPS", 
 #: a prediction of at most this many distinct kernels prints on one line, each kernel's limiter named
 SHORT_KERNELS = 8
 #: the op groups and the kernels a whole program's summary shows (the rest: ``table()``, ``to_frame()``)
-SUMMARY_GROUPS = 6
+SUMMARY_GROUPS = 7
 SUMMARY_KERNELS = 5
 #: the notes the summary prints in full (the rest are counted; all are in ``notes``)
 SUMMARY_NOTES = 2
@@ -200,7 +200,7 @@ class Prediction:
             beyond = f" and {fmt_seconds(rest)} of launch floor and gaps" if rest > 0.0 else ""
             return f"GPU {fmt_seconds(busy)} of kernel bodies{beyond}; {counts}; no host time"
         if bool(cpu_bound(self.seconds, host)):
-            pace = "CPU-bound: the GPU waits for launches"
+            pace = "CPU-bound (the GPU waits for launches)"
         elif host > busy:
             pace = "partly CPU-bound"
         else:
@@ -236,13 +236,14 @@ class Prediction:
                                               sum(g.kernels for g in rest), math.fsum(g.t_sol for g in rest),
                                               math.fsum(g.predicted for g in rest), math.fsum(g.share for g in rest))))
         notes, left = self._shown_notes()
-        detail = "detail: table() every distinct kernel, to_frame(), kernels"
+        detail = "detail: .table() (every distinct kernel), .to_frame(), .kernels"
         if left:
-            detail += f"; {left} more note(s) in notes"
+            detail += f"; {left} more note{'s' if left > 1 else ''} in .notes"
         parts = ["\n".join((self._head() + ")", self.assumptions, self._pace(), self._limiters(kernels))),
                  text_table(_GROUP_HEADER, rows),
-                 _kernel_table(kernels[:SUMMARY_KERNELS], len(kernels)) + "\n"]
-        return "\n\n".join(parts) + "\n".join([*(f"note: {n}" for n in notes), detail])
+                 _kernel_table(kernels[:SUMMARY_KERNELS], len(kernels)),
+                 *(f"note: {n}" for n in notes), detail]
+        return "\n".join(parts)  # no blank line: a doctest's output ends at one
 
     def __repr__(self) -> str:
         if np.ndim(self.seconds):
