@@ -334,12 +334,21 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         emit({"op": args.op, "params": base, "baseline": a, "variant": b, "comparisons": [c.to_dict() for c in results],
                **({"measured": measured} if measured else {})})
         return 0
+    def predicted(c: Any) -> tuple[str, str, str]:
+        if c.predicted_speedup is None:  # no calibration: said below the table, never T_SOL in its place
+            return "n/a", "n/a", "n/a"
+        return f"{c.predicted_before * 1e6:,.2f}", f"{c.predicted_after * 1e6:,.2f}", f"{c.predicted_speedup:.2f}"
+
     rows = [(c.gpu, f"{c.kernels_baseline}->{c.kernels_variant}", f"{c.bytes_baseline / 1e6:,.2f}",
              f"{c.bytes_variant / 1e6:,.2f}", f"{100 * c.bytes_saved_fraction:.1f}", f"{c.t_sol_baseline * 1e6:,.2f}",
-             f"{c.t_sol_variant * 1e6:,.2f}", f"{c.speedup:.2f}") for c in results]
+             f"{c.t_sol_variant * 1e6:,.2f}", f"{c.speedup:.2f}", *predicted(c)) for c in results]
     print(f"{args.op}: baseline {a or '(defaults)'} vs variant {b or '(defaults)'}")
     print(format_table(rows, ("gpu", "kernels", "MB before", "MB after", "% bytes saved", "T_SOL before us",
-                              "T_SOL after us", "T_SOL ratio")))
+                              "T_SOL after us", "T_SOL ratio", "predicted before us", "predicted after us",
+                              "predicted ratio")))
+    for c in results:
+        if c.predicted_speedup is None:
+            print(f"predicted n/a on {c.gpu}: {c.predicted_note}")
     for m in measured:
         from ._cli_measured import measured_lines
 

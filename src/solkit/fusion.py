@@ -1,9 +1,12 @@
-"""Set two variants of an operator side by side: bytes, kernels and T_SOL saved.
+"""Set two variants of an operator side by side: bytes, kernels, T_SOL and the predicted time saved.
 
 ``compare(baseline, variant, gpu)`` answers "what does fusing (or a layout change, or flash
-attention) buy on this GPU?" with the compulsory-traffic figures and the T_SOL ratio; with
-``measured=(baseline seconds, variant seconds)`` also the measured speed-up and how far each
-run is from its bound (a time below its T_SOL is flagged, as in ``sol_fraction``).
+attention) buy on this GPU?" with the compulsory-traffic figures, the T_SOL ratio and, on a calibrated
+GPU, the calibrated prediction of each (``predicted_before``, ``predicted_after``, ``predicted_speedup``:
+launches, latencies and waves, which T_SOL leaves out, often decide what a small fusion buys). On a GPU
+without a calibration the predicted figures are None and ``predicted_note`` says why (no T_SOL stands in).
+With ``measured=(baseline seconds, variant seconds)`` also the measured speed-up and how far each run is
+from its bound (a time below its T_SOL is flagged, as in ``sol_fraction``).
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from typing import Any, Optional
 
 import numpy as np
 
-from ._display import html_table, plain
+from ._display import fmt_seconds, html_table, plain
 from ._impossible import below_bound
 from ._validate import checked_call, as_result, flag, positive
 from .errors import ArgumentTypeError, ShapeError
 from .hardware import as_gpu
+from .prediction import calibration, predict
 from .sol import roofline
 from .workload import Workload, as_workload
 
@@ -26,7 +30,8 @@ __all__ = ["Comparison", "compare"]
 
 @dataclass(frozen=True)
 class Comparison:
-    """Baseline vs variant on one GPU. Fractions are of the baseline; ``speedup`` = T_SOL ratio."""
+    """Baseline vs variant on one GPU. Fractions are of the baseline; ``speedup`` = T_SOL ratio, ``predicted_speedup`` the
+    calibrated prediction's (None on a GPU without a calibration: ``predicted_note`` says so)."""
 
     baseline: str
     variant: str
@@ -43,6 +48,9 @@ class Comparison:
     flops_variant: Any
     measured_baseline: Any = None  # seconds, when measured
     measured_variant: Any = None
+    predicted_before: Any = None  # calibrated expected seconds of the baseline (None: the GPU has no calibration)
+    predicted_after: Any = None  # ... of the variant
+    predicted_note: Optional[str] = None  # why there is no prediction (None where there is one)
 
     @property
     def kernels_saved(self) -> int:
@@ -72,6 +80,13 @@ class Comparison:
         return _ratio(self.t_sol_baseline, self.t_sol_variant)
 
     @property
+    def predicted_speedup(self) -> Any:
+        """Predicted time baseline / variant (> 1: the variant is faster; None where the GPU has no calibration)."""
+        if self.predicted_before is None or self.predicted_after is None:
+            return None
+        return _ratio(self.predicted_before, self.predicted_after)
+
+    @property
     def measured_speedup(self) -> Any:
         """Measured time baseline / variant (None when not measured)."""
         if self.measured_baseline is None:
@@ -92,7 +107,7 @@ class Comparison:
         """Plain dict for JSON (None for a share of bytes saved that is undefined: the baseline moves none)."""
         out = {k: plain(v) for k, v in self.__dict__.items()}
         for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup",
-                     "measured_speedup", "sol_fraction_baseline", "sol_fraction_variant"):
+                     "predicted_speedup", "measured_speedup", "sol_fraction_baseline", "sol_fraction_variant"):
             try:
                 out[name] = plain(getattr(self, name))
             except ShapeError:
@@ -112,12 +127,22 @@ class Comparison:
     def _repr_html_(self) -> str:
         if np.ndim(self.speedup):
             return f"<p>{self}</p>"
+        predicted = self.predicted_speedup is not None
         rows = [
-            (self.baseline, self.kernels_baseline, self.bytes_baseline / 1e6, self.flops_baseline / 1e9, self.t_sol_baseline * 1e6),
-            (self.variant, self.kernels_variant, self.bytes_variant / 1e6, self.flops_variant / 1e9, self.t_sol_variant * 1e6),
+            (self.baseline, self.kernels_baseline, self.bytes_baseline / 1e6, self.flops_baseline / 1e9, self.t_sol_baseline * 1e6,
+             self.predicted_before * 1e6 if predicted else "n/a"),
+            (self.variant, self.kernels_variant, self.bytes_variant / 1e6, self.flops_variant / 1e9, self.t_sol_variant * 1e6,
+             self.predicted_after * 1e6 if predicted else "n/a"),
         ]
-        caption = f"on {self.gpu}: bytes {self._saved_text()}, T_SOL ratio {self.speedup:.2f}x"
-        return html_table(("variant", "kernels", "MB", "model GFLOP", "T_SOL us"), rows, caption)
+        caption = (f"on {self.gpu}: bytes {self._saved_text()}, T_SOL ratio {self.speedup:.2f}x, predicted "
+                   f"{self._predicted_text()}")
+        return html_table(("variant", "kernels", "MB", "model GFLOP", "T_SOL us", "predicted us"), rows, caption)
+
+    def _predicted_text(self) -> str:
+        """The predicted speed-up as the summaries print it ("n/a: why" where the GPU has no calibration)."""
+        if self.predicted_speedup is None:
+            return f"n/a: {self.predicted_note}"
+        return f"{self.predicted_speedup:.2f}x"
 
     def __str__(self) -> str:
         if np.ndim(self.speedup):
@@ -126,8 +151,13 @@ class Comparison:
             f"{self.baseline} -> {self.variant} on {self.gpu}: bytes {self.bytes_baseline:.4g} -> "
             f"{self.bytes_variant:.4g} ({self._saved_text()}), kernels "
             f"{self.kernels_baseline} -> {self.kernels_variant}, T_SOL {self.t_sol_baseline * 1e6:.2f} us -> "
-            f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x)"
+            f"{self.t_sol_variant * 1e6:.2f} us ({self.speedup:.2f}x), predicted "
         )
+        if self.predicted_speedup is None:
+            text += self._predicted_text()
+        else:
+            text += (f"{fmt_seconds(self.predicted_before)} -> {fmt_seconds(self.predicted_after)} "
+                     f"({self.predicted_speedup:.2f}x)")
         if self.measured_baseline is not None:
             text += (f"; measured {self.measured_baseline * 1e6:.2f} us -> {self.measured_variant * 1e6:.2f} us "
                      f"({self.measured_speedup:.2f}x), SOL fraction {self.sol_fraction_baseline:.2f} -> "
@@ -170,6 +200,9 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
 
     ``measured``: optional (baseline seconds, variant seconds); a time below its workload's T_SOL
     is flagged (``ImpossibleMeasurementWarning``, or ``ImpossibleMeasurementError`` with ``strict=True``).
+    On a calibrated GPU each side is also predicted (``sk.predict(..., warn=False)``: a misaligned GEMM's slowdown is in
+    its time, its warning is ``predict``'s to give); on one without a calibration
+    ``predicted_before``, ``predicted_after`` and ``predicted_speedup`` are None and ``predicted_note`` says why.
     """
     baseline = as_workload(baseline, "baseline")
     variant = as_workload(variant, "variant")
@@ -202,6 +235,12 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
                              f"broadcast together") from None
         below_bound("measured[0] (baseline seconds)", mb, rb.t_sol, lambda: f"{rb.workload!r} on {rb.gpu}", strict)
         below_bound("measured[1] (variant seconds)", mv, rv.t_sol, lambda: f"{rv.workload!r} on {rv.gpu}", strict)
+    cal = calibration(g)
+    pb = pv = note = None
+    if cal.calibrated:
+        pb, pv = predict(baseline, g, warn=False).seconds, predict(variant, g, warn=False).seconds
+    else:
+        note = f"{g.name} has no calibration (its spec has no measured: section); compare T_SOL only"
     return Comparison(
         baseline=baseline.name,
         variant=variant.name,
@@ -218,4 +257,7 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
         flops_variant=rv.flops,
         measured_baseline=mb,
         measured_variant=mv,
+        predicted_before=pb,
+        predicted_after=pv,
+        predicted_note=note,
     )

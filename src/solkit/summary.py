@@ -9,58 +9,20 @@ step time in seconds): MFU against it, the SOL fraction and the prediction's err
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
 from ._display import fmt_seconds
 from ._validate import positive
 from .errors import OptionError
 from .capture.program import CapturedProgram
 from .hardware import as_gpu
-from .kernel import Kernel
 from .prediction import predict
+from .prediction.groups import GroupRow, KernelRow, group_of, program_rows, text_table
 from .sol import mfu
 from .workload import as_workload, issued_launches
 
 __all__ = ["GroupRow", "KernelRow", "ProgramSummary", "program_summary", "group_of"]
-
-#: the ends of a backward kernel's name (registered gradients: "dgrad", "wgrad", "x backward"; captured: "op backward
-#: (module)")
-_BACKWARD = (" backward", " dgrad", " wgrad")
-
-
-def group_of(k: Kernel) -> str:
-    """The report's group of a kernel: its operator (``op``), "backward" apart; an unmodeled one by its ATen name."""
-    name = k.name
-    backward = any(tag in name for tag in _BACKWARD)
-    if k.op == "unmodeled":
-        return f"{name.split(' ', 1)[0]} (unmodeled)"
-    return f"{k.op} backward" if backward else k.op
-
-
-@dataclass(frozen=True)
-class GroupRow:
-    """One op group: its launches and distinct kernels, T_SOL and predicted kernel seconds, share of the kernel time."""
-
-    group: str
-    launches: float
-    kernels: int
-    t_sol: float
-    predicted: float
-    share: float
-
-
-@dataclass(frozen=True)
-class KernelRow:
-    """One distinct kernel: how often it runs, its predicted seconds per run and in all, T_SOL in all, its limiter."""
-
-    name: str
-    count: int
-    predicted_each: float
-    predicted: float
-    t_sol: float
-    limiter: str
 
 
 @dataclass(frozen=True)
@@ -123,25 +85,15 @@ class ProgramSummary:
         top = [(k.name, str(k.count), f"{k.predicted_each * 1e6:,.2f}", f"{k.predicted * 1e6:,.1f}",
                 f"{k.t_sol * 1e6:,.1f}", k.limiter) for k in self.top]
         parts = ["\n".join(head),
-                 _table(("op group", "launches", "kernels", "T_SOL us", "predicted us", "share"), rows),
+                 text_table(("op group", "launches", "kernels", "T_SOL us", "predicted us", "share"), rows),
                  f"top {len(top)} kernels by predicted time:",
-                 _table(("kernel", "runs", "us each", "us in all", "T_SOL us", "limiter"), top)]
+                 text_table(("kernel", "runs", "us each", "us in all", "T_SOL us", "limiter"), top)]
         if self.notes:
             parts.append("\n".join(f"note: {n}" for n in self.notes))
         return "\n\n".join(parts)
 
     def __str__(self) -> str:
         return self.text()
-
-
-def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
-    """Columns aligned: the first left, the rest right."""
-    table = [header, *rows]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-             for r in table]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def program_summary(workload: Any, gpu: Any, measured: Any = None, top: int = 10, memory: Optional[str] = None,
@@ -156,21 +108,10 @@ def program_summary(workload: Any, gpu: Any, measured: Any = None, top: int = 10
     seconds = None if measured is None else float(positive("measured", measured))
     g = as_gpu(gpu)
     p = predict(w, g, warn=False, host_probe_us=host_probe_us)
-    groups: dict[str, list[Any]] = {}
-    rows = []
-    for (k, count), kp in zip(w.counted, p.kernels):
-        total = float(kp.seconds) * count
-        groups.setdefault(group_of(k), []).append((k, count, total, float(kp.t_sol) * count))
-        rows.append(KernelRow(k.name, count, float(kp.seconds), total, float(kp.t_sol) * count, str(kp.limiter)))
-    busy = math.fsum(r.predicted for r in rows) or 1.0
-    group_rows = [GroupRow(name, math.fsum(k.launches * n for k, n, _, _ in items), len(items),
-                           math.fsum(s for _, _, _, s in items), math.fsum(t for _, _, t, _ in items),
-                           math.fsum(t for _, _, t, _ in items) / busy) for name, items in groups.items()]
-    group_rows.sort(key=lambda r: -r.predicted)
-    rows.sort(key=lambda r: -r.predicted)
+    group_rows, rows = program_rows(w.counted, p.kernels)
     coverage = w.recipe.coverage if isinstance(w.recipe, CapturedProgram) else None
     summary = ProgramSummary(w.name, g.name, float(p.seconds), float(p.kernel_seconds), float(p.host_seconds),
                              float(p.t_sol), float(w.flops), float(issued_launches(w)), len(w.counted),
-                             tuple(group_rows), tuple(rows[:top]), p.notes, None if coverage is None else str(coverage),
+                             group_rows, rows[:top], p.notes, None if coverage is None else str(coverage),
                              memory, seconds, w.precision)
     return summary

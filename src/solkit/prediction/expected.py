@@ -145,5 +145,6 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
     s(p, "host_seconds", result(host))
     s(p, "host_syncs", syncs)
     s(p, "_rows", rows)
+    s(p, "_program", w)
     return p
 
