@@ -36,6 +36,7 @@ import numpy as np
 
 from ._cli_gpus import cmd_gpu, cmd_gpus
 from ._cli_output import GuardedStdout, OutputError, emit, quiet_stdout, say
+from ._display import fmt_value
 from ._validate import did_you_mean
 from .errors import CLIError, ImpossibleMeasurementWarning, SolkitError, SolkitWarning
 
@@ -266,7 +267,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     n = int(np.sum(first))
     rows = []
     for i in index:
-        row = [f"{columns[k][i]:g}" for k in swept]
+        row = [fmt_value(columns[k][i]) for k in swept]
         for j, g in enumerate(gpus):
             at = j * n + i
             row += [f"{columns['t_sol_s'][at] * 1e6:,.2f}", f"{columns['predicted_s'][at] * 1e6:,.2f}", str(columns["bound"][at])]
