@@ -30,28 +30,10 @@ from .timeline import clocks
 __all__ = ["predict"]
 
 
-#: message -> (filename, lineno, module) of the line it was first warned at: a PerformanceWarning is shown once per
-#: distinct message per process (NB: module state, as Python's own ``__warningregistry__``; the warnings filters still
-#: decide: "always" shows it every time, "error" raises). Impossible measurements are not warned here: every time.
-_FIRST_SEEN: dict[str, tuple[str, int, str]] = {}
-_SEEN_REGISTRY: dict[Any, Any] = {}
-
-
-def _warn_once(message: str, stacklevel: int) -> None:
-    """Warn ``message`` as a PerformanceWarning at the caller ``stacklevel`` frames up, once per distinct message.
-
-    Each message is reported at the line that first raised it, with one registry for all of them: under the default
-    filter a second call from any line finds its key (message, category, that line) already there."""
-    import sys
-
-    if message not in _FIRST_SEEN:
-        try:
-            frame = sys._getframe(stacklevel)
-        except ValueError:  # pragma: no cover - called from the top of the stack
-            frame = sys._getframe(1)
-        _FIRST_SEEN[message] = (frame.f_code.co_filename, frame.f_lineno, frame.f_globals.get("__name__", "<unknown>"))
-    filename, lineno, module = _FIRST_SEEN[message]
-    warnings.warn_explicit(message, PerformanceWarning, filename, lineno, module=module, registry=_SEEN_REGISTRY)
+#: A PerformanceWarning is shown once per distinct message per process: the "once" action, appended to the filters so that
+#: anything the user sets (``-W error``, ``simplefilter("always")``) still decides. Impossible measurements are not
+#: warned here and keep showing every time (``solkit._impossible``).
+warnings.filterwarnings("once", category=PerformanceWarning, append=True)
 
 
 @checked_call
@@ -102,7 +84,7 @@ def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = 
         )
         notes.append(message)
         if warn:
-            _warn_once(message, user_stacklevel())
+            warnings.warn(message, PerformanceWarning, stacklevel=user_stacklevel())
     bodies = [kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
               for (k, _), (t, _) in zip(counted, terms)]
     if bound.system_spec is not None and any(k.link is not None for k, _ in counted):
