@@ -182,12 +182,12 @@ CASES: list[Adv] = [
     Adv("cli-args: m=1_000 reads as 1000", lambda: check(op_json(*MMP, "--m", "1_000")["params"]["m"] == 1000, "m=1000"),
         None),
     Adv("cli-args: ' 64 ' with spaces reads as 64",
-        lambda: check(op_json("matmul", "--m", " 64 ", "--n", "64", "--k", "64")["flops"] == 2 * 64**3, "2*64^3"), None),
+        lambda: check(op_json("matmul", "--m", " 64 ", "--n", "64", "--k", "64")["model_flops"] == 2 * 64**3, "2*64^3"), None),
     Adv("cli-args: --m=8192 form, T_SOL by hand",
-        lambda: check(abs(op_json("matmul", "--m=8192", "--n=8192", "--k=8192", *H200)["t_sol"]
+        lambda: check(abs(op_json("matmul", "--m=8192", "--n=8192", "--k=8192", *H200)["t_sol_s"]
                           - 2 * 8192**3 / 989.4e12) < 1e-15, "2*8192^3 / 989.4e12 = 1.1113e-3 s"), None),
     Adv("cli-args: 10**12-cubed matmul is finite (2e36 FLOP)",
-        lambda: check(op_json("matmul", "--m", "1e12", "--n", "1e12", "--k", "1e12")["flops"] == 2e36, "2e36"), None),
+        lambda: check(op_json("matmul", "--m", "1e12", "--n", "1e12", "--k", "1e12")["model_flops"] == 2e36, "2e36"), None),
     Adv("cli-args: --help exits 0", lambda: cli(("--help",), 0, ("usage: solkit",)), None),
     Adv("cli-args: op --help exits 0", lambda: cli(("op", "--help"), 0, ("usage: solkit op",)), None),
 

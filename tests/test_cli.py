@@ -37,14 +37,15 @@ def test_gpus_and_gpu(capsys):
 
 
 def test_op_json_has_t_sol_in_seconds(capsys):
-    """--json: one object, t_sol at the top level: 2*8192^3 / 989.4e12 = 1.1113e-3 s."""
+    """--json: one object, t_sol_s at the top level: 2*8192^3 / 989.4e12 = 1.1113e-3 s; bytes 3*8192^2*2 = 402,653,184."""
     code, out, _ = run(capsys, "op", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--gpu", "h200", "--json")
     assert code == 0
     data = json.loads(out)
-    assert data["t_sol"] == pytest.approx(2 * 8192**3 / 989.4e12)
+    assert data["t_sol_s"] == pytest.approx(2 * 8192**3 / 989.4e12)
     assert data["bound"] == "compute"
     assert data["kernels"][0]["limiter"] in ("compute", "wave quantization")
-    assert data["predicted_seconds"] > data["t_sol"]
+    assert data["predicted_s"] > data["t_sol_s"]
+    assert data["bytes"] == 402_653_184 and type(data["bytes"]) is int
 
 
 def test_op_table_with_dashes_and_pairs(capsys):
@@ -57,7 +58,7 @@ def test_op_table_with_dashes_and_pairs(capsys):
     code, out, _ = run(capsys, *argv, "--json")
     data = json.loads(out)
     assert data["params"]["kernel"] == [1, 7]
-    assert data["flops"] == 2 * 128 * 17 * 17 * 128 * 7  # 66,289,664: a 1x7 kernel, output 17x17
+    assert data["model_flops"] == 2 * 128 * 17 * 17 * 128 * 7  # 66,289,664: a 1x7 kernel, output 17x17
 
 
 def test_compare_variants_and_gpus(capsys):
@@ -232,13 +233,13 @@ def test_profile_prints_the_report(capsys):
 
 
 def test_profile_json_counts_the_traces_kernels(capsys):
-    """--json is one object; its `kernels` is the number of "cat": "kernel" events in the raw trace (206)."""
+    """--json is one object; its `launches` is the number of "cat": "kernel" events in the raw trace (206)."""
     with gzip.open(DECODE, "rt") as f:
         n_kernels = sum(1 for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel")
     code, out, err = run(capsys, "profile", DECODE, "--gpu", "h200", "--json", "--top", "2")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert data["kernels"] == n_kernels == 206
+    assert data["launches"] == n_kernels == 206 and "kernels" not in data
     assert data["coverage"] == pytest.approx(1.0) and len(data["opportunities"]) == 2 and "plots" not in data
 
 
@@ -267,7 +268,6 @@ def test_profile_several_traces_are_ranks(capsys):
 @pytest.mark.parametrize("argv, says", [
     (["profile", "/nonexistent/trace.json.gz", "--gpu", "h200"], "cannot read profile '/nonexistent/trace.json.gz'"),
     (["profile", __file__, "--gpu", "h200"], "is neither a torch.profiler Chrome trace"),
-    (["profile", DECODE], "profile needs --gpu NAME"),
     (["profile", DECODE, "--gpu", "h2000"], "is not a known GPU"),
     (["profile", DECODE, "--gpu", "h200", "--top", "0"], "--top must be a positive integer, got 0"),
     (["profile", DECODE, "--gpu", "h200", "--top", "-1"], "--top must be a positive integer, got -1"),
@@ -282,10 +282,10 @@ def test_profile_bad_input_is_one_line_exit_2(capsys, argv, says):
     assert err.startswith("solkit: error: ") and err.count("\n") == 1 and says in err
 
 
-def test_profile_without_gpu_lists_the_gpus(capsys):
-    """The --gpu error names the shipped specs."""
-    _, _, err = run(capsys, "profile", DECODE)
-    assert "h200-sxm" in err and "a100-sxm4-80gb" in err and "solkit gpus" in err
+def test_profile_without_gpu_reads_the_trace_on_h200(capsys):
+    """--gpu defaults to h200 as in every command, and the report's first line names it."""
+    code, out, err = run(capsys, "profile", DECODE)
+    assert (code, err) == (0, "") and out.splitlines()[0].endswith("on h200-sxm (chrome): 206 kernels in 182 op calls")
 
 
 def test_profile_help_has_an_example(capsys):

@@ -48,9 +48,9 @@ def test_measured_matmul_by_hand(capsys):
     m = json.loads(out)["measured"]
     t_sol = 2 * 8192**3 / BF16_PEAK
     assert m["sol_fraction"] == pytest.approx(t_sol / 1.6e-3) and m["sol_fraction"] == pytest.approx(0.69456, abs=1e-5)
-    assert m["achieved_flops"] == pytest.approx(2 * 8192**3 / 1.6e-3)
+    assert m["achieved_flop_per_s"] == pytest.approx(2 * 8192**3 / 1.6e-3) and m["measured_s"] == pytest.approx(1.6e-3)
     assert m["mfu"] == pytest.approx(0.69456, abs=1e-5) and m["hfu"] == pytest.approx(m["mfu"])
-    assert m["achieved_bandwidth"] == pytest.approx(3 * 8192**2 * 2 / 1.6e-3)
+    assert m["achieved_bytes_per_s"] == pytest.approx(3 * 8192**2 * 2 / 1.6e-3)
     assert m["headroom_to_sol"] == pytest.approx(1.6e-3 / t_sol)  # 1.4398
     assert m["verdict"].startswith("compute-bound at 69.5% of T_SOL")
     code, out, _ = run(capsys, "op", "matmul", "--m", "8192", "--n", "8192", "--k", "8192", "--measured", "1.6ms")
@@ -100,7 +100,7 @@ def test_booleans_are_flags_and_values(capsys):
     for flags in (("--causal",), ("--causal", "true"), ("--no-causal",), ("--causal", "false"), ("--causal=yes",)):
         code, out, _ = run(capsys, *base, *flags)
         assert code == 0, flags
-        flops[flags] = json.loads(out)["flops"]
+        flops[flags] = json.loads(out)["model_flops"]
     causal = 4 * 1 * 8 * 128 * (128 * 129 / 2)  # 4 b h d pairs = 33,816,576
     full = 4 * 1 * 8 * 128 * 128 * 128  # 67,108,864
     assert flops[("--causal",)] == flops[("--causal", "true")] == flops[("--causal=yes",)] == pytest.approx(causal)

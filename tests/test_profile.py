@@ -148,7 +148,7 @@ def test_report_json_and_frame(profiles):
     text = str(p)
     assert "coverage" in text and "top" in text and "MFU" in text
     d = json.loads(json.dumps(p.to_dict()))
-    assert d["kernels"] == len(p.kernels) and d["kernel_seconds"] == pytest.approx(p.kernel_seconds)
+    assert d["launches"] == len(p.kernels) and d["kernel_s"] == pytest.approx(p.kernel_seconds)
     pd = pytest.importorskip("pandas")
     frame = p.to_frame()
     assert isinstance(frame, pd.DataFrame) and len(frame) == len(p.groups())

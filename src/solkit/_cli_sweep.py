@@ -2,8 +2,8 @@
 
 A range ``a:b`` holds every integer from a to b, both ends (DESIGN); ``a:b:step`` every step-th from a; a
 comma list its values. Numeric values broadcast into one call per GPU (a sweep of a million shapes is one
-call). The columns (``sweep_columns``): the swept parameters, ``gpu``, ``t_sol_s``, ``predicted_s``,
-``bound``; ``solkit.plot.sweep`` draws them, as it draws ``sk.sweep``'s DataFrame.
+call). The columns (``sweep_columns``): the swept parameters (integers stay int64: ``m 1024``, never ``1024.0``),
+``gpu``, ``t_sol_s``, ``predicted_s``, ``bound``; ``solkit.plot.sweep`` draws them, as it draws ``sk.sweep``'s DataFrame.
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ MAX_POINTS = 1_000_000
 
 
 def parse_axis(name: str, value: Any) -> Any:
-    """The values of a swept parameter: a range a:b (both ends) or a:b:step, a tuple from a comma list; else None."""
+    """The values of a swept parameter: a range a:b (both ends) or a:b:step, a tuple from a comma list; else None.
+
+    A range, and a list of integers, is an int64 array; a list holding a fraction is float64."""
     if isinstance(value, tuple):
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
             raise CLIError(f"--{name.replace('_', '-')} list must hold numbers (a sweep is numeric), got {','.join(map(str, value))!r}")
+        if all(type(v) is int and abs(v) < 2**63 for v in value):
+            return np.asarray(value, dtype=np.int64)
         return np.asarray(value, dtype=np.float64)
     if not (isinstance(value, str) and ":" in value):
         return None
@@ -38,11 +42,13 @@ def parse_axis(name: str, value: Any) -> Any:
     if len(numbers) not in (2, 3) or numbers[0] > numbers[1] or (len(numbers) == 3 and numbers[2] < 1):
         raise CLIError(f"--{name.replace('_', '-')} range must be a:b with a <= b, or a:b:step with step >= 1, got {value!r}")
     start, stop = numbers[0], numbers[1]
+    if max(abs(start), abs(stop)) >= 2**53:
+        raise CLIError(f"--{name.replace('_', '-')} range must lie below 2**53 (9.0e15), got {value!r}")
     step = numbers[2] if len(numbers) == 3 else 1
     count = (stop - start) // step + 1
     if count > MAX_POINTS:
         raise CLIError(f"--{name.replace('_', '-')} {value} is {count:,} points, more than {MAX_POINTS:,}: add a step (a:b:step)")
-    return np.arange(start, stop + 1, step, dtype=np.float64)
+    return np.arange(start, stop + 1, step, dtype=np.int64)
 
 
 def sweep_columns(op: Any, params: dict[str, Any], gpus: Sequence[Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["fmt_seconds", "fmt_bytes", "html_table", "plain", "is_scalar"]
+__all__ = ["fmt_seconds", "fmt_bytes", "fmt_value", "whole", "html_table", "plain", "is_scalar"]
 
 
 def is_scalar(x: Any) -> bool:
@@ -35,6 +35,26 @@ def fmt_bytes(nbytes: Any) -> str:
         if abs(b) >= scale:
             return f"{b / scale:.4g} {unit}"
     return f"{b:.4g} B"
+
+
+def whole(x: Any) -> Any:
+    """``x`` as a Python int where it is a whole finite number (1024.0, np.int64(8)), else ``x`` unchanged (bools too)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    f = float(x)
+    return int(f) if np.isfinite(f) and f == int(f) and abs(f) < 2.0**63 else f
+
+
+def fmt_value(x: Any) -> str:
+    """A parameter's value as a person writes it: 1024 (never 1024.0), 0.5, 1e+20, True, bf16, (3, 3)."""
+    x = whole(x)
+    if isinstance(x, float):
+        return f"{x:g}"
+    if isinstance(x, tuple):
+        return "(" + ", ".join(fmt_value(v) for v in x) + ")"
+    return str(x)
 
 
 def html_table(header: Sequence[str], rows: Sequence[Sequence[Any]], caption: str = "") -> str:

@@ -11,9 +11,13 @@
     solkit completion bash|zsh               a shell completion script
     solkit compare OP --PARAM VALUE ... --baseline K=V[|K=V] --variant K=V[|K=V] [--gpu G ...] [--json]
     solkit compare OP --PARAM VALUE ... --gpu G1 --gpu G2      the same op across GPUs
-    solkit mfu --flops F --seconds S --gpu G [--n-gpus N] [--dtype D] [--json]
-    solkit plot --gpu G [--op OP --PARAM VALUE ...] --out FILE.png
-    solkit profile TRACE [TRACE ...] --gpu G [--top N] [--json] [--plot OUT]   a real trace against its SOL
+    solkit mfu --flops F --seconds S [--gpu G] [--n-gpus N] [--dtype D] [--json]
+    solkit plot [--gpu G] [--op OP --PARAM VALUE ...] --out FILE.png
+    solkit profile TRACE [TRACE ...] [--gpu G] [--top N] [--json] [--plot OUT]   a real trace against its SOL
+
+--gpu: every command takes it and none requires it; a GPU defaults to h200 (the GPU with measurements of its own),
+named in the output's first line; the default table shows h200 and a100. --json: one object in one naming scheme
+(``_cli_output.OP_KEYS``; docs/cli.md): times end in _s, bytes are ints, counts are n_kernels / launches / calls.
 
 Exit codes: 0 done; 1 done, but a measured number is impossible (faster than the speed of light,
 MFU above 1): the result is printed and the warning is one line on stderr (``warning: ...``); 1 also
@@ -35,13 +39,19 @@ from typing import Any, NoReturn, Sequence
 import numpy as np
 
 from ._cli_gpus import cmd_gpu, cmd_gpus
-from ._cli_output import GuardedStdout, OutputError, emit, quiet_stdout, say
+from ._cli_output import GuardedStdout, OutputError, emit, op_json, quiet_stdout, say
+from ._display import fmt_value
 from ._validate import did_you_mean
 from .errors import CLIError, ImpossibleMeasurementWarning, SolkitError, SolkitWarning
 
 __all__ = ["main", "build_parser", "parse_value"]
 
-DEFAULT_GPUS = ("h200", "a100")
+#: the --gpu rule: every command takes --gpu and none requires it; one GPU defaults to DEFAULT_GPU (the GPU with
+#: measurements of its own, named in every output's first line), the overview table to DEFAULT_GPUS
+DEFAULT_GPU = "h200"
+DEFAULT_GPUS = (DEFAULT_GPU, "a100")
+GPU_HELP = f"GPU name, alias or spec path (`solkit gpus` lists them; default {DEFAULT_GPU})"
+GPUS_HELP = f"GPU name, alias or spec path; repeat it for several GPUs (default {DEFAULT_GPU})"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -186,7 +196,7 @@ def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
     out = r.to_dict()
     out.update(op=name, params=params, predicted_seconds=p.seconds, calibrated=p.calibrated, notes=list(p.notes))
     for k, kp in zip(out["kernels"], p.kernels):
-        k.update(predicted_seconds=kp.seconds, limiter=kp.limiter)
+        k.update(predicted_seconds=kp.seconds, limiter=kp.limiter, neighbour_factor=kp.neighbour)
     return out
 
 
@@ -195,15 +205,34 @@ def _kernel_rows(report: dict[str, Any]) -> list[tuple[str, ...]]:
     for k in report["kernels"]:
         rows.append((k["name"], k["kind"], f"{k['executed_flops'] / 1e9:,.3f}", f"{k['bytes'] / 1e6:,.3f}",
                      f"{k['intensity']:,.1f}", f"{k['t_compute'] * 1e6:,.2f}", f"{k['t_memory'] * 1e6:,.2f}",
-                     f"{k['t_sol'] * 1e6:,.2f}", k["bound"], f"{k['predicted_seconds'] * 1e6:,.2f}", k["limiter"]))
+                     f"{k['t_sol'] * 1e6:,.2f}", k["bound"], f"{k['predicted_seconds'] * 1e6:,.2f}",
+                     _factor(k["neighbour_factor"]), k["limiter"]))
     rows.append(("total", "", f"{report['executed_flops'] / 1e9:,.3f}", f"{report['bytes'] / 1e6:,.3f}",
                  f"{report['intensity']:,.1f}", f"{report['t_compute'] * 1e6:,.2f}", f"{report['t_memory'] * 1e6:,.2f}",
-                 f"{report['t_sol'] * 1e6:,.2f}", report["bound"], f"{report['predicted_seconds'] * 1e6:,.2f}", ""))
+                 f"{report['t_sol'] * 1e6:,.2f}", report["bound"], f"{report['predicted_seconds'] * 1e6:,.2f}", "", ""))
     return rows
 
 
+def _factor(x: Any) -> str:
+    """A kernel's neighbour factor as its row shows it: '0.93', '-' where the correction left it alone."""
+    return "-" if float(x) == 1.0 else f"{float(x):.2f}"
+
+
 KERNEL_HEADER = ("kernel", "kind", "GFLOP", "MB", "FLOP/B", "t_compute us", "t_memory us", "t_sol us", "bound",
-                 "predicted us", "limiter")
+                 "predicted us", "nbr x", "limiter")
+#: how predict's neighbour note begins; `solkit op` prints it once, short, its factors being the table's "nbr x"
+NEIGHBOUR_NOTE = "neighbour correction from "
+
+
+def _op_notes(notes: Sequence[str]) -> list[str]:
+    """The prediction's notes for `solkit op`, each once; the neighbour note without the factors its table shows."""
+    out = []
+    for note in dict.fromkeys(notes):
+        if note.startswith(NEIGHBOUR_NOTE) and ":" in note:
+            note = (f"{note.split(':', 1)[0]}: each kernel's factor is its 'nbr x' (predict(..., neighbours=False) "
+                    "gives the physical model alone)")
+        out.append(note)
+    return out
 
 
 def _with_dtype(op: Any, params: dict[str, Any], dtype: str | None) -> dict[str, Any]:
@@ -220,14 +249,14 @@ def _cmd_op(args: argparse.Namespace) -> int:
 
     op = _operator(args.op)
     params = _one_shape(op, _with_dtype(op, _op_params(op, args.params), args.dtype), "op")
-    gpu = load_gpu(args.gpu or DEFAULT_GPUS[0])
+    gpu = load_gpu(args.gpu)
     report = _op_report(args.op, params, gpu)
     if args.measured is not None:
         from ._cli_measured import measured_report, parse_seconds
 
         report["measured"] = measured_report(op.function(**params), gpu, parse_seconds(args.measured), report)
     if args.json:
-        emit(report)
+        emit(op_json(report))
         return 0
     shown = ", ".join(f"{k}={v}" for k, v in params.items())
     print(f"{args.op}({shown}) on {gpu.full_name}")
@@ -236,7 +265,7 @@ def _cmd_op(args: argparse.Namespace) -> int:
     print(format_table(_kernel_rows(report), KERNEL_HEADER))
     print(f"\nT_SOL {report['t_sol'] * 1e6:,.2f} us ({report['bound']}-bound); predicted "
           f"{report['predicted_seconds'] * 1e6:,.2f} us ({'calibrated' if report['calibrated'] else 'uncalibrated defaults'})")
-    for note in report["notes"]:
+    for note in _op_notes(report["notes"]):
         print(f"note: {note}")
     if "measured" in report:
         from ._cli_measured import measured_lines
@@ -258,7 +287,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     missing = [p for p in op.params if p.name not in op.defaults and p.name not in params]
     if missing:
         _complete(op, params)  # names what is missing
-    gpus = [load_gpu(g) for g in (args.gpu or DEFAULT_GPUS[:1])]
+    gpus = [load_gpu(g) for g in (args.gpu or [DEFAULT_GPU])]
     columns = sweep_columns(op, params, gpus)
     swept = [k for k in columns if k not in ("gpu", "t_sol_s", "predicted_s", "bound")]
     first = columns["gpu"] == gpus[0].name
@@ -266,7 +295,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     n = int(np.sum(first))
     rows = []
     for i in index:
-        row = [f"{columns[k][i]:g}" for k in swept]
+        row = [fmt_value(columns[k][i]) for k in swept]
         for j, g in enumerate(gpus):
             at = j * n + i
             row += [f"{columns['t_sol_s'][at] * 1e6:,.2f}", f"{columns['predicted_s'][at] * 1e6:,.2f}", str(columns["bound"][at])]
@@ -404,8 +433,8 @@ def _cmd_mfu(args: argparse.Namespace) -> int:
     peak = gpu.peak_flops(args.dtype)
     achieved = args.flops / args.seconds / args.n_gpus
     if args.json:
-        emit({"mfu": value, "gpu": gpu.name, "dtype": args.dtype, "n_gpus": args.n_gpus, "flops": args.flops,
-               "seconds": args.seconds, "peak_flops_per_gpu": peak, "achieved_flops_per_gpu": achieved})
+        emit({"mfu": value, "gpu": gpu.name, "dtype": args.dtype, "n_gpus": args.n_gpus, "model_flops": args.flops,
+              "measured_s": args.seconds, "peak_flop_per_s": peak, "achieved_flop_per_s": achieved})  # rates per GPU
         return 0
     print(f"MFU {value:.2%}: {args.flops:.4g} FLOP in {args.seconds:g} s on {args.n_gpus} x {gpu.name} = "
           f"{achieved / 1e12:,.1f} TFLOP/s per GPU of {peak / 1e12:g} dense {args.dtype}")
@@ -438,12 +467,8 @@ def _cmd_plot(args: argparse.Namespace) -> int:
 
 
 def _cmd_profile(args: argparse.Namespace) -> int:
-    from .hardware import list_gpus
     from .profile import load_profile
 
-    if not args.gpu:
-        raise CLIError(f"profile needs --gpu NAME, the GPU the trace ran on: one of {', '.join(list_gpus())} "
-                       f"(or an alias or a spec file; `solkit gpus` lists them)")
     if args.top < 1:
         raise CLIError(f"--top must be a positive integer, got {args.top}")
     profile = load_profile(args.traces if len(args.traces) > 1 else args.traces[0], args.gpu)
@@ -476,7 +501,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     p = sub.add_parser("table", help="roofline table of the standard operators (the default command)")
-    p.add_argument("--gpu", action="append", help="GPU name, alias or spec path (repeatable; default h200 and a100)")
+    p.add_argument("--gpu", action="append", help="GPU name, alias or spec path; repeat it for several GPUs "
+                                                  f"(default {' and '.join(DEFAULT_GPUS)})")
     p.set_defaults(func=_cmd_table)
 
     p = sub.add_parser("gpus", help="list the GPU specs")
@@ -491,11 +517,12 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Parameters are the op's own: e.g. solkit op matmul --m 8192 --n 8192 --k 8192; "
                                    "`solkit op OP --help` lists them, `solkit ops` lists the ops")
     p.add_argument("op", help="an operator in solkit.ops (matmul, attention, conv2d, ...)")
-    p.add_argument("--gpu", help="GPU name, alias or spec path (default h200)")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help=GPU_HELP)
     p.add_argument("--dtype", help="precision (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
     p.add_argument("--measured", metavar="TIME", help="your kernel's time with a unit (180us, 0.2ms, 1.5e-4s; a comma "
                                                       "list: the median): SOL fraction, roofs, MFU/HFU, a verdict")
-    p.add_argument("--json", action="store_true", help="one JSON object; top level has t_sol in seconds")
+    p.add_argument("--json", action="store_true", help="one JSON object (keys as docs/cli.md says: t_sol_s, "
+                                                       "predicted_s, bytes, n_kernels, launches, kernels: a list)")
     p.set_defaults(func=_cmd_op)
 
     p = sub.add_parser("ops", help="every operator with a one-line description")
@@ -504,22 +531,24 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare", help="two variants of an op (fused/unfused, layouts, impls), or one op across GPUs",
                        description="e.g. solkit compare layernorm_residual --tokens 8192 --d-model 4096 "
                                    "--baseline fused=false --variant fused=true --gpu a100 --gpu h200")
-    p.add_argument("op")
-    p.add_argument("--baseline", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters")
-    p.add_argument("--variant", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters")
-    p.add_argument("--gpu", action="append", help="repeatable (default h200)")
-    p.add_argument("--dtype")
-    p.add_argument("--measured", metavar="TIME", help="the baseline's measured time: what the variant should then take")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("op", help="an operator in solkit.ops; its shared parameters follow as --PARAM VALUE")
+    p.add_argument("--baseline", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters (e.g. fused=false)")
+    p.add_argument("--variant", help="KEY=VALUE[|KEY=VALUE] overriding the shared parameters (e.g. fused=true)")
+    p.add_argument("--gpu", action="append", help=GPUS_HELP + "; two or more without --baseline/--variant: "
+                                                            "the op across GPUs")
+    p.add_argument("--dtype", help="precision of both variants (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
+    p.add_argument("--measured", metavar="TIME", help="the baseline's measured time with a unit (110us): what the "
+                                                      "variant should then take")
+    p.add_argument("--json", action="store_true", help="one JSON object (seconds; docs/cli.md's keys)")
     p.set_defaults(func=_cmd_compare)
 
     p = sub.add_parser("sweep", help="T_SOL and the prediction over a range of one or two parameters: table, CSV, chart",
                        description="e.g. solkit sweep matmul --m 1:8192 --n 4096 --k 4096 --gpu h200 --plot m.png. A range "
                                    "a:b holds every integer from a to b (both ends), a:b:step every step-th; a list is "
                                    "comma-separated. One or two parameters may be swept.")
-    p.add_argument("op")
-    p.add_argument("--gpu", action="append", help="repeatable (default h200)")
-    p.add_argument("--dtype")
+    p.add_argument("op", help="an operator in solkit.ops; its parameters follow as --PARAM VALUE, A:B or A,B,C")
+    p.add_argument("--gpu", action="append", help=GPUS_HELP)
+    p.add_argument("--dtype", help="precision (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
     p.add_argument("--plot", metavar="OUT", help="write the curves (T_SOL and predicted per GPU) to OUT")
     p.add_argument("--csv", metavar="OUT", help="write every point to OUT as CSV")
     p.add_argument("--rows", type=int, default=12, help="rows of the printed table (default 12, spread over the sweep)")
@@ -530,19 +559,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("shell", choices=("bash", "zsh"))
     p.set_defaults(func=_cmd_completion)
 
-    p = sub.add_parser("mfu", help="model FLOPs utilization of a measured run")
+    p = sub.add_parser("mfu", help="model FLOPs utilization of a measured run",
+                       description="MFU = model FLOPs / (dense peak of the precision x seconds x GPUs), e.g. "
+                                   "solkit mfu --flops 3.2e18 --seconds 3600 --gpu h100 --n-gpus 8")
     p.add_argument("--flops", type=float, required=True, help="model FLOPs of the run (all GPUs together)")
-    p.add_argument("--seconds", type=float, required=True, help="wall-clock seconds")
-    p.add_argument("--gpu", required=True)
-    p.add_argument("--n-gpus", type=int, default=1)
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--seconds", type=float, required=True, help="wall-clock seconds of the run")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help="the GPU the run used: " + GPU_HELP)
+    p.add_argument("--n-gpus", type=int, default=1, help="GPUs the run used (default 1)")
+    p.add_argument("--dtype", default="bf16", help="the precision whose dense matrix peak MFU divides by (default bf16)")
+    p.add_argument("--json", action="store_true", help="one JSON object: mfu, model_flops, measured_s, per-GPU rates")
     p.set_defaults(func=_cmd_mfu)
 
     p = sub.add_parser("plot", help="roofline chart (PNG/SVG/PDF) of the standard operators or one op")
-    p.add_argument("--gpu", required=True)
+    p.add_argument("--gpu", default=DEFAULT_GPU, help=GPU_HELP)
     p.add_argument("--op", help="an operator; its parameters follow as --PARAM VALUE")
-    p.add_argument("--dtype")
+    p.add_argument("--dtype", help="precision of --op (bf16, fp16, fp8, tf32, fp32, fp64, int8)")
     p.add_argument("--out", required=True, help="output file; the format is its suffix (.png, .svg, .pdf, ...); a name "
                                                 "without a suffix gets .png. The path written is printed")
     p.set_defaults(func=_cmd_plot)
@@ -557,10 +588,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  solkit profile trace.json.gz --gpu h200 --top 5 --plot prof.png\n"
                "  (prints the report, writes prof.png and prof-roofline.png and prints both paths)")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="profile file(s); several = one per rank")
-    p.add_argument("--gpu", help="the GPU the trace ran on: name, alias or spec path (required; `solkit gpus`)")
+    p.add_argument("--gpu", default=DEFAULT_GPU, help="the GPU the trace ran on: " + GPU_HELP)
     p.add_argument("--top", type=int, default=10,
                    help="opportunities listed, and op groups with a bar of their own in the time chart (default 10)")
-    p.add_argument("--json", action="store_true", help="one JSON object (seconds): aggregates, groups, opportunities")
+    p.add_argument("--json", action="store_true", help="one JSON object (times in seconds, keys ending _s): aggregates, "
+                                                       "groups, opportunities")
     p.add_argument("--plot", metavar="OUT", help="write the time breakdown to OUT and the roofline to OUT-roofline "
                                                  "(same suffix; .png without one) and print both paths")
     p.set_defaults(func=_cmd_profile)

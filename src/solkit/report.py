@@ -87,7 +87,7 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
     Numeric lists form a broadcast grid (one call); lists of strings or bools (dtype, layout,
     impl, fused, causal) are looped over. One row per configuration; columns are the
     parameters, then ``t_sol_s``, ``t_compute_s``, ``t_memory_s``, ``bound``,
-    ``intensity_flop_per_byte``, ``model_flops``, ``executed_flops``, ``bytes`` and, with
+    ``intensity_flop_per_byte``, ``model_flops``, ``executed_flops``, ``bytes`` (int64 where whole) and, with
     ``predicted``, ``predicted_s`` and ``sol_fraction`` (T_SOL / predicted).
     Example: ``sweep(ops.matmul, "h200", m=[1, 64, 4096], n=4096, k=4096, dtype=["bf16", "fp8"])``. At most
     ``MAX_SWEEP_POINTS`` rows (checked before anything is allocated: a ShapeError naming each list's length).
@@ -134,7 +134,18 @@ def sweep(op: Callable[..., Workload], gpu: Any, predicted: bool = True, **param
             frame["sol_fraction"] = frame["t_sol_s"] / frame["predicted_s"]
         frame.insert(0, "gpu", g.name)
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True)
+    out = pd.concat(frames, ignore_index=True)
+    out["bytes"] = _whole_column(out["bytes"].to_numpy())
+    return out
+
+
+def _whole_column(values: np.ndarray) -> np.ndarray:
+    """``values`` as int64 when every one is a whole number below 2**53 (byte counts), else unchanged (FLOPs of whole
+    programs pass int64, so only bytes are made ints)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size and bool(np.all(np.isfinite(v) & (v == np.round(v)) & (np.abs(v) < 2.0**53))):
+        return v.astype(np.int64)
+    return values
 
 
 def _callable(op: Any) -> Callable[..., Workload]:
@@ -150,9 +161,14 @@ def _callable(op: Any) -> Callable[..., Workload]:
 
 
 def _grid_axis(name: str, values: Any) -> np.ndarray:
-    """One numeric axis of the grid as a float64 array (ints beyond float64 are a ShapeError naming it)."""
+    """One numeric axis of the grid: int64 when every value is an integer (the table shows ``m 1024``, not ``1024.0``),
+    else float64 (ints beyond float64 are a ShapeError naming it)."""
+    if isinstance(values, np.ndarray):
+        return values
+    if all(isinstance(v, (int, np.integer)) and abs(int(v)) < 2**63 for v in values):
+        return np.asarray(values, dtype=np.int64)
     try:
-        return np.asarray(values, dtype=np.float64) if not isinstance(values, np.ndarray) else values
+        return np.asarray(values, dtype=np.float64)
     except OverflowError:
         raise ShapeError(f"{name} must hold numbers that float64 can hold (below 1.8e308), got {values!r:.60}") from None
 

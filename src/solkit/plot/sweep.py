@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
+from .._display import fmt_value
 from .._optional import require_matplotlib
 from .._validate import checked_call, choice, first_bad, shown
 from ..errors import ArgumentTypeError, OptionError, ShapeError
@@ -109,8 +110,10 @@ def sweep(result: Any, x: Optional[str] = None, title: Optional[str] = None) -> 
         raise OptionError(f"x must be a numeric swept parameter ({', '.join(numeric) or 'none'}); {x!r} holds names "
                           f"(it gives one series per value)")
     xs = _numbers(x, columns[x])
-    keys = [columns[k] for k in (*[p for p in params if p != x], *(["gpu"] if "gpu" in varied else []))]
-    labels = [" ".join(str(v) for v in row) for row in zip(*keys)] if keys else [""] * len(xs)
+    named = [*[p for p in params if p != x], *(["gpu"] if "gpu" in varied else [])]
+    keys = [columns[k] for k in named]
+    labels = [" ".join(str(v) if k == "gpu" else f"{k}={fmt_value(v)}" for k, v in zip(named, row))
+              for row in zip(*keys)] if keys else [""] * len(xs)  # m=1024 (a GPU by its name)
     series = list(dict.fromkeys(labels))
     if len(series) > MAX_SERIES:
         raise OptionError(f"the sweep has {len(series)} series besides {x!r}, more than {MAX_SERIES}: sweep fewer values")

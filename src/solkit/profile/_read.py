@@ -69,6 +69,7 @@ class KernelRecord(NamedTuple):
     bytes_read: float | None = None
     bytes_written: float | None = None
     nvtx: tuple[str, ...] = ()
+    ncu_sol: tuple[tuple[str, float], ...] = ()  # ncu's own SOL figures, (label, % of peak): ("SM", 90.7), ("memory", 70.1)
 
     @property
     def end(self) -> float:

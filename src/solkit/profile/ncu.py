@@ -9,7 +9,9 @@ Per row: ``seconds`` from ``gpu__time_duration.sum``; ``bytes_read``/``bytes_wri
 ``dram__bytes_read.sum``/``dram__bytes_write.sum`` and ``measured_bytes`` their sum (None when the metric is
 absent or "n/a"), converted exactly to seconds and bytes (byte prefixes are decimal, as ncu prints them: Kbyte =
 1000 byte; Kibyte/KiB = 1024; a figure beyond float64, or durations summing beyond it, is a MeasurementError naming
-the cell, never an inf); ``nvtx`` the push/pop range names of the launching thread, outer to inner.
+the cell, never an inf); ``nvtx`` the push/pop range names of the launching thread, outer to inner; ``ncu_sol``
+ncu's own speed-of-light figures where the CSV carries them (``SOL_COLUMNS``: the "GPU Speed Of Light Throughput"
+section's SM and memory throughput, % of peak sustained, in a ``%`` column).
 NB: ncu serializes kernels (each is replayed alone with caches flushed), so there is no real timeline: ``start``
 is the sum of the durations of the rows before it, and a profile of ncu rows has no idle time.
 """
@@ -26,12 +28,16 @@ from decimal import Decimal, InvalidOperation
 from ..errors import MeasurementError
 from ._read import KernelRecord
 
-__all__ = ["KernelRecord", "NcuReport", "NcuMeta", "read_ncu", "parse_ncu", "TIME_UNITS", "BYTE_UNITS", "parse_nvtx"]
+__all__ = ["KernelRecord", "NcuReport", "NcuMeta", "read_ncu", "parse_ncu", "TIME_UNITS", "BYTE_UNITS", "parse_nvtx",
+           "SOL_COLUMNS"]
 
 TIME_COLUMN = "gpu__time_duration.sum"
 READ_COLUMN = "dram__bytes_read.sum"
 WRITE_COLUMN = "dram__bytes_write.sum"
 NVTX_PREFIX = "thread Domain:Push/Pop_Range"
+#: ncu's speed-of-light figures read when present: label -> metric (Nsight Compute's SpeedOfLight section)
+SOL_COLUMNS = {"SM": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+               "memory": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"}
 
 TIME_UNITS: dict[str, Decimal] = {
     "nsecond": Decimal("1e-9"), "ns": Decimal("1e-9"),
@@ -168,6 +174,11 @@ def parse_ncu(text: str, path: str) -> NcuReport:
     r_scale = scale(READ_COLUMN, BYTE_UNITS) if READ_COLUMN in col else None
     w_scale = scale(WRITE_COLUMN, BYTE_UNITS) if WRITE_COLUMN in col else None
     nvtx_col = next((i for i, name in enumerate(header) if name.startswith(NVTX_PREFIX)), None)
+    sol_cols = {label: col[name] for label, name in SOL_COLUMNS.items() if name in col}
+    for label, i in sol_cols.items():
+        if units[i].strip() != "%":
+            raise MeasurementError(f"profile {path!r}: column {SOL_COLUMNS[label]!r} is in unit {units[i].strip()!r}; "
+                                   "expected '%'")
     i_name, i_time = col["Kernel Name"], col[TIME_COLUMN]
     i_stream, i_device = col.get("Stream"), col.get("Device")
     i_grid, i_block = col.get("Grid Size"), col.get("Block Size")
@@ -205,6 +216,7 @@ def parse_ncu(text: str, path: str) -> NcuReport:
             bytes_read=None if rd is None else _exact(rd),
             bytes_written=None if wr is None else _exact(wr),
             nvtx=parse_nvtx(row[nvtx_col]) if nvtx_col is not None else (),
+            ncu_sol=_sol_figures(row, sol_cols, where),
         ))
         clock += t_s
     if not records:
@@ -226,3 +238,13 @@ def _bytes(row: list[str], scale: tuple[Decimal, str] | None, i: int | None, whe
         return None
     d = _number(row[i], where)
     return None if d is None else _held(d * scale[0], where, row[i], scale[1])
+
+
+def _sol_figures(row: list[str], columns: dict[str, int], where: str) -> tuple[tuple[str, float], ...]:
+    """(label, % of peak) of each SOL column the row fills ("n/a" cells left out)."""
+    out = []
+    for label, i in columns.items():
+        d = _number(row[i], f"{where}, {SOL_COLUMNS[label]}")
+        if d is not None:
+            out.append((label, float(d)))
+    return tuple(out)
