@@ -133,3 +133,15 @@ def test_prediction_is_floored_at_t_sol_whatever_the_calibration_says(tmp_path: 
         p = sk.predict(w, g, warn=False)
         assert np.all(np.asarray(p.seconds) == np.asarray(p.t_sol))  # floored exactly at the bound
         assert all(np.all(np.asarray(kp.seconds) >= np.asarray(kp.t_sol)) for kp in p.kernels)
+
+
+def test_a_warning_from_python_dash_c_is_shown():
+    """`python -c` code below T_SOL (1 ms for the 1.1113 ms bound): the warning on stderr, the number printed, exit 0
+    (its __main__ has no source for the line cache; that once raised ImportError)."""
+    import subprocess
+    import sys
+
+    code = "import solkit as sk; print(round(sk.sol_fraction(sk.ops.matmul(8192, 8192, 8192), 'h200', 1e-3), 4))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "1.1113" and "ImpossibleMeasurementWarning" in run.stderr

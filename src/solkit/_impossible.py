@@ -62,9 +62,14 @@ def _emit(message: str, strict: bool, stacklevel: int) -> None:
         frame = sys._getframe(1)
     while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE):  # past solkit's wrappers
         frame = frame.f_back
-    warnings.warn_explicit(message + "; strict=True raises", ImpossibleMeasurementWarning, frame.f_code.co_filename,
-                           frame.f_lineno, module=frame.f_globals.get("__name__", "<unknown>"), registry=None,
-                           module_globals=frame.f_globals)
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    name = frame.f_globals.get("__name__", "<unknown>")
+    try:
+        warnings.warn_explicit(message + "; strict=True raises", ImpossibleMeasurementWarning, *where, module=name,
+                               registry=None, module_globals=frame.f_globals)
+    except ImportError:  # `python -c`: its __main__'s loader has no source to give the line cache; warn without it
+        warnings.warn_explicit(message + "; strict=True raises", ImpossibleMeasurementWarning, *where, module=name,
+                               registry=None)
 
 
 def below_bound(name: str, measured: Any, bound: Any, what: What, strict: bool, stacklevel: int = 2) -> bool:
