@@ -54,8 +54,8 @@ verdict(f"cannot be checked (missing: measured inference runs); where inference 
 claim(5, "ResNet-50 MFU improving from 28% to 62% through operator fusion and memory optimization")
 B = 256  # assumed: training, 224x224 images, batch 256 per GPU; the article names no GPU, precision or batch
 eager = models.training_step(models.resnet50(B, kernels="eager"), optimizer="sgd")  # torchvision's kernels
-fused = models.training_step(models.resnet50(B), optimizer="sgd")  # BN+ReLU one kernel
-fp32 = models.training_step(models.resnet50(B, dtype="fp32"), optimizer="sgd")
+fused = models.training_step(models.resnet50(B, kernels="fused"), optimizer="sgd")  # BN+ReLU one kernel
+fp32 = models.training_step(models.resnet50(B, dtype="fp32", kernels="fused"), optimizer="sgd")
 
 
 def ceiling(step, gpu, dtype="bf16"):

@@ -48,14 +48,17 @@ def test_bert_base_is_post_norm_gelu_not_causal():
 
 def test_resnet50_matches_published_count():
     """Conv + FC multiply-adds per 224x224 image: 4.089e9 (torchvision's ResNet50 table: 4.09 GFLOPS, i.e. GMACs)."""
-    w = models.resnet50(1)
+    w = models.resnet50(1, kernels="fused")  # the fused program: the stem conv is its first kernel
     macs = sum(float(k.matrix_flops) for k in w.kernels if k.kind in ("conv", "gemm")) / 2
     assert macs == pytest.approx(4.09e9, rel=2e-3)
     stem = w.kernels[0]
     assert stem.matrix_flops == 2 * 64 * 112 * 112 * 3 * 49  # 236,027,904
     convs = [k for k in w.kernels if k.kind == "conv"]
     assert len(convs) == 1 + 16 * 3 + 4  # stem, 16 bottlenecks of 3 convs, 4 projections
-    assert models.resnet50(32).flops == pytest.approx(32 * w.flops)
+    assert models.resnet50(32, kernels="fused").flops == pytest.approx(32 * w.flops)
+    eager = models.resnet50(1)  # the default, torchvision's eager program: the same convolutions and FC
+    assert sum(float(k.matrix_flops) * c for k, c in eager.counted if k.kind in ("conv", "gemm")) / 2 == \
+        pytest.approx(macs, rel=1e-12)
 
 
 def test_training_step_of_a_gemm():
@@ -171,4 +174,6 @@ def test_model_overflow_names_the_model_arguments():
     with pytest.raises(ShapeError, match=r"2 \* batch \* seq \* vocab must stay below 1.8e308"):
         models.transformer(2, 1000, np.array([1.0, 1e306]), 1, 512, 8)
     with pytest.raises(ShapeError, match=r"batch \* image\*\*2 \* 2048 must stay below 1.8e308"):
-        models.resnet50(10**306)
+        models.resnet50(10**306, kernels="fused")
+    with pytest.raises(ShapeError, match=r"resnet50\(batch=1e\+306, image=224\) is too large for float64"):
+        models.resnet50(10**306)  # the eager program: refused naming the model's arguments
