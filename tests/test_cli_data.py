@@ -305,14 +305,31 @@ for _ in range(2):
 """
 
 
-@pytest.mark.parametrize("flags, performance, impossible", [((), 2, 2), (("-W", "always"), 7, 2)])
-def test_performance_warning_once_per_message(flags, performance, impossible, tmp_path):
-    """Default filters: the misaligned-GEMM PerformanceWarning once per distinct message (five calls share 'matmul:
-    GEMM leading dimension ... in matmul', two 'lm head: ... in lm head'), an impossible measurement every time;
-    -W always: all seven."""
+@pytest.mark.parametrize("flags, performance, impossible", [((), 5, 2), (("-W", "always"), 7, 2)])
+def test_performance_warning_once_per_call_site(flags, performance, impossible, tmp_path):
+    """Python's default filter, which solkit leaves alone: the misaligned-GEMM PerformanceWarning once per line and text
+    (the loop's three calls once, then four more lines: 5), an impossible measurement every time; -W always: all
+    seven."""
     script = tmp_path / "warns.py"  # a file: `python -c` trips the impossible warning's source lookup (reported)
     script.write_text(SCRIPT)
     proc = subprocess.run([sys.executable, *flags, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("PerformanceWarning:") == performance, proc.stderr
     assert proc.stderr.count("ImpossibleMeasurementWarning:") == impossible, proc.stderr
+
+
+def test_launches_count_what_the_cpu_issues(capsys):
+    """An im2col conv over a batch of 8 unfolds image by image: 8 launches of its im2col kernel in one run, then 1 GEMM:
+    2 distinct kernels, 8 + 1 = 9 launches (each kernel runs once: runs 1 and 1), in the repr and in --json."""
+    import json
+
+    import solkit as sk
+
+    w = sk.ops.conv2d(8, 64, 56, 56, 64, layout="im2col")
+    assert "2 distinct kernels, 9 launches" in repr(sk.roofline(w, "h200")) and sk.predict(w, "h200").launches == 9
+    code, out, _ = run(capsys, "op", "conv2d", "--batch", "8", "--in-channels", "64", "--height", "56", "--width", "56",
+                       "--out-channels", "64", "--layout", "im2col", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert (data["n_kernels"], data["launches"]) == (2, 9)
+    assert [(k["runs"], k["launches"]) for k in data["kernels"]] == [(1, 8), (1, 1)]

@@ -76,7 +76,7 @@ OP_KEYS = {
     "t_sol": "t_sol_s", "t_compute": "t_compute_s", "t_memory": "t_memory_s", "t_link": "t_link_s",
     "t_matrix": "t_matrix_s", "t_vector": "t_vector_s", "predicted_seconds": "predicted_s",
     "intensity": "intensity_flop_per_byte", "ridge_point": "ridge_point_flop_per_byte", "flops": "model_flops",
-    "count": "launches", "measured_seconds": "measured_s", "achieved_flops": "achieved_flop_per_s",
+    "count": "runs", "measured_seconds": "measured_s", "achieved_flops": "achieved_flop_per_s",
     "peak_flops": "peak_flop_per_s", "achieved_bandwidth": "achieved_bytes_per_s",
     "memory_bandwidth": "memory_bytes_per_s",
 }  # a kernel's ``neighbour_factor`` (1.0: the neighbour correction left it alone) keeps its name
@@ -84,12 +84,13 @@ OP_KEYS = {
 
 def op_json(report: dict[str, Any]) -> dict[str, Any]:
     """An op report (``cli._op_report``, with ``measured``) in the JSON scheme: keys renamed by ``OP_KEYS``, bytes as
-    ints, and the top level's ``n_kernels`` (distinct kernels) and ``launches`` (their launches)."""
+    ints, and the top level's ``n_kernels`` (distinct kernels) and ``launches`` (what the CPU issues: each kernel's
+    ``runs`` times the launches of one run)."""
     from ._display import whole
 
     def renamed(obj: Any) -> Any:
         if isinstance(obj, dict):
-            return {OP_KEYS.get(k, k): whole(v) if k == "bytes" else renamed(v) for k, v in obj.items()}
+            return {OP_KEYS.get(k, k): whole(v) if k in ("bytes", "launches") else renamed(v) for k, v in obj.items()}
         if isinstance(obj, list):
             return [renamed(v) for v in obj]
         return obj
@@ -100,5 +101,5 @@ def op_json(report: dict[str, Any]) -> dict[str, Any]:
     out.update(renamed({k: v for k, v in report.items() if k not in ("op", "params")}))
     kernels = out.get("kernels", [])
     out["n_kernels"] = len(kernels)
-    out["launches"] = sum(k.get("launches", 1) for k in kernels)
+    out["launches"] = whole(sum(k.get("launches", k.get("runs", 1)) for k in kernels))
     return out

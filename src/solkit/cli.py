@@ -195,8 +195,9 @@ def _op_report(name: str, params: dict[str, Any], gpu: Any) -> dict[str, Any]:
     p = predict(w, gpu, warn=False)
     out = r.to_dict()
     out.update(op=name, params=params, predicted_seconds=p.seconds, calibrated=p.calibrated, notes=list(p.notes))
-    for k, kp in zip(out["kernels"], p.kernels):
-        k.update(predicted_seconds=kp.seconds, limiter=kp.limiter, neighbour_factor=kp.neighbour)
+    for k, kp, (kernel, count) in zip(out["kernels"], p.kernels, w.counted):
+        k.update(predicted_seconds=kp.seconds, limiter=kp.limiter, neighbour_factor=kp.neighbour,
+                 launches=count * float(np.max(kernel.launches)))  # what the CPU issues: runs x launches a run
     return out
 
 

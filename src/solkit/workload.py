@@ -377,8 +377,9 @@ class Workload:
 
 
 def kernel_count(w: Workload) -> str:
-    """'187 distinct kernels, 4,435 launches': what a workload's reprs count, each named."""
-    distinct, launches = len(w.counted), len(w)
+    """'187 distinct kernels, 4,435 launches': what a workload's reprs count, each named (launches: what the CPU
+    issues, ``issued_launches``: a kernel of several launches a run, an im2col's, counts each)."""
+    distinct, launches = len(w.counted), round(issued_launches(w))
     return (f"{distinct:,} distinct kernel{'' if distinct == 1 else 's'}, "
             f"{launches:,} launch{'' if launches == 1 else 'es'}")
 

@@ -30,10 +30,6 @@ from .timeline import clocks
 __all__ = ["predict"]
 
 
-#: A PerformanceWarning is shown once per distinct message per process: the "once" action, appended to the filters so that
-#: anything the user sets (``-W error``, ``simplefilter("always")``) still decides. Impossible measurements are not
-#: warned here and keep showing every time (``solkit._impossible``).
-warnings.filterwarnings("once", category=PerformanceWarning, append=True)
 
 
 @checked_call
