@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
     ("kernel", "workload"),
-    ("sol",),
+    ("sol", "cost"),
     ("ops",),
     ("comm", "standard"),
     ("models", "fusion"),

@@ -18,7 +18,7 @@ calls compile and record its graphs). NB: hf-static's TTFT call preallocates pro
 The model's ``generation_config`` has no EOS token (random weights would stop at random), so every call makes
 exactly N tokens. Models are built from configs with random weights (``benchmarks/programs/steps.py``'s
 ``hf_config``: GPT-2 124M, Llama-3.2-1B dims, Qwen2.5-0.5B's config.json). A launch probe (2,000 small
-``torch.add``, median of 5) records the host's speed. ``DIR/serving.json`` is rewritten after every case; one
+``torch.add``, median of 5) records the host's speed, at the start and again before each case (``case_probe_us``). ``DIR/serving.json`` is rewritten after every case; one
 JSON line per case goes to stdout. Needs torch and transformers; never imports solkit.
 """
 
@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
                 model, info = models[case["family"]]
                 if dev == "cuda":
                     torch.cuda.reset_peak_memory_stats()
+                    rec["case_probe_us"] = steps.launch_probe(torch) * 1e6  # the host's speed just before this case
                 rec.update(measure(torch, model, case, dev, args.repeats, args.small), model=info, status="ok")
             except Exception as err:  # noqa: BLE001 - recorded, the next case runs
                 rec["status"] = f"error: {type(err).__name__}: {err}"[:400]
