@@ -29,7 +29,7 @@ from solkit import models, planning
 from solkit.stacks import transformers517 as hf
 
 
-def predictions(doc: dict[str, Any], probe: bool) -> list[dict[str, Any]]:
+def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False) -> list[dict[str, Any]]:
     """One row per measured case: measured and predicted TTFT and TPOT, and the host figures inside the prediction."""
     gpu = sk.load_gpu("h200")
     built: dict[str, Any] = {}
@@ -42,7 +42,7 @@ def predictions(doc: dict[str, Any], probe: bool) -> list[dict[str, Any]]:
             built[c["family"]] = models.from_hf_config(c["model"]["hf_config"])
         m = built[c["family"]]
         e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"], engine=c["engine"],
-                               host_probe_us=probe_us)
+                               host_probe_us=c["case_probe_us"] if case_probe else probe_us)
         rows.append({"id": cid, "family": c["family"], "engine": c["engine"], "layers": m.layers,
                      "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(e.ttft),
                      "tpot_pred": float(e.tpot), "host_ttft": float(e.host_ttft), "host_tpot": float(e.host_tpot)})
@@ -105,13 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("data")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--probe", action="store_true", help="predict with the recorded launch probe (host_probe_us)")
+    ap.add_argument("--case-probe", action="store_true", help="predict each case with the probe taken just before it "
+                    "(case_probe_us; the seed-3002 draw onwards): a diagnosis of the host's drift, not the protocol")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
     args = ap.parse_args(argv)
     with open(args.data) as f:
         doc = json.load(f)
     probe = args.probe
-    rows = predictions(doc, probe)
+    rows = predictions(doc, probe, args.case_probe)
     if args.fit:
         scale = (doc["host_probe_us"] / hf.FIT_PROBE_US) if probe else 1.0
         print(json.dumps(fit(rows, scale), indent=1))
