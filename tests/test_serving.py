@@ -176,3 +176,15 @@ def test_split_results_carry_their_step_cost_and_views():
     assert len(splits.frame(found)) == 2 and r.to_frame()["n_gpus"].iloc[0] == 8
     with pytest.raises(ArgumentTypeError, match="SplitResult"):
         splits.frame([1])
+
+
+def test_the_old_default_figures_are_the_estimate_less_generates_host_work():
+    """The CHANGELOG's promise: before engines, inference's eager figures were the eager programs' alone; they are
+    ttft - host_ttft and tpot - host_tpot of the hf-eager estimate."""
+    e = planning.inference(GPT2, "h200", batch=4, prompt=300, output=41)
+    contexts = np.unique(np.linspace(300, 340, planning.DECODE_POINTS).round())  # 300, 310, 320, 330, 340
+    steps = [float(sk.predict(GPT2.decode(batch=4, context=c, kernels="eager"), "h200", warn=False).seconds)
+             for c in contexts]
+    prefill = float(sk.predict(GPT2.prefill(batch=4, seq=300, kernels="eager"), "h200", warn=False).seconds)
+    assert e.tpot - e.host_tpot == pytest.approx(np.mean(steps), rel=1e-12)
+    assert e.ttft - e.host_ttft == pytest.approx(prefill, rel=1e-12)
