@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
     ("kernel", "workload", "_typing"),
-    ("sol",),
+    ("sol", "cost"),
     ("ops",),
     ("comm", "standard"),
     ("models",),

@@ -225,7 +225,8 @@ def test_bucket_mb_default_and_types():
 
 #: the public modules whose functions (their ``__all__``) take user arguments
 PUBLIC_MODULES = ("solkit", "solkit.models", "solkit.comm", "solkit.splits", "solkit.planning", "solkit.profile",
-                  "solkit.plot", "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops")
+                  "solkit.plot", "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops",
+                  "solkit.cost")
 
 
 def _public_functions() -> list[tuple[str, Callable[..., Any]]]:

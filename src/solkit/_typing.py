@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .hardware.schema import GPU
     from .hardware.system import System
 
-__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "KernelStyle", "Quantization",
+__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "KernelStyle", "Engine", "Quantization",
            "AttentionImpl", "ConvLayout", "Algorithm"]
 
 #: a dimension or a count: an integer (a whole float is taken too), a numpy integer, or an array of them (a sweep)
@@ -60,6 +60,8 @@ GPULike = Union[str, "os.PathLike[str]", "GPU", "System"]
 
 #: a program's kernels (models.program.KERNEL_STYLES): eager PyTorch's launches, or a fused engine's
 KernelStyle = Literal["eager", "fused"]
+#: planning.ENGINES: the serving engines planning.inference models
+Engine = Literal["hf-eager", "hf-static", "fused"]
 #: the layers' linear layers quantized (models.program.QUANTIZATIONS)
 Quantization = Literal["w4a16", "w8a16", "w8a8", "fp8"]
 #: an attention kernel (ops.attention.IMPLS)

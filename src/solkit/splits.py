@@ -16,8 +16,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ._display import fmt_bytes, fmt_seconds, html_table
+from ._optional import require_pandas
 from ._typing import AttentionImpl, KernelStyle
 from ._validate import checked_call, flag
+from .cost import Cost, cost
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware.system import as_system
 from .models.architecture import Transformer
@@ -27,12 +30,12 @@ from .models.training import training_step
 from .prediction import predict
 from .sol import mfu
 
-__all__ = ["SplitResult", "search", "candidates", "MAX_MICRO_BATCH"]
+__all__ = ["SplitResult", "search", "candidates", "frame", "MAX_MICRO_BATCH"]
 
 
 @dataclass(frozen=True)
 class SplitResult:
-    """One split's predicted step: its arguments, seconds, tokens/s, MFU and one GPU's memory."""
+    """One split's predicted step: its arguments, seconds, tokens/s, MFU, one GPU's memory and the step's cost on all GPUs."""
 
     dp: int
     tp: int
@@ -45,12 +48,63 @@ class SplitResult:
     tokens_per_s: float
     mfu: float
     memory_bytes: float
+    n_gpus: int = 1  # GPUs the step runs on (dp x tp x pp)
+    gpu: str = ""
+    cost: Cost | None = None  # per step, on n_gpus GPUs
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain figures for a table or JSON (seconds, tokens/s, bytes per GPU; GPU-hours, joules, dollars per step)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("dp", "tp", "pp", "zero", "micro_batch", "microbatches",
+                                                            "checkpointing", "seconds", "tokens_per_s", "mfu",
+                                                            "memory_bytes", "n_gpus", "gpu")}
+        if self.cost is not None:
+            out.update(gpu_hours_per_step=self.cost.gpu_hours, energy_j_per_step=self.cost.energy_j,
+                       usd_per_step=self.cost.usd)
+        return out
+
+    def to_frame(self) -> Any:
+        """A one-row pandas DataFrame (``frame(results)`` tabulates a search's list)."""
+        return frame([self])
+
+    def _cells(self) -> tuple[Any, ...]:
+        c = self.cost
+        return (self.dp, self.tp, self.pp, self.zero, f"{self.micro_batch} x {self.microbatches}",
+                "yes" if self.checkpointing else "no", fmt_seconds(self.seconds), f"{self.tokens_per_s:,.0f}",
+                f"{self.mfu:.1%}", fmt_bytes(self.memory_bytes), "" if c is None else f"{c.gpu_hours:.4g}",
+                "" if c is None or c.usd is None else f"${c.usd:.4g}")
+
+    def _repr_html_(self) -> str:
+        return html_table(_HEADER, [self._cells()], caption=f"a predicted step on {self.n_gpus} x {self.gpu}")
+
+    def __repr__(self) -> str:
+        c = self.cost
+        money = "" if c is None else (f", {c.gpu_hours:.4g} GPU-hours" + ("" if c.usd is None else f", ${c.usd:.4g}")
+                                      + " per step")
+        ckpt = ", checkpointing" if self.checkpointing else ""
+        return (f"SplitResult(dp={self.dp} tp={self.tp} pp={self.pp} zero={self.zero} micro-batch {self.micro_batch} x "
+                f"{self.microbatches}{ckpt}: {fmt_seconds(self.seconds)}/step, {self.tokens_per_s:,.0f} tokens/s, MFU "
+                f"{self.mfu:.1%}, {fmt_bytes(self.memory_bytes)} per GPU{money})")
 
     def __str__(self) -> str:
         ckpt = ", checkpointing" if self.checkpointing else ""
         return (f"dp={self.dp} tp={self.tp} pp={self.pp} zero={self.zero} micro-batch {self.micro_batch} x "
                 f"{self.microbatches}{ckpt}: {self.seconds:.3g} s/step, {self.tokens_per_s:,.0f} tokens/s, MFU "
                 f"{self.mfu:.1%}, {self.memory_bytes / 1e9:.3g} GB per GPU")
+
+
+_HEADER = ("dp", "tp", "pp", "zero", "micro-batch x count", "checkpointing", "step", "tokens/s", "MFU", "memory/GPU",
+           "GPU-hours/step", "$/step")
+
+
+@checked_call
+def frame(results: Any) -> Any:
+    """A pandas DataFrame of ``results`` (a list of SplitResult, e.g. ``search``'s), one row each."""
+    items = list(results) if isinstance(results, (list, tuple)) else [results]
+    if not all(isinstance(r, SplitResult) for r in items):
+        raise ArgumentTypeError(f"results must be SplitResults (search(...)'s list), got "
+                                f"{sorted({type(r).__name__ for r in items})}")
+    pd = require_pandas("splits.frame()")
+    return pd.DataFrame([r.to_dict() for r in items])
 
 
 #: the largest micro-batch the search tries (sequences per forward of one replica)
@@ -102,8 +156,12 @@ def candidates(model: Transformer, gpus: int, gpus_per_node: int, global_batch: 
 @checked_call
 def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, dtype: str = "bf16",
            kernels: KernelStyle = "fused", impl: AttentionImpl = "flash", optimizer: str = "adamw", checkpointing: Any = (False, True),
-           top: int = 10) -> list[SplitResult]:
-    """The ``top`` fastest splits of ``system``'s GPUs (a System, or a GPU: one node) that fit, fastest first."""
+           top: int = 10, usd_per_gpu_hour: Any = None) -> list[SplitResult]:
+    """The ``top`` fastest splits of ``system``'s GPUs (a System, or a GPU: one node) that fit, fastest first.
+
+    Each carries its step's ``cost`` on all the system's GPUs (``solkit.cost``: GPU-hours, the energy bound at the board
+    power and, given ``usd_per_gpu_hour``, dollars).
+    """
     if not isinstance(model, Transformer):
         raise ArgumentTypeError(f"model must be a solkit.models.Transformer (e.g. models.preset('llama3-8b')), got "
                                 f"{type(model).__name__}")
@@ -135,7 +193,8 @@ def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, 
                                  optimizer, steps, ckpt, dp=dp, tp=tp, pp=pp, zero=zero)
             seconds = float(predict(step, sys_, warn=False).seconds)
             found.append(SplitResult(dp, tp, pp, zero, micro, steps, ckpt, seconds, batch * s / seconds,
-                                     float(mfu(flops, seconds, g, dtype, sys_.n_gpus)), float(mem.total)))
+                                     float(mfu(flops, seconds, g, dtype, sys_.n_gpus)), float(mem.total), sys_.n_gpus,
+                                     g.name, cost(seconds, g, sys_.n_gpus, usd_per_gpu_hour, what="per step")))
     if not found:
         raise OptionError(f"no split of {sys_.n_gpus} GPUs fits {model.name} with global_batch={batch}, seq={s} in "
                           f"{capacity / 1e9:g} GB per GPU; add nodes or shrink the batch")

@@ -1,0 +1,190 @@
+"""planning.inference served as people serve: tensor parallelism over a system, named engines, cost, views."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import solkit as sk
+from solkit import models, planning
+from solkit.errors import ArgumentTypeError, OptionError
+from solkit.models.parallel import shard
+from solkit.stacks import transformers517 as hf
+
+L70 = models.preset("llama3-70b")  # 80 layers, d 8192, 64 heads, 8 KV heads, head_dim 128, ffn 28672, vocab 128256
+GPT2 = models.preset("gpt2")  # 12 layers
+NODE = sk.load_system("hgx-h200")  # 8 x H200 SXM, NVLink
+
+
+def test_tp_shards_the_weights_per_gpu_by_hand():
+    """Llama-3-70B over tp=8: each GPU holds 1/8 of every linear layer, embedding and head, and the norms whole."""
+    e = planning.inference(L70, NODE, batch=1, prompt=128, output=16, tp=8, engine="fused")
+    # per layer: q 8192*1024 + o 1024*8192 = 16,777,216; k, v 8192*128 each = 2,097,152; gate, up, down 3*8192*3584
+    # = 88,080,384; two norms 2*8192 = 16,384: 106,971,136; x 80 = 8,557,690,880
+    # embedding and head 2 * 16032 * 8192 = 262,668,288; final norm 8192: 8,820,367,360 params x 2 bytes
+    assert e.memory.weights == 17_640_734_720
+    # params x 2 / tp = 70,553,706,496 * 2 / 8 = 17,638,426,624: the replicated norms add 2,308,096 bytes
+    assert e.memory.weights == pytest.approx(L70.params * 2 / 8, rel=2e-4)
+    # the KV cache per GPU: 80 layers x 2 (k, v) x 1 KV head x 128 x 144 tokens x 2 bytes = 5,898,240
+    assert e.memory.kv_cache == 5_898_240
+
+
+def test_tp_collectives_count_and_buffers_by_hand():
+    """Two all-reduces per layer and one after the embedding, each batch x tokens x d_model x 2 bytes; the logits gathered."""
+    w = planning.tp_collectives(L70, batch=4, seq=1, tp=8)
+    (reduce, count), (gather, one) = w.parts
+    k = reduce.parts[0][0]
+    assert (k.link.collective, k.link.n_gpus, count) == ("all_reduce", 8, 2 * 80 + 1)  # 161
+    assert k.link.nbytes == 4 * 1 * 8192 * 2  # 65,536
+    g = gather.parts[0][0]
+    assert (g.link.collective, one) == ("all_gather", 1)
+    assert g.link.nbytes == 4 * 16032 * 8 * 2  # rows x ceil(128256 / 8) x 8 x 2 = 1,026,048
+
+
+def test_a_70b_model_fits_and_is_predicted_on_4_and_8_h200s():
+    """Llama-3-70B (141 GB of bf16 weights) does not fit one H200; on 4 and 8 of an HGX node it does, and is faster."""
+    one = planning.inference(L70, "h200", batch=8, prompt=2048, output=256, engine="fused")
+    assert one.fits is False
+    four = planning.inference(L70, NODE, batch=8, prompt=2048, output=256, tp=4, engine="fused")
+    eight = planning.inference(L70, NODE, batch=8, prompt=2048, output=256, tp=8, engine="fused")
+    assert four.fits and eight.fits and (four.tp, eight.tp) == (4, 8)
+    assert eight.memory.total < four.memory.total < 141e9
+    assert eight.tpot < four.tpot < one.tpot
+    assert "8 x h200-sxm of hgx-h200 (tp=8)" in repr(eight)
+
+
+def test_tp_adds_the_collectives_to_the_shards_steps():
+    """TPOT under tp is the shard's decode step plus its collectives over the node's links (in line), fused: no host."""
+    e = planning.inference(L70, NODE, batch=4, prompt=1024, output=2, tp=8, engine="fused")
+    part = shard(L70, tp=8)
+    contexts = np.unique(np.linspace(1024, 1025, planning.DECODE_POINTS).round())  # 1024, 1025
+    steps = [float(sk.predict(part.decode(batch=4, context=c, kernels="fused"), "h200", warn=False).seconds)
+             for c in contexts]
+    comm = float(sk.predict(planning.tp_collectives(L70, 4, 1, 8), NODE, warn=False).seconds)
+    assert e.comm_tpot == pytest.approx(comm, rel=1e-12)
+    assert e.tpot == pytest.approx(np.mean(steps) + comm, rel=1e-12)
+    # a lower bound of the collectives: 161 ring all-reduces of 65,536 B, 2 x 7/8 of it over 450 GB/s each way
+    # (NVLink 4's 900 GB/s both ways): 161 x 114,688 / 450e9 = 4.1e-5 s
+    assert comm > 161 * 2 * 7 / 8 * 65536 / 450e9
+
+
+def test_tp_refusals():
+    """More GPUs than the system has, a tp that does not divide the heads, a tp that is not a count."""
+    with pytest.raises(OptionError, match="tp=16 is more GPUs than hgx-h200 has"):
+        planning.inference(L70, NODE, tp=16)
+    with pytest.raises(OptionError, match="must divide"):
+        planning.inference(L70, NODE, tp=3)
+    with pytest.raises(ValueError, match="tp"):
+        planning.inference(L70, NODE, tp=0)
+    with pytest.raises(OptionError, match="tp must be at least 2"):
+        planning.tp_collectives(L70, 1, 1, 1)
+
+
+def test_a_system_and_its_name_serve_one_gpu_by_default():
+    """A System (or its name) with tp=1 is one of its GPUs: the same figures as that GPU."""
+    a = planning.inference(GPT2, "h200", batch=2, prompt=256, output=8)
+    b = planning.inference(GPT2, NODE, batch=2, prompt=256, output=8)
+    c = planning.inference(GPT2, "hgx-h200", batch=2, prompt=256, output=8)
+    assert a.ttft == b.ttft == c.ttft and a.tpot == b.tpot == c.tpot and b.tp == 1
+
+
+def test_engines_host_figures_by_hand():
+    """hf-eager adds generate's per-request and per-token host figures; hf-static the static cache's per layer; fused none."""
+    eager = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="hf-eager")
+    assert eager.host_ttft == pytest.approx(5626.5e-6)  # GENERATE_REQUEST_US
+    assert eager.host_tpot == pytest.approx(2242.7e-6)  # GENERATE_TOKEN_US["hf-eager"]
+    static = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="hf-static")
+    assert static.host_ttft == pytest.approx((5626.5 + 351.8 * 12) * 1e-6)  # 9,848.1 us over GPT-2's 12 layers
+    assert static.host_tpot == pytest.approx(857.6e-6)
+    fused = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="fused")
+    assert fused.host_ttft == fused.host_tpot == 0.0
+    assert (hf.GENERATE_TOKEN_US["hf-eager"], hf.STATIC_CACHE_LAYER_US) == (2242.7, 351.8)
+
+
+def test_a_probe_scales_generates_host_figures():
+    """host_probe_us twice the fit host's doubles generate's figures."""
+    e = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, host_probe_us=2 * hf.FIT_PROBE_US)
+    assert e.host_tpot == pytest.approx(2 * 2242.7e-6)
+
+
+def test_the_static_engine_attends_over_the_whole_preallocated_cache():
+    """hf-static's step reads the cache of prompt + output tokens at every step: (100, 900) and (900, 100) decode alike;
+    the eager engine's context grows from the prompt, so its mean step differs."""
+    a = planning.inference(GPT2, "h200", batch=16, prompt=100, output=900, engine="hf-static")
+    b = planning.inference(GPT2, "h200", batch=16, prompt=900, output=100, engine="hf-static")
+    assert a.tpot == b.tpot
+    c = planning.inference(GPT2, "h200", batch=16, prompt=100, output=900, engine="fused")
+    d = planning.inference(GPT2, "h200", batch=16, prompt=900, output=100, engine="fused")
+    assert c.tpot < d.tpot  # mean context 550 against 950
+
+
+def test_kernels_maps_onto_engines():
+    """kernels='fused' is engine='fused', kernels='eager' is 'hf-eager' (the default); a disagreement is refused."""
+    f1 = planning.inference(GPT2, "h200", batch=2, prompt=64, output=4, kernels="fused")
+    f2 = planning.inference(GPT2, "h200", batch=2, prompt=64, output=4, engine="fused")
+    assert (f1.engine, f1.tpot, f1.ttft) == ("fused", f2.tpot, f2.ttft)
+    e1 = planning.inference(GPT2, "h200", batch=2, prompt=64, output=4, kernels="eager")
+    e2 = planning.inference(GPT2, "h200", batch=2, prompt=64, output=4)
+    assert (e1.engine, e1.tpot) == ("hf-eager", e2.tpot) and e2.engine == "hf-eager"
+    with pytest.raises(OptionError, match="pass one"):
+        planning.inference(GPT2, "h200", kernels="eager", engine="fused")
+    with pytest.raises(OptionError, match="'hf-static'"):
+        planning.inference(GPT2, "h200", engine="static")
+    with pytest.raises(ArgumentTypeError, match="engine"):
+        planning.inference(GPT2, "h200", engine=1)
+
+
+def test_cost_per_request_and_token_by_hand():
+    """Per request: latency / batch on tp GPUs; per output token: latency / (batch x output); at 700 W per H200."""
+    e = planning.inference(L70, NODE, batch=8, prompt=512, output=64, tp=8, engine="fused", usd_per_gpu_hour=4.0)
+    r, t = e.cost_per_request, e.cost_per_token
+    assert r.seconds == pytest.approx(e.latency / 8) and t.seconds == pytest.approx(e.latency / (8 * 64))
+    assert r.n_gpus == t.n_gpus == 8
+    assert r.gpu_hours == pytest.approx(e.latency / 8 * 8 / 3600)
+    assert r.energy_j == pytest.approx(e.latency / 8 * 8 * 700)
+    assert t.usd == pytest.approx(e.latency / 512 * 8 / 3600 * 4.0)
+    free = planning.inference(GPT2, "h200", batch=1, prompt=64, output=4)
+    assert free.cost_per_token.usd is None and free.to_dict()["usd_per_token"] is None
+
+
+def test_reprs_choose_their_units():
+    """A TTFT over a second reads in s, a sweep prints one row per batch size, HTML and a frame of the same rows."""
+    e = planning.inference(L70, NODE, batch=8, prompt=2048, output=256, tp=4, engine="fused")
+    text = repr(e)
+    assert e.ttft > 1 and f"TTFT {e.ttft:.4g} s," in text and "e+" not in text
+    sweep = planning.inference(GPT2, "h200", batch=np.array([1, 4, 16]), prompt=256, output=32)
+    lines = repr(sweep).splitlines()
+    assert "a sweep over 3 batch sizes" in lines[0] and len(lines) == 5  # title, header, three rows
+    assert [ln.split()[0] for ln in lines[2:]] == ["1", "4", "16"]
+    assert "TTFT" in lines[1] and "tokens/s" in lines[1]
+    html = sweep._repr_html_()
+    assert html.count("<tr>") == 4 and "hf-eager" in html  # header + 3 rows; the caption states the engine
+    frame = sweep.to_frame()
+    assert list(frame["batch"]) == [1, 4, 16] and frame["tpot"].iloc[2] == pytest.approx(sweep.tpot[2])
+
+
+def test_split_results_carry_their_step_cost_and_views():
+    """search_splits' results: the step's cost on all the system's GPUs, a readable repr, HTML and a frame."""
+    from solkit import splits
+
+    found = planning.search_splits(GPT2, NODE, 8, 1024, top=2, usd_per_gpu_hour=2.0)
+    r = found[0]
+    assert (r.n_gpus, r.cost.n_gpus, r.cost.seconds) == (8, 8, r.seconds)
+    assert r.cost.usd == pytest.approx(r.seconds * 8 / 3600 * 2.0)
+    assert r.cost.energy_j == pytest.approx(r.seconds * 8 * 700)
+    assert "/step" in repr(r) and "GPU-hours" in repr(r) and "<table" in r._repr_html_()
+    assert len(splits.frame(found)) == 2 and r.to_frame()["n_gpus"].iloc[0] == 8
+    with pytest.raises(ArgumentTypeError, match="SplitResult"):
+        splits.frame([1])
+
+
+def test_the_old_default_figures_are_the_estimate_less_generates_host_work():
+    """The CHANGELOG's promise: before engines, inference's eager figures were the eager programs' alone; they are
+    ttft - host_ttft and tpot - host_tpot of the hf-eager estimate."""
+    e = planning.inference(GPT2, "h200", batch=4, prompt=300, output=41)
+    contexts = np.unique(np.linspace(300, 340, planning.DECODE_POINTS).round())  # 300, 310, 320, 330, 340
+    steps = [float(sk.predict(GPT2.decode(batch=4, context=c, kernels="eager"), "h200", warn=False).seconds)
+             for c in contexts]
+    prefill = float(sk.predict(GPT2.prefill(batch=4, seq=300, kernels="eager"), "h200", warn=False).seconds)
+    assert e.tpot - e.host_tpot == pytest.approx(np.mean(steps), rel=1e-12)
+    assert e.ttft - e.host_ttft == pytest.approx(prefill, rel=1e-12)
