@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "solkit"
 #: capture -> prediction -> calibration -> profile -> tune -> planning -> report/plot/cli (the ground: errors, numbers,
 #: display and argument helpers, and the stacks' facts, which import nothing of the layers)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "_num", "_display", "_optional", "_files"),
+    ("errors", "_num", "_display", "_optional", "_files", "_dir"),
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
     ("kernel", "workload", "_typing"),

@@ -13,7 +13,7 @@ pd = pytest.importorskip("pandas")
 
 import solkit as sk  # noqa: E402
 from solkit import models, ops  # noqa: E402
-from solkit.models.memory import MemoryFootprint  # noqa: E402
+from solkit.models.footprint import MemoryFootprint  # noqa: E402
 
 DECODE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "llama_decode.json.gz"
 GB, TB = 1e9, 1e12

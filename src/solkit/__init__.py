@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._dir import public_dir
 from . import comm, errors, models, ops, plot
 
 if TYPE_CHECKING:  # to a type checker ``sk.capture`` is the function (the package is callable as it at run time)
@@ -52,9 +53,8 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribu
 
 
 def __dir__() -> list[str]:
-    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("ops", "models", "comm", "planning", "splits", "profile", "plot", "capture", "prediction", "hardware", "calibration", "fusion", "cost", "errors", "workload", "kernel", "tune"))
 
 
 __all__ = [

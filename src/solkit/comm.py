@@ -28,6 +28,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ._dir import public_dir
 from ._typing import Algorithm, Dim, DType, Figure
 from ._validate import checked_call, choice, dim, positive, whole
 from .errors import ShapeError
@@ -149,3 +150,7 @@ def send_recv(nbytes: Dim, n_gpus: Dim = 2, dtype: DType = "bf16", stride: Dim =
     """Each GPU sends ``nbytes`` to the next and receives as much from the previous (pipeline stages' activations)."""
     return collective("send_recv", nbytes, n_gpus, dtype, "ring", stride)
 
+
+def __dir__() -> list[str]:
+    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

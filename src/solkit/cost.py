@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ._dir import public_dir
 from ._display import fmt_seconds, html_table, is_scalar
 from ._num import result
 from ._optional import require_pandas
@@ -146,3 +147,8 @@ def cost(seconds: Any, gpu: Any, n_gpus: Any = 1, usd_per_gpu_hour: Any = None, 
     hours = result(s * n / _HOUR)
     usd = None if rate is None else result(s * n / _HOUR * rate)
     return Cost(str(what), result(s), n, g.name, watts, hours, result(s * n * watts), rate, usd)
+
+
+def __dir__() -> list[str]:
+    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

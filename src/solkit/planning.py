@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ._dir import public_dir
 from ._display import fmt_bytes, fmt_seconds, html_table
 from ._num import result
 from ._optional import require_pandas
@@ -58,7 +59,7 @@ from .cost import Cost, cost
 from .errors import ArgumentTypeError, OptionError, ShapeError
 from .hardware.system import as_system
 from .models.architecture import Transformer
-from .models.memory import memory
+from .models.footprint import memory
 from .models.parallel import shard
 from .precision import normalize, storage_bytes
 from .prediction import predict
@@ -327,6 +328,5 @@ def _scalar(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ())

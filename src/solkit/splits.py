@@ -16,6 +16,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ._dir import public_dir
 from ._display import fmt_bytes, fmt_seconds, html_table
 from ._optional import require_pandas
 from ._typing import AttentionImpl, KernelStyle
@@ -199,3 +200,8 @@ def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, 
         raise OptionError(f"no split of {sys_.n_gpus} GPUs fits {model.name} with global_batch={batch}, seq={s} in "
                           f"{capacity / 1e9:g} GB per GPU; add nodes or shrink the batch")
     return sorted(found, key=lambda r: r.seconds)[:best]
+
+
+def __dir__() -> list[str]:
+    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

@@ -20,6 +20,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
+from .._dir import public_dir
 from ..errors import CaptureError
 
 if TYPE_CHECKING:  # the real names, for type checkers (at run time they load on first use: torch is imported then)
@@ -45,9 +46,8 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribu
 
 
 def __dir__() -> list[str]:
-    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ())
 
 
 class _CallableModule(types.ModuleType):

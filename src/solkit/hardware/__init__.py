@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._dir import public_dir
 from .loader import (
     MAX_SPEC_BYTES,
     MAX_SPEC_NODES,
@@ -51,5 +52,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """The names of the module and the lazy schema names (for completion)."""
-    return sorted({*globals(), *__all__})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("schema", "records", "system", "loader", "consistency", "plausibility"))

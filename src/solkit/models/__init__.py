@@ -15,20 +15,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._dir import public_dir
 from .resnet import resnet50
 from .training import backward, training_step
 from .transformer import decoder_layer, transformer
 
 #: loaded on first use: name -> its module (these import pydantic); ``from_hf_config`` is the one name this facade
 #: takes from the layer above (``solkit.capture.configs``: the closed form where solkit has one, else the model captured)
-_LAZY = {"Transformer": ".architecture", "from_hf_config": "solkit.capture.configs", "MemoryFootprint": ".memory",
-         "memory": ".memory", "PRESETS": ".presets", "preset": ".presets", "preset_names": ".presets"}
+_LAZY = {"Transformer": ".architecture", "from_hf_config": "solkit.capture.configs", "MemoryFootprint": ".footprint",
+         "memory": ".footprint", "PRESETS": ".presets", "preset": ".presets", "preset_names": ".presets"}
 
 
 if TYPE_CHECKING:  # the names loaded on first use, as a type checker sees them
     from .architecture import Transformer as Transformer
-    from .memory import MemoryFootprint as MemoryFootprint
-    from .memory import memory as memory
+    from .footprint import MemoryFootprint as MemoryFootprint
+    from .footprint import memory as memory
     from .presets import PRESETS as PRESETS
     from .presets import preset as preset
     from .presets import preset_names as preset_names
@@ -46,9 +47,8 @@ else:  # hidden from type checkers, which would take any attribute of a module w
 
 
 def __dir__() -> list[str]:
-    """The public names (the lazy ones included, for completion), the public submodules loaded, and the dunders."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("architecture", "presets", "program", "training", "parallel", "split", "resnet", "hf", "transformer"))
 
 
 __all__ = ["PRESETS", "MemoryFootprint", "Transformer", "backward", "decoder_layer", "from_hf_config", "memory", "preset",

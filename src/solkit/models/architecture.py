@@ -31,7 +31,7 @@ from ..precision import normalize, storage_bytes
 if TYPE_CHECKING:
     from .._typing import AttentionImpl, Dim, DType, Figure, GPULike, KernelStyle, Quantization
     from ..workload import Workload
-    from .memory import MemoryFootprint
+    from .footprint import MemoryFootprint
 
 __all__ = ["Transformer", "MLPS", "NORMS", "HEADS", "POSITIONS", "BIASES", "FAMILIES", "ATTENTION_CONVENTIONS"]
 
@@ -432,7 +432,7 @@ class Transformer(BaseModel):
     def memory(self, batch: Dim = 1, seq: Dim = 2048, training: bool = False, optimizer: str = "adamw",
                checkpointing: bool = False, gpu: GPULike | None = None, **options: Any) -> MemoryFootprint:
         """Bytes held on the GPU (weights, gradients, optimizer states, activations, KV cache), and whether it fits ``gpu``."""
-        from .memory import memory
+        from .footprint import memory
 
         return memory(self, batch, seq, training, optimizer, checkpointing, gpu, **options)
 

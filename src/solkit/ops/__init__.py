@@ -9,6 +9,7 @@ ATen names and parameters; ``OPERATORS`` and every other list of operators is re
 
 from __future__ import annotations
 
+from .._dir import public_dir
 from .attention import attention, attention_pairs
 from .batchnorm import batchnorm
 from .conv import conv2d, conv_output_size, im2col, layout_transform
@@ -32,6 +33,5 @@ __all__ = ["OPERATORS", "HELPERS", "REGISTRY", "Operator", "get", "by_aten", "ca
 
 
 def __dir__() -> list[str]:
-    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("aten", "registry"))

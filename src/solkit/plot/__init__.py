@@ -37,6 +37,7 @@ Artists carry a ``gid`` so that code (and the tests) can find them: ``"roof:<pre
 
 from __future__ import annotations
 
+from .._dir import public_dir
 from ..errors import PlotDependencyError
 from .charts import DEFAULT_PRECISIONS, INSTALL_HINT, roofline, save
 from .profile_charts import profile, profile_roofline, time_breakdown
@@ -47,6 +48,5 @@ __all__ = ["PlotDependencyError", "roofline", "save", "profile", "profile_roofli
 
 
 def __dir__() -> list[str]:
-    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("figure",))

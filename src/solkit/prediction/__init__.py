@@ -39,6 +39,7 @@ Cost: one pass over the workload's distinct kernels; plain Python for one shape,
 
 from __future__ import annotations
 
+from .._dir import public_dir
 from ..hardware.parameters import Calibration
 from .collectives import CHUNK_ALIGNMENT, MISALIGNED_FROM, collective_seconds, misaligned_chunk
 from .expected import predict
@@ -81,3 +82,8 @@ __all__ = [
     "CAUSAL_TAIL",
     "ROW_BLOCKS_PER_SM",
 ]
+
+
+def __dir__() -> list[str]:
+    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ("expected", "result", "groups", "kernel", "tiles", "gpu", "collectives", "host", "timeline", "neighbours", "bank"))

@@ -8,6 +8,7 @@ dict, frame) and ``measure`` (run a function under torch.profiler; needs torch).
 
 from __future__ import annotations
 
+from .._dir import public_dir
 from .._validate import checked_call
 from .measure import measure as _measure
 from .probe import host_probe
@@ -20,6 +21,5 @@ __all__ = ["load_profile", "measure", "host_probe", "Profile", "ProfileKernel", 
 
 
 def __dir__() -> list[str]:
-    """The public names, the public submodules loaded, and the dunders (not the names this module imports for itself)."""
-    return sorted({*__all__, *(n for n, v in globals().items() if n.startswith("__")
-                               or (not n.startswith("_") and getattr(v, "__name__", None) == f"{__name__}.{n}"))})
+    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__, ())

@@ -31,11 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .timeline import LaunchGaps
 
 __all__ = ["ProfileView", "calls_by_group", "group_rows", "opportunity_rows", "profile_dict", "groups_frame", "text_report",
-           "html_report", "coverage_note", "NCU_SOL"]
-
-#: ncu's own speed-of-light figures (the "GPU Speed Of Light Throughput" section, % of peak): label -> metric
-NCU_SOL = {"SM": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-           "memory": "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"}
+           "html_report", "coverage_note"]
 
 
 class ProfileView(Protocol):
