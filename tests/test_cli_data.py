@@ -333,3 +333,27 @@ def test_launches_count_what_the_cpu_issues(capsys):
     data = json.loads(out)
     assert (data["n_kernels"], data["launches"]) == (2, 9)
     assert [(k["runs"], k["launches"]) for k in data["kernels"]] == [(1, 8), (1, 1)]
+
+
+def test_profile_reads_the_gpu_its_trace_names(capsys):
+    """llama_decode.json.gz's deviceProperties name 'NVIDIA H200': without --gpu it is read on h200-sxm, quietly; with
+    --gpu a100 on the A100, with one warning naming both (exit 0: a warning, not an impossible number); an ncu CSV names
+    no GPU: read on the default h200, saying so."""
+    code, out, err = run(capsys, "profile", DECODE)
+    assert code == 0 and out.splitlines()[0].startswith(f"{DECODE} on h200-sxm") and "warning" not in err
+    code, out, err = run(capsys, "profile", DECODE, "--gpu", "a100")
+    assert code == 0 and " on a100-sxm4-80gb " in out.splitlines()[0]
+    assert "warning: the trace ran on 'NVIDIA H200' (h200-sxm), read as --gpu a100 (a100-sxm4-80gb)" in err
+    code, out, err = run(capsys, "profile", NCU)
+    assert code == 0 and " on h200-sxm " in out.splitlines()[0] and "names no GPU: read as h200 (pass --gpu)" in err
+
+
+def test_device_names_map_to_specs():
+    """Profiler device names: 'NVIDIA H200' -> the h200 alias (h200-sxm), 'NVIDIA A100-SXM4-80GB' -> its own spec,
+    'NVIDIA H100 80GB HBM3' -> the h100 alias (h100-sxm); a GPU solkit has no spec of -> None."""
+    from solkit.cli import _gpu_named
+
+    assert _gpu_named("NVIDIA H200").name == "h200-sxm"
+    assert _gpu_named("NVIDIA A100-SXM4-80GB").name == "a100-sxm4-80gb"
+    assert _gpu_named("NVIDIA H100 80GB HBM3").name == "h100-sxm"
+    assert _gpu_named("NVIDIA GeForce RTX 4090") is None

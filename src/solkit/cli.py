@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 import warnings
 from typing import Any, NoReturn, Sequence
@@ -467,12 +468,55 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
+#: how far into a Chrome trace its deviceProperties are looked for (torch.profiler writes them first)
+_DEVICE_HEAD = 1 << 20
+_DEVICE_NAME = re.compile(r'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"')
+
+
+def _trace_gpu(path: str, given: str | None) -> Any:
+    """The GPU a profile is read on: ``given``, else the GPU its Chrome trace names, else DEFAULT_GPU; a SolkitWarning
+    where the trace names another GPU than ``given``, or names none and ``given`` is missing."""
+    from .hardware import as_gpu
+    from .profile._read import read_text
+
+    try:
+        text, _ = read_text(path)
+    except SolkitError:
+        return given or DEFAULT_GPU  # load_profile says what is wrong with the file
+    found = _DEVICE_NAME.search(text[:_DEVICE_HEAD])
+    named = found.group(1) if found else None
+    traced = _gpu_named(named) if named else None
+    if given is None:
+        if traced is None:
+            warnings.warn(f"the trace names {'no GPU' if named is None else repr(named) + ', not a known GPU'}: read as "
+                          f"{DEFAULT_GPU} (pass --gpu)", SolkitWarning)
+        return traced or DEFAULT_GPU
+    if traced is not None and as_gpu(given).name != traced.name:
+        warnings.warn(f"the trace ran on {named!r} ({traced.name}), read as --gpu {given} ({as_gpu(given).name})",
+                      SolkitWarning)
+    return given
+
+
+def _gpu_named(device: str) -> Any:
+    """The GPU spec a profiler's device name means ('NVIDIA H200' -> h200, 'NVIDIA A100-SXM4-80GB'), or None."""
+    from .errors import UnknownGPUError
+    from .hardware import as_gpu
+
+    words = device.lower().removeprefix("nvidia").strip()
+    for name in (words.replace(" ", "-"), words.split(" ")[0] if words else ""):
+        try:
+            return as_gpu(name) if name else None
+        except UnknownGPUError:
+            continue
+    return None
+
+
 def _cmd_profile(args: argparse.Namespace) -> int:
     from .profile import load_profile
 
     if args.top < 1:
         raise CLIError(f"--top must be a positive integer, got {args.top}")
-    profile = load_profile(args.traces if len(args.traces) > 1 else args.traces[0], args.gpu)
+    profile = load_profile(args.traces if len(args.traces) > 1 else args.traces[0], _trace_gpu(args.traces[0], args.gpu))
     written: list[str] = []
     if args.plot is not None:
         from .plot import profile_roofline, save, time_breakdown
@@ -589,7 +633,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="example:\n  solkit profile trace.json.gz --gpu h200 --top 5 --plot prof.png\n"
                "  (prints the report, writes prof.png and prof-roofline.png and prints both paths)")
     p.add_argument("traces", nargs="+", metavar="TRACE", help="profile file(s); several = one per rank")
-    p.add_argument("--gpu", default=DEFAULT_GPU, help="the GPU the trace ran on: " + GPU_HELP)
+    p.add_argument("--gpu", default=None, help="the GPU the trace ran on (default: the GPU a Chrome trace's "
+                                               f"deviceProperties name, else {DEFAULT_GPU}): " + GPU_HELP)
     p.add_argument("--top", type=int, default=10,
                    help="opportunities listed, and op groups with a bar of their own in the time chart (default 10)")
     p.add_argument("--json", action="store_true", help="one JSON object (times in seconds, keys ending _s): aggregates, "
