@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("errors", "_num", "_display", "_optional", "_files", "_dir"),
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
-    ("kernel", "workload", "_typing"),
+    ("kernel", "workload", "_typing", "typing"),
     ("sol", "cost"),
     ("ops",),
     ("comm", "standard"),

@@ -78,7 +78,7 @@ def test_mypy_strict_passes_good_code_and_flags_each_mistake(tmp_path: Path) -> 
     assert [e for e in errors if e[0] == "usage_ok.py"] == []
     lines = (TYPING / "usage_bad.py").read_text(encoding="utf-8").splitlines()
     marked = [i for i, line in enumerate(lines, start=1) if "  # mistake: " in line]
-    assert len(marked) == 4  # a GPU as 42, dtyp=, batch="one", kernels="fusd"
+    assert len(marked) == 8  # the issue's four (a GPU as 42, dtyp=, batch="one", kernels="fusd"), and predict's, load_profile's and resnet50's two
     flagged = sorted(line for name, line, _ in errors if name == "usage_bad.py")
     assert flagged == marked, errors
     messages = {line: message for name, line, message in errors if name == "usage_bad.py"}

@@ -54,7 +54,7 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribu
 
 def __dir__() -> list[str]:
     """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("ops", "models", "comm", "planning", "splits", "profile", "plot", "capture", "prediction", "hardware", "calibration", "fusion", "cost", "errors", "workload", "kernel", "tune"))
+    return public_dir(globals(), __all__, ("ops", "models", "comm", "planning", "splits", "profile", "plot", "capture", "prediction", "hardware", "calibration", "fusion", "cost", "errors", "workload", "kernel", "typing", "tune"))
 
 
 __all__ = [

@@ -55,3 +55,12 @@ est = assert_type(planning.inference(m, gpu, batch=4, prompt=512, output=64, ker
 prof = assert_type(sk.load_profile("trace.json.gz", gpu="h200"), sk.Profile)
 print(r.t_sol, frac, u, rate, p.seconds, cmp, est.ttft, prof.kernels, kv, per_token, footprint, smaller, h, names, a, c,
       n, q, dec, res, ar, sweep, typed_dtype, named)
+
+# the public aliases annotate a user's own variables
+from solkit.typing import ConvLayout, KernelStyle  # noqa: E402
+
+style: KernelStyle = "fused"
+fused_forward = assert_type(m.forward(batch=1, seq=2048, kernels=style), Workload)
+for layout in ("nhwc", "nchw"):
+    chosen: ConvLayout = layout
+    assert_type(ops.conv2d(8, 64, 56, 56, 64, layout=chosen), Workload)

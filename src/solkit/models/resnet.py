@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from .._typing import ConvLayout
+from .._typing import ConvLayout, Dim, DType, KernelStyle
 from .._validate import broadcast, checked_call, choice, dim, flag
 from ..ops import add, batchnorm, conv2d, copy, elementwise, fill, foreach, matmul, nll_loss, pointwise, pool2d, softmax
 from ..errors import OptionError, ShapeError
@@ -96,8 +96,8 @@ BN_RELU_FLOPS = 2
 
 
 @checked_call
-def resnet50(batch: Any, image: Any = 224, classes: Any = 1000, layout: str = "nhwc", batchnorm: bool = True,
-             dtype: Any = "bf16", kernels: Any = "eager", training: Any = False, amp: Any = False) -> Workload:
+def resnet50(batch: Dim, image: Dim = 224, classes: Dim = 1000, layout: ConvLayout = "nhwc", batchnorm: bool = True,
+             dtype: DType = "bf16", kernels: KernelStyle = "eager", training: bool = False, amp: bool = False) -> Workload:
     """ResNet-50's forward pass on ``batch`` square images.
 
     Stem 7x7/2 conv to 64 channels, 3x3/2 max pool, 16 bottlenecks (1x1, 3x3 with the stage's

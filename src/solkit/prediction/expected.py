@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from .._typing import GPULike
 from .._display import fmt_seconds
 from .._num import any_, broadcast_to, maximum, result, where
 from .._validate import checked_call, flag, user_stacklevel
@@ -33,8 +34,8 @@ __all__ = ["predict"]
 
 
 @checked_call
-def predict(workload: Workload, gpu: Any, warn: bool = True, neighbours: bool = True,
-            host_probe_us: Any = None) -> Prediction:
+def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: bool = True,
+            host_probe_us: float | None = None) -> Prediction:
     """Calibrated expected time of ``workload`` on ``gpu`` (a GPU, or a ``System`` for collectives), per kernel, with limiters.
 
     Never below T_SOL, the workload's or any kernel's: the spec loader keeps efficiencies at most 1
