@@ -10,7 +10,7 @@ step time in seconds): MFU against it, the SOL fraction and the prediction's err
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ._display import fmt_seconds
@@ -48,7 +48,7 @@ class ProgramSummary:
     measured: Optional[float] = None
     precision: str = "bf16"  # the program's main precision: MFU is against its dense matrix peak
     assumptions: str = ""  # what the prediction assumes (``Prediction.assumptions``)
-    prediction: Optional[Prediction] = None  # the prediction summarised (``program_summary`` sets it)
+    prediction: Optional[Prediction] = field(default=None, repr=False, compare=False)  # what program_summary summarised
 
     @property
     def mfu(self) -> float:

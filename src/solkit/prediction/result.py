@@ -167,9 +167,9 @@ class Prediction:
             return np.concatenate(blocks) if blocks else np.empty(0, dtype=dtype)
 
         def labels(names: list[str]) -> Any:  # one category per distinct label, each kernel's repeated over the points
-            categories = list(dict.fromkeys(names))
-            codes = np.repeat(np.array([categories.index(n) for n in names], dtype=np.int64), points)
-            return pd.Categorical.from_codes(codes, categories=categories)
+            index = {name: i for i, name in enumerate(dict.fromkeys(names))}
+            codes = np.repeat(np.array([index[n] for n in names], dtype=np.int64), points)
+            return pd.Categorical.from_codes(codes, categories=list(index))
 
         each = {"predicted_each_s": [flat(kp.seconds) for kp in kernels],
                 "t_sol_each_s": [flat(kp.t_sol) for kp in kernels]}
@@ -326,7 +326,7 @@ def _categorical(pd: Any, blocks: list[Any]) -> Any:
             if value not in categories:
                 categories.append(value)
             same = block == value
-            code[same] = categories.index(value)
+            code[same] = categories.index(value)  # a handful of limiters: a list is enough
             left &= ~same
         codes.append(code)
     return pd.Categorical.from_codes(np.concatenate(codes) if codes else np.empty(0, dtype=np.int64), categories)
