@@ -87,5 +87,5 @@ def test_solkit_model_of_a_captured_config(tmp_path, capsys):
     path.write_text(json.dumps({**TINY, "model_type": "qwen3", "head_dim": 16}))
     assert main(["model", str(path), "--train", "--batch", "1", "--seq", "32", "--top", "2"]) == 0
     out = capsys.readouterr().out
-    assert ": captured" in out and "training step on h200-sxm" in out
+    assert ": captured" in out and "training step' on h200-sxm" in out  # the Prediction's summary head
     assert "coverage " in out and "the captured program's peak of live tensors" in out

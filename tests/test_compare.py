@@ -55,9 +55,20 @@ def test_a_gpu_without_a_calibration_says_so_and_predicts_nothing():
     assert "a100-sxm4-80gb has no calibration" in c.predicted_note
     assert "predicted n/a: a100-sxm4-80gb has no calibration" in str(c)
     d = c.to_dict()
-    assert (d["predicted_before"], d["predicted_after"], d["predicted_speedup"]) == (None, None, None)
+    assert (d["predicted_before_s"], d["predicted_after_s"], d["predicted_speedup"]) == (None, None, None)
     assert d["predicted_note"] == c.predicted_note
     assert "n/a" in c._repr_html_()
+
+
+def test_to_dict_names_the_predicted_times_in_seconds(h200):
+    """to_dict: predicted_before_s / predicted_after_s hold the attributes predicted_before / predicted_after, whose
+    ratio is predicted_speedup; every other key is the attribute's own name."""
+    c = sk.compare(*_pair(), h200)
+    d = c.to_dict()
+    assert d["predicted_before_s"] == c.predicted_before and d["predicted_after_s"] == c.predicted_after
+    assert d["predicted_speedup"] == pytest.approx(d["predicted_before_s"] / d["predicted_after_s"], rel=1e-12)
+    assert {"predicted_before", "predicted_after"}.isdisjoint(d)
+    assert d["t_sol_baseline"] == pytest.approx(BYTES_UNFUSED / H200_BANDWIDTH)  # 4,718,592 B / 4.8 TB/s = 0.983 us
 
 
 def test_a_calibrated_comparison_has_no_note(h200):
@@ -128,14 +139,16 @@ def test_the_cli_prints_a_predicted_column_and_says_n_a_without_a_calibration(ca
 
 
 def test_the_cli_json_carries_the_prediction(capsys):
-    """--json: predicted_before / predicted_after / predicted_speedup per GPU, None where uncalibrated."""
+    """--json: predicted_before_s / predicted_after_s (times end in _s) / predicted_speedup per GPU, None where
+    uncalibrated; the attributes' old spellings are no keys."""
     code, out = _cli(capsys, "compare", "qkv_projection", "--tokens", "128", "--d-model", "768", "--baseline",
                      "fused=false", "--variant", "fused=true", "--gpu", "h200", "--gpu", "a100", "--json")
     assert code == 0
     h200, a100 = json.loads(out)["comparisons"]
     before = sk.predict(ops.qkv_projection(T, D, fused=False), "h200").seconds
     after = sk.predict(ops.qkv_projection(T, D, fused=True), "h200").seconds
-    assert h200["predicted_before"] == pytest.approx(before) and h200["predicted_after"] == pytest.approx(after)
+    assert h200["predicted_before_s"] == pytest.approx(before) and h200["predicted_after_s"] == pytest.approx(after)
+    assert "predicted_before" not in h200 and "predicted_after" not in h200
     assert h200["predicted_speedup"] == pytest.approx(before / after)
     assert a100["predicted_speedup"] is None and "no calibration" in a100["predicted_note"]
 

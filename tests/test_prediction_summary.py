@@ -147,7 +147,7 @@ def test_to_frame_of_a_sweep_has_a_row_per_point_and_kernel():
     p = sk.predict(ops.matmul(m, 64, 64), "h200")
     f = p.to_frame()
     assert list(f["point"]) == [0, 1, 2] and len(f) == 3
-    hand = (m * 64 + 64 * 64 + m * 64) * 2 / H200_BANDWIDTH  # 16,384 / 24,576 / 40,960 B: 3.41 / 5.12 / 8.53 ns
+    hand = (m * 64 + 64 * 64 + m * 64) * 2 / H200_BANDWIDTH  # 24,576 / 40,960 / 73,728 B: 5.12 / 8.53 / 15.36 ns
     np.testing.assert_allclose(f["t_sol_each_s"], hand, rtol=1e-9)
     with pytest.raises(OptionError, match="one shape"):
         p.groups
@@ -198,3 +198,147 @@ def test_to_dict_states_the_assumptions():
     d = _quiet(_program()).to_dict()
     assert d["launches"] == 47.0 and d["distinct_kernels"] == 11 and len(d["kernels"]) == 11
     assert d["assumptions"].startswith("assumes kernels back to back")
+
+
+_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def _seconds(text):
+    """'4.725 ms' -> 4.725e-3 (the units the summary prints)."""
+    number, unit = text.split()
+    return float(number.replace(",", "")) * _UNITS[unit]
+
+
+def _pace_parts(line):
+    """The GPU's parts of a pace line: its kernel bodies and the rest, as printed."""
+    gpu = line.split("GPU ", 1)[1]
+    bodies, rest = gpu.split(" of kernel bodies and ", 1)
+    return _seconds(bodies), _seconds(" ".join(rest.split()[:2]))
+
+
+def test_the_pace_line_adds_up_to_the_total_on_the_host_time_path(gpt2_step):
+    """GPT-2's eager step is GPU-bound: the GPU's kernel bodies and the rest (gaps, waits for launches) add up to the
+    total (59.5 ms = 54.78 + 4.725 in the review), each printed to 4 digits; the host's time is beside them."""
+    p = _quiet(gpt2_step)
+    line = repr(p).splitlines()[2]
+    assert line.startswith("host ") and line.endswith(": GPU-bound") and "of gaps and waits for launches" in line
+    bodies, rest = _pace_parts(line)
+    assert bodies == pytest.approx(float(p.kernel_seconds), rel=1e-3)
+    assert rest == pytest.approx(float(p.seconds) - float(p.kernel_seconds), rel=1e-3)
+    assert bodies + rest == pytest.approx(float(p.seconds), rel=1e-3)  # the parts make the total
+
+
+def test_the_pace_line_adds_up_without_host_time():
+    """A fused program (no host time): kernel bodies + launch floor and gaps = the total."""
+    p = _quiet(models.preset("gpt2").forward(batch=1, seq=128, kernels="fused"))
+    line = next(line for line in repr(p).splitlines() if line.startswith("GPU "))
+    assert "of launch floor and gaps" in line and line.endswith("no host time")
+    bodies, rest = _pace_parts(line)
+    assert bodies + rest == pytest.approx(float(p.seconds), rel=1e-3)
+
+
+def _nothing(n):
+    """n kernels that move no bytes and do no FLOPs: no kernel time at all."""
+    return sk.Workload.of("nothing", tuple((sk.Kernel(f"k{i}", "elementwise", "bf16"), 1) for i in range(n)))
+
+
+def test_a_program_without_kernel_time_shares_nothing():
+    """Nine empty kernels: 0 s of kernel bodies, so the limiter line and every group's share are n/a (not 0%)."""
+    p = _quiet(_nothing(9))
+    assert float(p.kernel_seconds) == 0.0
+    lines = repr(p).splitlines()
+    assert "kernel time by limiter: n/a (no kernel time)" in lines
+    assert all(g.share is None for g in p.groups)
+    rows = [line for line in lines if line.startswith(("k", "(")) and not line.startswith("kernel")]
+    group_rows = rows[:SUMMARY_GROUPS + 1]  # seven groups, then "(2 more groups)"
+    assert group_rows[-1].startswith("(2 more groups)")
+    assert all(row.split()[-1] == "n/a" for row in group_rows) and "0%" not in repr(p)
+    assert "n/a" in p._repr_html_() and "0%" not in p._repr_html_()
+
+
+def _groups(n):
+    """n op groups, n + 1 kernels (more than SHORT_KERNELS: a summary): kernel i reads i+1 MB in group op(i mod n), so
+    op0 holds 1 + (n+1) MB, the largest, then op(n-1) down to op1 (memory-bound: predicted time grows with bytes)."""
+    return sk.Workload.of("groups", tuple((sk.Kernel(f"k{i}", "elementwise", "bf16", bytes_read=(i + 1) * 1e6,
+                                                     op=f"op{i % n}"), 1) for i in range(n + 1)))
+
+
+@pytest.mark.parametrize("n", [SUMMARY_GROUPS + 1, SUMMARY_GROUPS + 3])
+def test_text_and_html_show_the_same_groups(n):
+    """8 groups: all eight by name (one left is itself, not "(1 more groups)"); 10: op0, op9 .. op4 and "(3 more
+    groups)" (op3, op2, op1: 3 launches, their shares summed); the HTML and the text show the same rows."""
+    p = _quiet(_groups(n))
+    text, page = repr(p), p._repr_html_()
+    left = n - SUMMARY_GROUPS
+    names = ["op0", *(f"op{i}" for i in range(n - 1, 0, -1))]  # largest first
+    if left == 1:
+        assert "more groups" not in text and "more groups" not in page
+    else:
+        names = names[:SUMMARY_GROUPS]
+        row = next(line for line in text.splitlines() if line.startswith(f"({left} more groups)"))
+        assert row.split()[3] == f"{left}"  # launches: one per kernel
+        rest = {g.group: g for g in p.groups}
+        share = math.fsum(rest[f"op{i}"].share for i in range(1, left + 1))
+        assert row.split()[-1] == f"{share:.0%}" and f"<td>({left} more groups)</td>" in page
+        assert f">{share:.0%}</td>" in page
+    for name in names:
+        assert f"\n{name} " in text and f"<td>{name}</td>" in page
+    shown = [line.split()[0] for line in text.splitlines() if line.split()[0][2:].isdigit() and line.startswith("op")]
+    assert shown == names
+
+
+def test_a_sweep_shows_its_range():
+    """m = [64, 128, 256]: the repr gives T_SOL from (3 * 64*64)*2 = 24,576 B / 4.8 TB/s = 5.12 ns to
+    (2*256*64 + 64*64)*2 = 73,728 B / 4.8 TB/s = 15.36 ns, and the predicted seconds' smallest to largest."""
+    m = np.array([64, 128, 256])
+    p = sk.predict(ops.matmul(m, 64, 64), "h200")
+    text = repr(p)
+    assert text.startswith("Prediction('matmul' on h200-sxm: sweep of shape (3,), ")
+    assert text.endswith(", T_SOL 5.12 ns to 15.36 ns)")
+    low, high = text.split("(3,), ", 1)[1].split(", T_SOL", 1)[0].split(" to ")
+    assert _seconds(low) == pytest.approx(float(np.min(p.seconds)), rel=1e-3)
+    assert _seconds(high) == pytest.approx(float(np.max(p.seconds)), rel=1e-3)
+    assert _seconds(low) < _seconds(high)
+
+
+def test_summary_takes_top_notes_extra_lines_and_detail():
+    """summary(top=2, notes=None, extra=(...), detail=False): two kernels, every note, the caller's line after the
+    pace; bad arguments are refused with the right builtin."""
+    p = _quiet(_program())
+    text = p.summary(top=2, notes=None, extra=("model FLOPs x",), detail=False)
+    lines = text.splitlines()
+    assert lines[4] == "model FLOPs x"  # after the head, the assumptions, the pace and the limiter line
+    assert "top 2 of 11 distinct kernels" in text and "detail:" not in text
+    assert sum(line.startswith("note: ") for line in lines) == len([n for n in p.notes if not n.startswith("eager")])
+    assert p.summary() == repr(p)
+    for bad in ({"top": 0}, {"top": None}, {"notes": -1}, {"notes": 1.5}):
+        with pytest.raises(OptionError):
+            p.summary(**bad)
+    for bad in ({"extra": ["x"]}, {"extra": (1,)}, {"detail": 1}):
+        with pytest.raises(sk.errors.ArgumentTypeError) as info:
+            p.summary(**bad)
+        assert isinstance(info.value, TypeError)
+
+
+def test_to_frame_labels_are_categorical_and_a_sweep_is_kernel_major():
+    """A two-kernel sweep over m = [64, 128]: rows kernel by kernel, each over the points; T_SOL per row by hand
+    (GEMM (m*64 + 64*64 + m*64)*2 B, LayerNorm (2*m*64 + 2*64)*2 B, both over 4.8 TB/s)."""
+    m = np.array([64, 128])
+    w = sk.chain("pair", ops.matmul(m, 64, 64), ops.layernorm(m, 64))
+    f = _quiet(w).to_frame()
+    assert list(f["point"]) == [0, 1, 0, 1] and list(f["group"]) == ["matmul", "matmul", "layernorm", "layernorm"]
+    for column in ("kernel", "group", "kind", "limiter"):
+        assert isinstance(f[column].dtype, __import__("pandas").CategoricalDtype)
+    gemm = (m * 64 + 64 * 64 + m * 64) * 2  # 24,576 and 40,960 B
+    norm = (2 * m * 64 + 2 * 64) * 2  # 16,640 and 33,024 B
+    np.testing.assert_allclose(f["t_sol_each_s"], np.concatenate([gemm, norm]) / H200_BANDWIDTH, rtol=1e-9)
+    assert f["misaligned"].dtype == bool and f["count"].dtype == np.int64 and f["point"].dtype == np.int64
+
+
+def test_to_frame_predicted_s_sums_to_the_kernel_time_not_the_total():
+    """predicted_s sums to kernel_seconds; seconds adds the launch floor and a gap per launch after the first."""
+    p = _quiet(_program())
+    f = p.to_frame()
+    assert f["predicted_s"].sum() == pytest.approx(float(p.kernel_seconds), rel=1e-12)
+    assert float(p.seconds) > f["predicted_s"].sum()
+

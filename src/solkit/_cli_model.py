@@ -4,9 +4,10 @@ PRESET_OR_CONFIG is a preset name (``solkit.models.preset_names()``) or a Huggin
 folder holding one): the closed form where solkit has one, else the model captured from transformers' own code
 (``models.from_hf_config``; torch and transformers needed). The program: the forward (``--mode forward``, logits for
 every token), ``prefill`` (a fresh KV cache) or ``decode`` (one token against ``--context`` cached tokens), or with
-``--train`` one training step (AdamW, AMP for a 16-bit forward). The summary: op groups with T_SOL, the prediction
-and its share, the top kernels, the coverage of a captured program, its memory and, with ``--measured``, MFU against
-your step time.
+``--train`` one training step (AdamW, AMP for a 16-bit forward). The summary is the prediction's own (what it
+assumes, host and GPU time, op groups with T_SOL, the prediction and its share, the top kernels, the notes) with the
+model's FLOPs and MFU, the coverage of a captured program, its memory and, with ``--measured``, MFU against your step
+time.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def add_model_parser(sub: Any) -> None:
     p.add_argument("--gpu", default="h200", help="GPU name, alias or spec path (default h200)")
     p.add_argument("--measured", metavar="TIME", help="your step's time with a unit (520ms): MFU, SOL fraction, error")
     p.add_argument("--top", type=int, default=10, help="kernels listed by predicted time (default 10)")
-    p.add_argument("--json", action="store_true", help="one JSON object (seconds)")
+    p.add_argument("--json", action="store_true", help="one JSON object (times in seconds, keys *_s; the assumptions)")
     p.set_defaults(func=cmd_model)
 
 

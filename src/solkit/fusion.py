@@ -104,8 +104,9 @@ class Comparison:
         return None if self.measured_variant is None else as_result(np.asarray(self.t_sol_variant) / self.measured_variant)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON (None for a share of bytes saved that is undefined: the baseline moves none)."""
-        out = {k: plain(v) for k, v in self.__dict__.items()}
+        """Plain dict for JSON (None for a share of bytes saved that is undefined: the baseline moves none); the predicted
+        times as ``predicted_before_s``, ``predicted_after_s`` (the CLI's scheme: a time ends in ``_s``)."""
+        out = {_KEYS.get(k, k): plain(v) for k, v in self.__dict__.items()}
         for name in ("kernels_saved", "bytes_saved", "bytes_saved_fraction", "bytes_read_saved_fraction", "speedup",
                      "predicted_speedup", "measured_speedup", "sol_fraction_baseline", "sol_fraction_variant"):
             try:
@@ -163,6 +164,10 @@ class Comparison:
                      f"({self.measured_speedup:.2f}x), SOL fraction {self.sol_fraction_baseline:.2f} -> "
                      f"{self.sol_fraction_variant:.2f}")
         return text
+
+
+#: the JSON keys (``to_dict``) that differ from the attributes' names
+_KEYS = {"predicted_before": "predicted_before_s", "predicted_after": "predicted_after_s"}
 
 
 def _ratio(before: Any, after: Any) -> Any:

@@ -1,15 +1,16 @@
 """A program's summary, the way a profile report reads: op groups with T_SOL, prediction and share, the top kernels.
 
-``program_summary(w, gpu)`` predicts a whole program (a model's step, a captured program) and groups its kernels by
-the operator that emitted them (``Kernel.op``, the calibration key; backward kernels apart, as the profile report
-keeps them; an unmodeled ATen op of a captured program by its own name). Launches are what the CPU issues
+``program_summary(w, gpu)`` predicts a whole program (a model's step, a captured program); its text is the Prediction's
+own summary (``Prediction.summary``: what it assumes, host and GPU time, op groups, top kernels, notes), its kernels
+grouped by the operator that emitted them (``Kernel.op``, the calibration key; backward kernels apart, as the profile
+report keeps them; an unmodeled ATen op of a captured program by its own name). Launches are what the CPU issues
 (``workload.issued_launches``); distinct kernels are the shapes a prediction computes once. With ``measured`` (a
 step time in seconds): MFU against it, the SOL fraction and the prediction's error.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ._display import fmt_seconds
@@ -17,17 +18,18 @@ from ._validate import positive
 from .errors import OptionError
 from .capture.program import CapturedProgram
 from .hardware import as_gpu
-from .prediction import predict
-from .prediction.groups import GroupRow, KernelRow, group_of, program_rows, text_table
+from .prediction import Prediction, predict
+from .prediction.groups import GroupRow, KernelRow, group_of, program_rows
 from .sol import mfu
-from .workload import as_workload, issued_launches
+from .workload import as_workload
 
 __all__ = ["GroupRow", "KernelRow", "ProgramSummary", "program_summary", "group_of"]
 
 
 @dataclass(frozen=True)
 class ProgramSummary:
-    """A program's prediction in the profile report's shape (module docstring)."""
+    """A program's prediction in the profile report's shape (module docstring): the Prediction's own summary, with the
+    model's FLOPs and MFU, a captured program's coverage and the memory it holds."""
 
     program: str
     gpu: str
@@ -45,6 +47,8 @@ class ProgramSummary:
     memory: Optional[str] = None  # the memory footprint, where the caller gave one
     measured: Optional[float] = None
     precision: str = "bf16"  # the program's main precision: MFU is against its dense matrix peak
+    assumptions: str = ""  # what the prediction assumes (``Prediction.assumptions``)
+    prediction: Optional[Prediction] = field(default=None, repr=False, compare=False)  # what program_summary summarised
 
     @property
     def mfu(self) -> float:
@@ -55,42 +59,40 @@ class ProgramSummary:
         return float(mfu(self.flops, seconds, self.gpu, dtype=self.precision))
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON (seconds, FLOPs, shares)."""
-        out: dict[str, Any] = {k: getattr(self, k) for k in ("program", "gpu", "seconds", "kernel_seconds", "host_seconds",
-                                                              "t_sol", "flops", "launches", "distinct", "notes",
-                                                              "coverage", "memory", "measured", "precision")}
-        out["mfu"] = self.mfu
-        out["groups"] = [g.__dict__ for g in self.groups]
-        out["top_kernels"] = [k.__dict__ for k in self.top]
+        """Plain dict for JSON, in the CLI's naming scheme (times in seconds ending in ``_s``, ``model_flops``,
+        ``n_kernels`` the distinct kernels, ``launches`` the launches)."""
+        out: dict[str, Any] = {
+            "program": self.program, "gpu": self.gpu, "assumptions": self.assumptions, "predicted_s": self.seconds,
+            "kernel_s": self.kernel_seconds, "host_s": self.host_seconds, "t_sol_s": self.t_sol,
+            "model_flops": self.flops, "launches": self.launches, "n_kernels": self.distinct, "notes": self.notes,
+            "coverage": self.coverage, "memory": self.memory, "measured_s": self.measured, "precision": self.precision,
+            "mfu": self.mfu,
+        }
+        out["groups"] = [{"group": g.group, "launches": g.launches, "n_kernels": g.kernels, "t_sol_s": g.t_sol,
+                          "predicted_s": g.predicted, "share": g.share} for g in self.groups]
+        out["top_kernels"] = [{"name": k.name, "count": k.count, "predicted_each_s": k.predicted_each,
+                               "predicted_s": k.predicted, "t_sol_s": k.t_sol, "limiter": k.limiter} for k in self.top]
         if self.measured is not None:
             out["prediction_error"] = self.seconds / self.measured - 1.0
             out["sol_fraction"] = self.t_sol / self.measured
         return out
 
-    def text(self) -> str:
-        """What ``solkit model`` prints."""
-        head = [f"{self.program} on {self.gpu}: {self.launches:,.0f} launches of {self.distinct} distinct kernels",
-                f"predicted {fmt_seconds(self.seconds)} (kernels {fmt_seconds(self.kernel_seconds)}, the CPU's issue "
-                f"{fmt_seconds(self.host_seconds)}); T_SOL {fmt_seconds(self.t_sol)}",
-                f"model FLOPs {self.flops:.4g}; MFU {self._mfu(self.seconds):.1%} at the prediction"]
+    def lines(self) -> tuple[str, ...]:
+        """The lines ``solkit model`` adds to the Prediction's summary: FLOPs and MFU, the measured time's, a captured
+        program's coverage, the memory."""
+        out = [f"model FLOPs {self.flops:.4g}; MFU {self._mfu(self.seconds):.1%} at the prediction"]
         if self.measured is not None:
-            head.append(f"measured {fmt_seconds(self.measured)}: MFU {self._mfu(self.measured):.1%}, SOL fraction "
-                        f"{self.t_sol / self.measured:.2f}, prediction {self.seconds / self.measured - 1.0:+.1%}")
-        if self.coverage:
-            head.append(self.coverage)
-        if self.memory:
-            head.append(self.memory)
-        rows = [(g.group, f"{g.launches:,.0f}", str(g.kernels), f"{g.t_sol * 1e6:,.1f}", f"{g.predicted * 1e6:,.1f}",
-                 f"{g.share:.0%}") for g in self.groups]
-        top = [(k.name, str(k.count), f"{k.predicted_each * 1e6:,.2f}", f"{k.predicted * 1e6:,.1f}",
-                f"{k.t_sol * 1e6:,.1f}", k.limiter) for k in self.top]
-        parts = ["\n".join(head),
-                 text_table(("op group", "launches", "kernels", "T_SOL us", "predicted us", "share"), rows),
-                 f"top {len(top)} kernels by predicted time:",
-                 text_table(("kernel", "runs", "us each", "us in all", "T_SOL us", "limiter"), top)]
-        if self.notes:
-            parts.append("\n".join(f"note: {n}" for n in self.notes))
-        return "\n\n".join(parts)
+            out.append(f"measured {fmt_seconds(self.measured)}: MFU {self._mfu(self.measured):.1%}, SOL fraction "
+                       f"{self.t_sol / self.measured:.2f}, prediction {self.seconds / self.measured - 1.0:+.1%}")
+        return tuple(out + [line for line in (self.coverage, self.memory) if line])
+
+    def text(self) -> str:
+        """What ``solkit model`` prints: the Prediction's summary (``Prediction.summary``) with ``lines()`` after its
+        pace, its ``top`` kernels and every note."""
+        if self.prediction is None:
+            raise OptionError(f"{self.program}: this ProgramSummary holds no prediction to print (program_summary "
+                              "builds one that does)")
+        return self.prediction.summary(top=max(len(self.top), 1), notes=None, extra=self.lines(), detail=False)
 
     def __str__(self) -> str:
         return self.text()
@@ -110,8 +112,7 @@ def program_summary(workload: Any, gpu: Any, measured: Any = None, top: int = 10
     p = predict(w, g, warn=False, host_probe_us=host_probe_us)
     group_rows, rows = program_rows(w.counted, p.kernels)
     coverage = w.recipe.coverage if isinstance(w.recipe, CapturedProgram) else None
-    summary = ProgramSummary(w.name, g.name, float(p.seconds), float(p.kernel_seconds), float(p.host_seconds),
-                             float(p.t_sol), float(w.flops), float(issued_launches(w)), len(w.counted),
-                             group_rows, rows[:top], p.notes, None if coverage is None else str(coverage),
-                             memory, seconds, w.precision)
-    return summary
+    return ProgramSummary(w.name, g.name, float(p.seconds), float(p.kernel_seconds), float(p.host_seconds),
+                          float(p.t_sol), float(w.flops), float(p.launches), p.distinct_kernels, group_rows, rows[:top],
+                          p.notes, None if coverage is None else str(coverage), memory, seconds, w.precision,
+                          p.assumptions, p)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
@@ -37,14 +37,15 @@ def group_of(k: Kernel) -> str:
 
 @dataclass(frozen=True)
 class GroupRow:
-    """One op group: its launches and distinct kernels, T_SOL and predicted kernel seconds, share of the kernel time."""
+    """One op group: its launches and distinct kernels, T_SOL and predicted kernel seconds, share of the kernel time
+    (None where the program has no kernel time to share)."""
 
     group: str
     launches: float
     kernels: int
     t_sol: float
     predicted: float
-    share: float
+    share: Optional[float]
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def program_rows(counted: Sequence[tuple[Kernel, int]],
     """The op groups and the distinct kernels of one shape, each sorted by predicted seconds in all (largest first).
 
     ``counted``: the workload's (kernel, count) pairs; ``predicted``: its ``Prediction.kernels``, in the same order.
-    A group's share is of the kernel bodies summed (0 where they sum to 0).
+    A group's share is of the kernel bodies summed (None where they sum to 0: nothing to share).
     """
     groups: dict[str, list[tuple[float, float, float]]] = {}  # group -> (launches, predicted, T_SOL) per kernel
     rows = []
@@ -73,10 +74,13 @@ def program_rows(counted: Sequence[tuple[Kernel, int]],
         t_sol = float(kp.t_sol) * count
         groups.setdefault(group_of(k), []).append((float(np.max(k.launches)) * count, total, t_sol))
         rows.append(KernelRow(k.name, count, float(kp.seconds), total, t_sol, str(kp.limiter)))
-    busy = math.fsum(r.predicted for r in rows) or 1.0
-    group_rows = [GroupRow(name, math.fsum(n for n, _, _ in items), len(items), math.fsum(s for _, _, s in items),
-                           math.fsum(t for _, t, _ in items), math.fsum(t for _, t, _ in items) / busy)
-                  for name, items in groups.items()]
+    busy = math.fsum(r.predicted for r in rows)
+    group_rows = []
+    for name, items in groups.items():
+        predicted_s = math.fsum(t for _, t, _ in items)
+        group_rows.append(GroupRow(name, math.fsum(n for n, _, _ in items), len(items),
+                                   math.fsum(s for _, _, s in items), predicted_s,
+                                   predicted_s / busy if busy > 0.0 else None))
     group_rows.sort(key=lambda r: -r.predicted)
     rows.sort(key=lambda r: -r.predicted)
     return tuple(group_rows), tuple(rows)

@@ -19,9 +19,9 @@ import numpy as np
 from .._display import fmt_seconds, html_table, plain
 from .._num import result
 from .._optional import require_pandas
-from ..errors import OptionError
+from ..errors import ArgumentTypeError, OptionError
 from .groups import GroupRow, KernelRow, group_of, program_rows, text_table
-from .host import cpu_bound
+from .host import cpu_bound, scheduled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..workload import Workload
@@ -147,35 +147,53 @@ class Prediction:
         return program_rows(self._program.counted, self.kernels)
 
     def to_frame(self) -> Any:
-        """A pandas DataFrame, one row per distinct kernel in program order (a sweep: per point and kernel, ``point``
-        the flat index); times in seconds, per launch (``_each_s``) and in all (``_s``: times ``count``)."""
+        """A pandas DataFrame, one row per distinct kernel in program order (a sweep: per kernel and point, ``point``
+        the flat index); times in seconds, per launch (``_each_s``) and in all (``_s``: times ``count``); the labels
+        (``kernel``, ``group``, ``kind``, ``limiter``) categorical.
+
+        NB: ``predicted_s`` sums to the kernel bodies (``kernel_seconds``, an overlapped collective's aside), not to
+        ``seconds``: the launch floor, the gaps between launches and the waits for the CPU are no kernel's.
+        """
         pd = require_pandas()
         shape = np.shape(self.seconds)
         points = int(np.prod(shape)) if shape else 1
-        columns: dict[str, list[Any]] = {}
-        for (k, count), kp in zip(self._program.counted, self.kernels):
-            labels = {"kernel": kp.name, "group": group_of(k), "kind": kp.kind, "count": count}
-            figures = {
-                "launches": np.asarray(k.launches, dtype=np.float64) * count,
-                "predicted_each_s": kp.seconds,
-                "predicted_s": np.asarray(kp.seconds, dtype=np.float64) * count,
-                "t_sol_each_s": kp.t_sol,
-                "t_sol_s": np.asarray(kp.t_sol, dtype=np.float64) * count,
-                "t_compute_each_s": kp.t_compute,
-                "t_memory_each_s": kp.t_memory,
-                "wave_efficiency": kp.wave_efficiency,
-                "limiter": kp.limiter,
-                "misaligned": kp.misaligned,
-                "neighbour_factor": kp.neighbour,
-            }
-            if shape:
-                columns.setdefault("point", []).extend(range(points))
-            for name, label in labels.items():
-                columns.setdefault(name, []).extend([label] * points)
-            for name, value in figures.items():
-                columns.setdefault(name, []).extend(np.broadcast_to(np.asarray(value), shape).reshape(-1).tolist())
-        frame = pd.DataFrame(columns)
-        return frame.astype({"count": "int64", "misaligned": "bool"}) if len(frame) else frame
+        counted, kernels = self._program.counted, self.kernels
+        counts = np.array([count for _, count in counted], dtype=np.int64)
+
+        def flat(value: Any, dtype: Any = np.float64) -> Any:
+            return np.broadcast_to(np.asarray(value, dtype=dtype), shape).ravel()
+
+        def join(blocks: list[Any], dtype: Any = np.float64) -> Any:
+            return np.concatenate(blocks) if blocks else np.empty(0, dtype=dtype)
+
+        def labels(names: list[str]) -> Any:  # one category per distinct label, each kernel's repeated over the points
+            index = {name: i for i, name in enumerate(dict.fromkeys(names))}
+            codes = np.repeat(np.array([index[n] for n in names], dtype=np.int64), points)
+            return pd.Categorical.from_codes(codes, categories=list(index))
+
+        each = {"predicted_each_s": [flat(kp.seconds) for kp in kernels],
+                "t_sol_each_s": [flat(kp.t_sol) for kp in kernels]}
+        columns: dict[str, Any] = {}
+        if shape:
+            columns["point"] = np.tile(np.arange(points, dtype=np.int64), len(kernels))
+        columns.update({
+            "kernel": labels([kp.name for kp in kernels]),
+            "group": labels([group_of(k) for k, _ in counted]),
+            "kind": labels([kp.kind for kp in kernels]),
+            "count": np.repeat(counts, points),
+            "launches": join([flat(k.launches) * count for k, count in counted]),
+            "predicted_each_s": join(each["predicted_each_s"]),
+            "predicted_s": join([t * count for t, count in zip(each["predicted_each_s"], counts)]),
+            "t_sol_each_s": join(each["t_sol_each_s"]),
+            "t_sol_s": join([t * count for t, count in zip(each["t_sol_each_s"], counts)]),
+            "t_compute_each_s": join([flat(kp.t_compute) for kp in kernels]),
+            "t_memory_each_s": join([flat(kp.t_memory) for kp in kernels]),
+            "wave_efficiency": join([flat(kp.wave_efficiency) for kp in kernels]),
+            "limiter": _categorical(pd, [flat(kp.limiter, str) for kp in kernels]),
+            "misaligned": join([flat(kp.misaligned, bool) for kp in kernels], bool),
+            "neighbour_factor": join([flat(kp.neighbour) for kp in kernels]),
+        })
+        return pd.DataFrame(columns)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON; times in seconds."""
@@ -192,12 +210,14 @@ class Prediction:
                 f"T_SOL {fmt_seconds(self.t_sol)}, SOL fraction {self.sol_fraction:.2f}")
 
     def _pace(self) -> str:
-        """Host and GPU time, launches vs distinct kernels, and which of the two sets the pace."""
+        """Host and GPU time, launches vs distinct kernels, and which of the two sets the pace; the GPU's parts (the
+        kernel bodies and the rest: launch floor, gaps, waits) add up to ``seconds``."""
         busy, host = float(self.kernel_seconds), float(self.host_seconds)
         counts = f"{self.launches:,.0f} launches of {self.distinct_kernels:,} distinct kernels"
+        rest = float(self.seconds) - busy  # no kernel's: the launch floor, the gaps between launches, the waits
         if host <= 0.0:
-            rest = float(self.seconds) - busy  # the launch floor and the gaps between launches (and any wait)
-            beyond = f" and {fmt_seconds(rest)} of launch floor and gaps" if rest > 0.0 else ""
+            waits = ", gaps and waits" if scheduled(self._program) else " and gaps"  # a schedule's streams wait
+            beyond = f" and {fmt_seconds(rest)} of launch floor{waits}" if rest > 0.0 else ""
             return f"GPU {fmt_seconds(busy)} of kernel bodies{beyond}; {counts}; no host time"
         if bool(cpu_bound(self.seconds, host)):
             pace = "CPU-bound (the GPU waits for launches)"
@@ -205,49 +225,59 @@ class Prediction:
             pace = "partly CPU-bound"
         else:
             pace = "GPU-bound"
-        return f"host {fmt_seconds(host)} issuing {counts}; GPU {fmt_seconds(busy)} of kernel bodies: {pace}"
+        # no launch floor here: the timeline starts at the first issue
+        beyond = f" and {fmt_seconds(rest)} of gaps and waits for launches" if rest > 0.0 else ""
+        return f"host {fmt_seconds(host)} issuing {counts}; GPU {fmt_seconds(busy)} of kernel bodies{beyond}: {pace}"
 
     def _limiters(self, kernels: tuple[KernelRow, ...]) -> str:
-        """The kernel time by limiter, largest first."""
+        """The kernel time by limiter, largest first ("n/a" where there is no kernel time to share)."""
         by: dict[str, float] = {}
         for k in kernels:
             by[k.limiter] = by.get(k.limiter, 0.0) + k.predicted
-        busy = math.fsum(by.values()) or 1.0
+        busy = math.fsum(by.values())
+        if busy <= 0.0:
+            return "kernel time by limiter: n/a (no kernel time)"
         return "kernel time by limiter: " + ", ".join(f"{name} {t / busy:.0%}" for name, t in
                                                       sorted(by.items(), key=lambda item: -item[1]))
 
-    def _shown_notes(self) -> tuple[list[str], int]:
-        """The notes the summary prints, and how many it leaves: a warning's (uncalibrated, misaligned, the host's
-        waits) before the correction's and the attention backend's; the eager-program note is the pace line already."""
+    def _shown_notes(self, shown: Optional[int]) -> tuple[list[str], int]:
+        """The notes the summary prints (``shown`` of them, None: all), and how many it leaves: a warning's
+        (uncalibrated, misaligned, the host's waits) before the correction's and the attention backend's; the
+        eager-program note is the pace line already."""
         notes = [n for n in self.notes if not n.startswith("eager program:")]
         notes.sort(key=lambda n: n.startswith(("neighbour correction", "attention impl=")))  # stable: the rest first
-        return notes[:SUMMARY_NOTES], len(notes) - len(notes[:SUMMARY_NOTES])
+        kept = notes if shown is None else notes[:shown]
+        return kept, len(notes) - len(kept)
 
-    def summary(self) -> str:
-        """The whole program's summary (what ``repr`` shows beyond ``SHORT_KERNELS`` distinct kernels)."""
+    def summary(self, top: int = SUMMARY_KERNELS, notes: Optional[int] = SUMMARY_NOTES, extra: tuple[str, ...] = (),
+                detail: bool = True) -> str:
+        """The whole program's summary (what ``repr`` shows beyond ``SHORT_KERNELS`` distinct kernels): ``top``
+        kernels, ``notes`` of the notes (None: all), the caller's ``extra`` lines after the pace and limiter lines
+        (``solkit model``: FLOPs, MFU, memory), and with ``detail`` the line naming the calls that give the rest."""
+        for name, value, least in (("top", top, 1), ("notes", notes, 0)):
+            if not (value is None and name == "notes") and (type(value) is not int or value < least):
+                raise OptionError(f"{name} must be an integer >= {least}{' or None' if name == 'notes' else ''}, "
+                                  f"got {value!r}")
+        if not isinstance(extra, tuple) or not all(isinstance(line, str) for line in extra):
+            raise ArgumentTypeError(f"extra must be a tuple of str lines, got {extra!r}")
+        if type(detail) is not bool:
+            raise ArgumentTypeError(f"detail must be a bool, got {detail!r}")
         groups, kernels = self._summary_rows()
-        shown = groups[:SUMMARY_GROUPS]
-        rows = [_group_cells(g) for g in shown]
-        rest = groups[SUMMARY_GROUPS:]
-        if len(rest) == 1:
-            rows.append(_group_cells(rest[0]))
-        elif rest:
-            rows.append(_group_cells(GroupRow(f"({len(rest)} more groups)", math.fsum(g.launches for g in rest),
-                                              sum(g.kernels for g in rest), math.fsum(g.t_sol for g in rest),
-                                              math.fsum(g.predicted for g in rest), math.fsum(g.share for g in rest))))
-        notes, left = self._shown_notes()
-        detail = "detail: .table() (every distinct kernel), .to_frame(), .kernels"
-        if left:
-            detail += f"; {left} more note{'s' if left > 1 else ''} in .notes"
-        parts = ["\n".join((self._head() + ")", self.assumptions, self._pace(), self._limiters(kernels))),
+        rows = [_group_cells(g) for g in _shown_groups(groups)]
+        shown, left = self._shown_notes(notes)
+        more = f"; {left} more note{'s' if left > 1 else ''} in .notes" if left else ""
+        parts = ["\n".join((self._head() + ")", self.assumptions, self._pace(), self._limiters(kernels), *extra)),
                  text_table(_GROUP_HEADER, rows),
-                 _kernel_table(kernels[:SUMMARY_KERNELS], len(kernels)),
-                 *(f"note: {n}" for n in notes), detail]
+                 _kernel_table(kernels[:top], len(kernels)),
+                 *(f"note: {n}" for n in shown)]
+        if detail:
+            parts.append("detail: .table() (every distinct kernel), .to_frame(), .kernels" + more)
         return "\n".join(parts)  # no blank line: a doctest's output ends at one
 
     def __repr__(self) -> str:
         if np.ndim(self.seconds):
-            return f"Prediction({self.workload!r} on {self.gpu}: sweep of shape {np.shape(self.seconds)})"
+            return (f"Prediction({self.workload!r} on {self.gpu}: sweep of shape {np.shape(self.seconds)}, "
+                    f"{_span(self.seconds)}, T_SOL {_span(self.t_sol)})")
         if self.distinct_kernels > SHORT_KERNELS:
             return self.summary()
         limits = ", ".join(f"{k.name}: {k.limiter}" for k in self.kernels)
@@ -266,15 +296,7 @@ class Prediction:
         if self.distinct_kernels > SHORT_KERNELS:
             groups, kernels = self._summary_rows()
             rows: list[tuple[Any, ...]] = [(g.group, g.launches, g.kernels, g.t_sol * 1e6, g.predicted * 1e6,
-                                            f"{g.share:.0%}") for g in groups[:SUMMARY_GROUPS]]
-            rest = groups[SUMMARY_GROUPS:]
-            if len(rest) == 1:
-                shown = groups[:SUMMARY_GROUPS + 1]
-                rows = [(g.group, g.launches, g.kernels, g.t_sol * 1e6, g.predicted * 1e6, f"{g.share:.0%}") for g in shown]
-            elif rest:
-                rows.append((f"({len(rest)} more groups)", math.fsum(g.launches for g in rest),
-                             sum(g.kernels for g in rest), math.fsum(g.t_sol for g in rest) * 1e6,
-                             math.fsum(g.predicted for g in rest) * 1e6, f"{math.fsum(g.share for g in rest):.0%}"))
+                                            _share(g.share)) for g in _shown_groups(groups)]
             top = [(k.name, k.count, k.predicted_each * 1e6, k.predicted * 1e6, k.t_sol * 1e6, k.limiter)
                    for k in kernels[:SUMMARY_KERNELS]]
             return (html_table(_GROUP_HEADER, rows, caption) + head
@@ -291,12 +313,53 @@ class Prediction:
         return html_table(header, kernel_rows, caption) + head + notes
 
 
+def _categorical(pd: Any, blocks: list[Any]) -> Any:
+    """The string arrays ``blocks`` joined as one categorical: each distinct value found by a vectorised comparison (a
+    few limiters per kernel: cheaper than factorising a million strings)."""
+    categories: list[str] = []
+    codes = []
+    for block in blocks:
+        code = np.full(block.shape, -1, dtype=np.int64)
+        left = code < 0
+        while left.any():
+            value = str(block[np.argmax(left)])
+            if value not in categories:
+                categories.append(value)
+            same = block == value
+            code[same] = categories.index(value)  # a handful of limiters: a list is enough
+            left &= ~same
+        codes.append(code)
+    return pd.Categorical.from_codes(np.concatenate(codes) if codes else np.empty(0, dtype=np.int64), categories)
+
+
 _GROUP_HEADER = ("op group", "launches", "kernels", "T_SOL us", "predicted us", "share")
+
+
+def _span(seconds: Any) -> str:
+    """A sweep's smallest to largest time ("1.2 ms to 3.4 ms")."""
+    return f"{fmt_seconds(np.min(seconds))} to {fmt_seconds(np.max(seconds))}"
+
+
+def _shown_groups(groups: tuple[GroupRow, ...]) -> tuple[GroupRow, ...]:
+    """The ``SUMMARY_GROUPS`` largest groups, then the rest: a single one as itself, more in one row of their sums."""
+    shown, rest = groups[:SUMMARY_GROUPS], groups[SUMMARY_GROUPS:]
+    if len(rest) <= 1:
+        return groups
+    shares = [g.share for g in rest]
+    share = None if any(x is None for x in shares) else math.fsum(x for x in shares if x is not None)
+    return (*shown, GroupRow(f"({len(rest)} more groups)", math.fsum(g.launches for g in rest),
+                             sum(g.kernels for g in rest), math.fsum(g.t_sol for g in rest),
+                             math.fsum(g.predicted for g in rest), share))
+
+
+def _share(share: Optional[float]) -> str:
+    """A group's share of the kernel time as printed ("n/a": no kernel time to share)."""
+    return "n/a" if share is None else f"{share:.0%}"
 
 
 def _group_cells(g: GroupRow) -> tuple[str, ...]:
     return (g.group, f"{g.launches:,.0f}", f"{g.kernels:,}", f"{g.t_sol * 1e6:,.1f}", f"{g.predicted * 1e6:,.1f}",
-            f"{g.share:.0%}")
+            _share(g.share))
 
 
 def _kernel_table(rows: tuple[KernelRow, ...], distinct: int) -> str:
