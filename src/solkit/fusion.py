@@ -18,6 +18,7 @@ import numpy as np
 
 from ._display import fmt_seconds, html_table, plain
 from ._impossible import below_bound
+from ._optional import require_pandas
 from ._validate import checked_call, as_result, flag, positive
 from .errors import ArgumentTypeError, ShapeError
 from .hardware import as_gpu
@@ -124,6 +125,29 @@ class Comparison:
 
     def __repr__(self) -> str:
         return f"Comparison({self})"
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame (``pip install pandas``): a row each for the baseline and the variant (a sweep: a row per
+        side and point, with a ``point`` column): its bytes, launches, model FLOPs, T_SOL, prediction and measured time
+        (NaN where there is none)."""
+        pd = require_pandas()
+        sides = (("baseline", self.baseline, self.bytes_baseline, self.kernels_baseline, self.flops_baseline,
+                  self.t_sol_baseline, self.predicted_before, self.measured_baseline),
+                 ("variant", self.variant, self.bytes_variant, self.kernels_variant, self.flops_variant,
+                  self.t_sol_variant, self.predicted_after, self.measured_variant))
+        shape = np.broadcast_shapes(*(np.shape(x) for side in sides for x in side[2:] if x is not None))
+        points = int(np.prod(shape)) if shape else 1
+
+        def column(x: Any) -> Any:
+            return np.broadcast_to(np.asarray(np.nan if x is None else x, dtype=np.float64), shape).ravel()
+
+        blocks = [{"side": [side] * points, "workload": [name] * points, "bytes": column(b), "launches": column(k),
+                   "model_flops": column(f), "t_sol_s": column(t), "predicted_s": column(p), "measured_s": column(m)}
+                  for side, name, b, k, f, t, p, m in sides]
+        frame = pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True)
+        if shape:
+            frame.insert(0, "point", np.tile(np.arange(points), 2))
+        return frame
 
     def _repr_html_(self) -> str:
         if np.ndim(self.speedup):
