@@ -152,6 +152,8 @@ pytest_add_cli_args_test_selection=
 pytest_add_cli_args=
     -p
     no:cacheprovider
+    -n
+    0
     -q
     -x{select}
 """)
