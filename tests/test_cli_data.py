@@ -351,7 +351,7 @@ def test_profile_reads_the_gpu_its_trace_names(capsys):
 def test_device_names_map_to_specs():
     """Profiler device names: 'NVIDIA H200' -> the h200 alias (h200-sxm), 'NVIDIA A100-SXM4-80GB' -> its own spec,
     'NVIDIA H100 80GB HBM3' -> the h100 alias (h100-sxm); a GPU solkit has no spec of -> None."""
-    from solkit.cli import _gpu_named
+    from solkit._cli_profile import _gpu_named
 
     assert _gpu_named("NVIDIA H200").name == "h200-sxm"
     assert _gpu_named("NVIDIA A100-SXM4-80GB").name == "a100-sxm4-80gb"

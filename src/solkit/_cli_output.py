@@ -8,6 +8,9 @@ import os
 import sys
 from typing import Any
 
+#: the GPU a command about one GPU reads on when none is named (cli's --gpu rule)
+DEFAULT_GPU = "h200"
+
 
 class OutputError(Exception):
     """stdout refused a write (a full disk, /dev/full, an I/O error): not a solkit bug; ``cause`` is the OSError."""

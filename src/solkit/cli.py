@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import re
 import sys
 import warnings
 from typing import Any, NoReturn, Sequence
@@ -40,7 +38,8 @@ from typing import Any, NoReturn, Sequence
 import numpy as np
 
 from ._cli_gpus import cmd_gpu, cmd_gpus
-from ._cli_output import GuardedStdout, OutputError, emit, op_json, quiet_stdout, say
+from ._cli_profile import cmd_profile
+from ._cli_output import DEFAULT_GPU, GuardedStdout, OutputError, emit, op_json, quiet_stdout, say
 from ._display import fmt_value
 from ._validate import did_you_mean
 from .errors import CLIError, ImpossibleMeasurementWarning, SolkitError, SolkitWarning
@@ -49,7 +48,6 @@ __all__ = ["main", "build_parser", "parse_value"]
 
 #: the --gpu rule: every command takes --gpu and none requires it; one GPU defaults to DEFAULT_GPU (the GPU with
 #: measurements of its own, named in every output's first line), the overview table to DEFAULT_GPUS
-DEFAULT_GPU = "h200"
 DEFAULT_GPUS = (DEFAULT_GPU, "a100")
 GPU_HELP = f"GPU name, alias or spec path (`solkit gpus` lists them; default {DEFAULT_GPU})"
 GPUS_HELP = f"GPU name, alias or spec path; repeat it for several GPUs (default {DEFAULT_GPU})"
@@ -468,77 +466,6 @@ def _cmd_plot(args: argparse.Namespace) -> int:
     return 0
 
 
-#: how far into a Chrome trace its deviceProperties are looked for (torch.profiler writes them first)
-_DEVICE_HEAD = 1 << 20
-_DEVICE_NAME = re.compile(r'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"')
-
-
-def _trace_gpu(path: str, given: str | None) -> Any:
-    """The GPU a profile is read on: ``given``, else the GPU its Chrome trace names, else DEFAULT_GPU; a SolkitWarning
-    where the trace names another GPU than ``given``, or names none and ``given`` is missing."""
-    from .hardware import as_gpu
-    from .profile._read import read_text
-
-    try:
-        text, _ = read_text(path)
-    except SolkitError:
-        return given or DEFAULT_GPU  # load_profile says what is wrong with the file
-    found = _DEVICE_NAME.search(text[:_DEVICE_HEAD])
-    named = found.group(1) if found else None
-    traced = _gpu_named(named) if named else None
-    if given is None:
-        if traced is None:
-            warnings.warn(f"the trace names {'no GPU' if named is None else repr(named) + ', not a known GPU'}: read as "
-                          f"{DEFAULT_GPU} (pass --gpu)", SolkitWarning)
-        return traced or DEFAULT_GPU
-    if traced is not None and as_gpu(given).name != traced.name:
-        warnings.warn(f"the trace ran on {named!r} ({traced.name}), read as --gpu {given} ({as_gpu(given).name})",
-                      SolkitWarning)
-    return given
-
-
-def _gpu_named(device: str) -> Any:
-    """The GPU spec a profiler's device name means ('NVIDIA H200' -> h200, 'NVIDIA A100-SXM4-80GB'), or None."""
-    from .errors import UnknownGPUError
-    from .hardware import as_gpu
-
-    words = device.lower().removeprefix("nvidia").strip()
-    for name in (words.replace(" ", "-"), words.split(" ")[0] if words else ""):
-        try:
-            return as_gpu(name) if name else None
-        except UnknownGPUError:
-            continue
-    return None
-
-
-def _cmd_profile(args: argparse.Namespace) -> int:
-    from .profile import load_profile
-
-    if args.top < 1:
-        raise CLIError(f"--top must be a positive integer, got {args.top}")
-    profile = load_profile(args.traces if len(args.traces) > 1 else args.traces[0], _trace_gpu(args.traces[0], args.gpu))
-    written: list[str] = []
-    if args.plot is not None:
-        from .plot import profile_roofline, save, time_breakdown
-
-        try:
-            written.append(save(time_breakdown(profile, top=args.top), args.plot))  # save adds .png to a bare name
-            root, suffix = os.path.splitext(written[0])
-            written.append(save(profile_roofline(profile), root + "-roofline" + suffix))
-        except SolkitError as exc:
-            raise CLIError(f"--plot: {exc}") from None
-    if args.json:
-        data = profile.to_dict(args.top)
-        if args.plot is not None:
-            data["plots"] = written
-        emit(data)
-        return 0
-    print(profile.report(args.top))
-    for path in written:
-        print(f"wrote {path}")
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``solkit`` command."""
     parser = _Parser(prog="solkit", description="Speed-of-light and MFU modeling of GPU operators.",
@@ -641,7 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "groups, opportunities")
     p.add_argument("--plot", metavar="OUT", help="write the time breakdown to OUT and the roofline to OUT-roofline "
                                                  "(same suffix; .png without one) and print both paths")
-    p.set_defaults(func=_cmd_profile)
+    p.set_defaults(func=cmd_profile)
 
     from ._cli_model import add_model_parser
 

@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 import numpy as np
 
 from ..kernel import Kernel
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .result import KernelPrediction
+
+class Predicted(Protocol):
+    """What the rows read of one kernel's prediction (``result.KernelPrediction`` is one)."""
+
+    @property
+    def seconds(self) -> Any: ...
+    @property
+    def t_sol(self) -> Any: ...
+    @property
+    def limiter(self) -> Any: ...
 
 __all__ = ["GroupRow", "KernelRow", "group_of", "program_rows", "text_table"]
 
@@ -61,7 +69,7 @@ class KernelRow:
 
 
 def program_rows(counted: Sequence[tuple[Kernel, int]],
-                 predicted: Sequence["KernelPrediction"]) -> tuple[tuple[GroupRow, ...], tuple[KernelRow, ...]]:
+                 predicted: Sequence[Predicted]) -> tuple[tuple[GroupRow, ...], tuple[KernelRow, ...]]:
     """The op groups and the distinct kernels of one shape, each sorted by predicted seconds in all (largest first).
 
     ``counted``: the workload's (kernel, count) pairs; ``predicted``: its ``Prediction.kernels``, in the same order.
