@@ -357,3 +357,38 @@ def test_device_names_map_to_specs():
     assert _gpu_named("NVIDIA A100-SXM4-80GB").name == "a100-sxm4-80gb"
     assert _gpu_named("NVIDIA H100 80GB HBM3").name == "h100-sxm"
     assert _gpu_named("NVIDIA GeForce RTX 4090") is None
+    assert _gpu_named("NVIDIA A100 80GB PCIe").name == "a100-pcie-80gb"  # its words hold a100, pcie, 80gb
+    assert _gpu_named("NVIDIA H200 NVL").name == "h200-nvl"
+    assert _gpu_named("/tmp/h200-sxm.yaml") is None  # a name, never a path to load
+
+
+def test_device_properties_late_in_a_trace_are_found(tmp_path, capsys):
+    """A trace whose deviceProperties come after 2 MB of events, naming an A100 SXM4 80GB: read on that GPU."""
+    import json
+
+    events = [{"ph": "X", "cat": "kernel", "name": "k", "ts": i, "dur": 1, "pid": 0, "tid": 7, "args": {}}
+              for i in range(40_000)]
+    trace = {"traceEvents": events, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-80GB"}]}
+    path = tmp_path / "late.json"
+    path.write_text(json.dumps(trace))
+    assert path.stat().st_size > 2_000_000
+    from solkit._cli_profile import _trace_gpu
+
+    assert _trace_gpu(str(path), None).name == "a100-sxm4-80gb"
+
+
+def test_a_sweeps_launches_are_per_point():
+    """An im2col conv over batches 1, 8, 64 issues 1 + 1, 8 + 1, 64 + 1 launches (its im2col one per image, then a GEMM):
+    'from 2 to 65' in the repr, [2, 9, 65] as the prediction's; an eager ResNet-50 sweep over batches 1 and 64 predicts
+    each point as the point alone does (its host time spread over that point's launches, not the largest's)."""
+    import numpy as np
+
+    import solkit as sk
+    from solkit import models
+
+    w = sk.ops.conv2d(np.array([1, 8, 64]), 64, 56, 56, 64, layout="im2col")
+    assert "2 distinct kernels, 2 to 65 launches" in repr(w)
+    assert list(sk.predict(w, "h200", warn=False).launches) == [2, 9, 65]
+    swept = sk.predict(models.resnet50(np.array([1, 64]), layout="im2col"), "h200", warn=False).seconds
+    alone = [sk.predict(models.resnet50(b, layout="im2col"), "h200", warn=False).seconds for b in (1, 64)]
+    assert list(swept) == pytest.approx(alone, rel=1e-12)

@@ -167,11 +167,11 @@ def test_compare_predicts_quietly(h200):
 
 def test_comparison_frame_by_hand():
     """Llama-3-8B's residual add + LayerNorm at 8192 tokens: unfused 3·T·d·2 + (2·T·d + 2·d)·2 = 201,326,592 +
-    134,234,112 = 335,560,704 B in 2 launches, fused (4·T·d + 2·d)·2 = 268,451,840 B in 1; the predictions are
+    134,234,112 = 335,560,704 B in 2 kernel runs, fused (4·T·d + 2·d)·2 = 268,451,840 B in 1; the predictions are
     predict()'s, the measured times the ones given (110 and 73.2 us)."""
     unfused, fused = ops.layernorm_residual(8192, 4096, fused=False), ops.layernorm_residual(8192, 4096)
     frame = sk.compare(unfused, fused, "h200", measured=(110e-6, 73.2e-6)).to_frame()
     assert list(frame["side"]) == ["baseline", "variant"]
-    assert list(frame["bytes"]) == [335_560_704, 268_451_840] and list(frame["launches"]) == [2, 1]
+    assert list(frame["bytes"]) == [335_560_704, 268_451_840] and list(frame["runs"]) == [2, 1]
     assert list(frame["predicted_s"]) == [sk.predict(unfused, "h200").seconds, sk.predict(fused, "h200").seconds]
     assert list(frame["measured_s"]) == pytest.approx([110e-6, 73.2e-6])

@@ -10,7 +10,7 @@ import pytest
 
 #: every public module (tests/test_validation_path.py's list, and solkit.ops)
 PUBLIC = ("solkit", "solkit.models", "solkit.comm", "solkit.splits", "solkit.planning", "solkit.profile", "solkit.plot",
-          "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops")
+          "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops", "solkit.cost")
 #: the modules whose ``dir()`` is their public surface: ``__all__``, dunders and public submodules
 #: NB: fusion still lists the names it imports (no ``__dir__`` yet)
 CURATED = ("solkit", "solkit.models", "solkit.planning", "solkit.profile", "solkit.plot", "solkit.capture", "solkit.ops",
@@ -69,3 +69,12 @@ def test_a_function_is_not_shadowed_by_a_submodule_of_its_name() -> None:
 
     assert callable(solkit.models.memory) and not isinstance(solkit.models.memory, types.ModuleType)
     assert solkit.models.memory(solkit.models.preset("gpt2"), 1, 1024).weights == 2 * 124_439_808  # bf16 weights, bytes
+
+
+def test_a_loaded_submodule_is_listed() -> None:
+    """The submodules the docs point to (models.footprint, plot.profile_charts, capture.eager) are in dir() once loaded."""
+    import solkit.capture.eager  # noqa: F401
+    import solkit.models.footprint  # noqa: F401
+    import solkit.plot.profile_charts  # noqa: F401
+
+    assert "footprint" in dir(solkit.models) and "profile_charts" in dir(solkit.plot) and "eager" in dir(solkit.capture)

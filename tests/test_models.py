@@ -177,3 +177,14 @@ def test_model_overflow_names_the_model_arguments():
         models.resnet50(10**306, kernels="fused")
     with pytest.raises(ShapeError, match=r"resnet50\(batch=1e\+306, image=224\) is too large for float64"):
         models.resnet50(10**306)  # the eager program: refused naming the model's arguments
+
+
+def test_resnet50_refuses_options_its_program_does_not_model():
+    """Eager (torchvision's) ResNet-50 always runs its BatchNorms: batchnorm=False is the fused program's (BN folded);
+    amp (fp32 weights cast by autocast) is the eager program's. Each refusal names the option and the program."""
+    with pytest.raises(OptionError, match="batchnorm=False .* kernels='fused'"):
+        models.resnet50(8, batchnorm=False)
+    with pytest.raises(OptionError, match="amp=True .* kernels='eager'"):
+        models.resnet50(8, kernels="fused", amp=True)
+    # the fused program without BatchNorm drops one BN+ReLU kernel per conv: 53 convs (stem, 16 x 3, 4 projections)
+    assert len(models.resnet50(8, kernels="fused")) - len(models.resnet50(8, kernels="fused", batchnorm=False)) == 53

@@ -53,8 +53,8 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribu
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("ops", "models", "comm", "planning", "splits", "profile", "plot", "capture", "prediction", "hardware", "calibration", "fusion", "cost", "errors", "workload", "kernel", "typing", "tune"))
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)
 
 
 __all__ = [

@@ -12,8 +12,7 @@ from ._cli_output import DEFAULT_GPU, emit
 from .errors import CLIError, SolkitError, SolkitWarning
 
 
-#: how far into a Chrome trace its deviceProperties are looked for (torch.profiler writes them first)
-_DEVICE_HEAD = 1 << 20
+#: a Chrome trace's first device name (torch.profiler writes ``deviceProperties`` first; found anywhere in the file)
 _DEVICE_NAME = re.compile(r'"deviceProperties"\s*:\s*\[\s*\{[^\]]*?"name"\s*:\s*"([^"]{1,200})"')
 
 
@@ -27,7 +26,8 @@ def _trace_gpu(path: str, given: str | None) -> Any:
         text, _ = read_text(path)
     except SolkitError:
         return given or DEFAULT_GPU  # load_profile says what is wrong with the file
-    found = _DEVICE_NAME.search(text[:_DEVICE_HEAD])
+    at = text.find('"deviceProperties"')
+    found = _DEVICE_NAME.match(text, at) if at >= 0 else None
     named = found.group(1) if found else None
     traced = _gpu_named(named) if named else None
     if given is None:
@@ -42,17 +42,20 @@ def _trace_gpu(path: str, given: str | None) -> Any:
 
 
 def _gpu_named(device: str) -> Any:
-    """The GPU spec a profiler's device name means ('NVIDIA H200' -> h200, 'NVIDIA A100-SXM4-80GB'), or None."""
-    from .errors import UnknownGPUError
-    from .hardware import as_gpu
+    """The shipped or configured spec a profiler's device name means, or None: the name or alias whose words (split at
+    dashes) are all among the device name's, the most words winning ('NVIDIA A100 80GB PCIe' -> a100-pcie-80gb, 'NVIDIA
+    H200' -> the alias h200); only spec names and aliases are matched, never a path."""
+    from .hardware import list_gpus, load_gpu
 
-    words = device.lower().removeprefix("nvidia").strip()
-    for name in (words.replace(" ", "-"), words.split(" ")[0] if words else ""):
-        try:
-            return as_gpu(name) if name else None
-        except UnknownGPUError:
-            continue
-    return None
+    words = set(re.split(r"[\s\-_]+", device.lower()))
+    best: tuple[int, str] | None = None
+    for name in list_gpus():
+        spec = load_gpu(name)
+        for label in (spec.name, *spec.aliases):
+            parts = label.lower().split("-")
+            if set(parts) <= words and (best is None or len(parts) > best[0]):
+                best = (len(parts), label)
+    return load_gpu(best[1]) if best else None
 
 
 def cmd_profile(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .hardware.schema import GPU
     from .hardware.system import System
 
-__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "KernelStyle", "Engine", "Quantization",
+__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "GPUOnly", "KernelStyle", "Engine", "Quantization",
            "AttentionImpl", "ConvLayout", "Algorithm"]
 
 #: a dimension or a count: an integer (a whole float is taken too), a numpy integer, or an array of them (a sweep)
@@ -57,6 +57,8 @@ DType = Union[Precision, str, np.dtype[Any], type[np.generic], TorchDType]
 
 #: a GPU: a shipped name or alias ("h200"), a path to a spec file, a loaded ``GPU``, or a ``System`` (its GPU)
 GPULike = Union[str, "os.PathLike[str]", "GPU", "System"]
+#: one GPU, where a System is no answer (a profile's, a chart's): a name or alias, a spec file's path, a ``GPU``
+GPUOnly = Union[str, "os.PathLike[str]", "GPU"]
 
 #: a program's kernels (models.program.KERNEL_STYLES): eager PyTorch's launches, or a fused engine's
 KernelStyle = Literal["eager", "fused"]

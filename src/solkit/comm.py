@@ -152,5 +152,5 @@ def send_recv(nbytes: Dim, n_gpus: Dim = 2, dtype: DType = "bf16", stride: Dim =
 
 
 def __dir__() -> list[str]:
-    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    """``__all__``, the dunders and the submodules loaded (``solkit._dir``)."""
     return public_dir(globals(), __all__)

@@ -150,5 +150,5 @@ def cost(seconds: Any, gpu: Any, n_gpus: Any = 1, usd_per_gpu_hour: Any = None, 
 
 
 def __dir__() -> list[str]:
-    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    """``__all__``, the dunders and the submodules loaded (``solkit._dir``)."""
     return public_dir(globals(), __all__)

@@ -128,8 +128,8 @@ class Comparison:
 
     def to_frame(self) -> Any:
         """A pandas DataFrame (``pip install pandas``): a row each for the baseline and the variant (a sweep: a row per
-        side and point, with a ``point`` column): its bytes, launches, model FLOPs, T_SOL, prediction and measured time
-        (NaN where there is none)."""
+        side and point, with a ``point`` column): its bytes, kernel runs (``kernels_baseline``), model FLOPs, T_SOL,
+        prediction and measured time (NaN where there is none)."""
         pd = require_pandas()
         sides = (("baseline", self.baseline, self.bytes_baseline, self.kernels_baseline, self.flops_baseline,
                   self.t_sol_baseline, self.predicted_before, self.measured_baseline),
@@ -141,7 +141,7 @@ class Comparison:
         def column(x: Any) -> Any:
             return np.broadcast_to(np.asarray(np.nan if x is None else x, dtype=np.float64), shape).ravel()
 
-        blocks = [{"side": [side] * points, "workload": [name] * points, "bytes": column(b), "launches": column(k),
+        blocks = [{"side": [side] * points, "workload": [name] * points, "bytes": column(b), "runs": column(k),
                    "model_flops": column(f), "t_sol_s": column(t), "predicted_s": column(p), "measured_s": column(m)}
                   for side, name, b, k, f, t, p, m in sides]
         frame = pd.concat([pd.DataFrame(b) for b in blocks], ignore_index=True)

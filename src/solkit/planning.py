@@ -328,5 +328,5 @@ def _scalar(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ())
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

@@ -203,5 +203,5 @@ def search(model: Transformer, system: Any, global_batch: Any, seq: Any = 2048, 
 
 
 def __dir__() -> list[str]:
-    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
+    """``__all__``, the dunders and the submodules loaded (``solkit._dir``)."""
     return public_dir(globals(), __all__)

@@ -15,6 +15,7 @@ from ._typing import (
     Engine as Engine,
     Figure as Figure,
     GPULike as GPULike,
+    GPUOnly as GPUOnly,
     KernelStyle as KernelStyle,
     Pair as Pair,
     Precision as Precision,
@@ -23,5 +24,5 @@ from ._typing import (
     TorchDType as TorchDType,
 )
 
-__all__ = ["Algorithm", "AttentionImpl", "ConvLayout", "Dim", "DType", "Engine", "Figure", "GPULike", "KernelStyle",
+__all__ = ["Algorithm", "AttentionImpl", "ConvLayout", "Dim", "DType", "Engine", "Figure", "GPULike", "GPUOnly", "KernelStyle",
            "Pair", "Precision", "Quantization", "Real", "TorchDType"]

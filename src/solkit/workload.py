@@ -156,10 +156,13 @@ def host_syncs(w: "Workload") -> int:
     return own + sum(count * host_syncs(node) for node, count in w.parts if isinstance(node, Workload))
 
 
-def issued_launches(w: "Workload") -> float:
-    """Launches the CPU issues for ``w``: each kernel's count times its ``launches`` (NB: a sweep whose kernels' launches
-    vary takes the largest; no eager program solkit builds has such kernels)."""
-    return float(sum(count * float(np.max(k.launches)) for k, count in w.counted))
+def issued_launches(w: "Workload") -> Num:
+    """Launches the CPU issues for ``w``: each kernel's count times its ``launches``, per point of a sweep (an im2col's
+    launches are its batch's images: a float for one shape, an array where they vary)."""
+    total: Any = 0.0
+    for k, count in w.counted:
+        total = total + count * k.launches
+    return total if type(total) is float else (float(total) if np.ndim(total) == 0 else np.asarray(total, np.float64))
 
 
 def with_kernels(w: "Workload", name: Optional[str] = None, **changes: Any) -> "Workload":
@@ -379,9 +382,10 @@ class Workload:
 def kernel_count(w: Workload) -> str:
     """'187 distinct kernels, 4,435 launches': what a workload's reprs count, each named (launches: what the CPU
     issues, ``issued_launches``: a kernel of several launches a run, an im2col's, counts each)."""
-    distinct, launches = len(w.counted), round(issued_launches(w))
-    return (f"{distinct:,} distinct kernel{'' if distinct == 1 else 's'}, "
-            f"{launches:,} launch{'' if launches == 1 else 'es'}")
+    distinct, issued = len(w.counted), issued_launches(w)
+    low, high = round(float(np.min(issued))), round(float(np.max(issued)))
+    launches = f"{low:,} to {high:,} launches" if low != high else f"{high:,} launch{'' if high == 1 else 'es'}"
+    return f"{distinct:,} distinct kernel{'' if distinct == 1 else 's'}, {launches}"
 
 
 def _init(w: Workload, name: str, parts: tuple[tuple[Node, int], ...], call: Optional[OpCall] = None,

@@ -210,7 +210,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
             w = workload_of_step(case)
             preamble = float(w.recipe is not None and w.recipe.preamble)
             speed = reference / case.probe_us if reference and case.probe_us else 1.0
-            row = (preamble, float(_layers(w)), issued_launches(w), case.host_ms * 1e-3 * speed)  # type: ignore[operator]
+            row = (preamble, float(_layers(w)), float(issued_launches(w)), case.host_ms * 1e-3 * speed)  # type: ignore[operator]
             (train if case.mode == "train" else infer).append(row)
     if len(infer) < 3 or not train:
         raise SpecError(f"fit_host needs at least 3 CPU-bound inference steps and 1 training step, got {len(infer)} "

@@ -46,8 +46,8 @@ if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribu
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ())
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)
 
 
 class _CallableModule(types.ModuleType):

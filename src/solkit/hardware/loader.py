@@ -632,5 +632,7 @@ def as_gpu(gpu: Any) -> "GPU":
     if schema is not None and isinstance(gpu, schema.GPU):
         return gpu
     if not isinstance(gpu, (str, os.PathLike)):
-        raise ArgumentTypeError(f"gpu must be a GPU name, alias, GPU object or path to a .yaml file, got {gpu!r}")
+        got = (f"a System ({gpu.name}): pass its GPU, system.gpu_spec" if type(gpu).__name__ == "System"
+               else shown(gpu))
+        raise ArgumentTypeError(f"gpu must be a GPU name, alias, GPU object or path to a .yaml file, got {got}")
     return load_gpu(gpu)

@@ -47,8 +47,8 @@ else:  # hidden from type checkers, which would take any attribute of a module w
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("architecture", "presets", "program", "training", "parallel", "split", "resnet", "hf", "transformer"))
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)
 
 
 __all__ = ["PRESETS", "MemoryFootprint", "Transformer", "backward", "decoder_layer", "from_hf_config", "memory", "preset",

@@ -112,7 +112,14 @@ def resnet50(batch: Dim, image: Dim = 224, classes: Dim = 1000, layout: ConvLayo
     n, size = dim("batch", batch), dim("image", image)
     broadcast(batch=n, image=size, classes=dim("classes", classes))
     with_bn = flag("batchnorm", batchnorm)
-    if choice("kernels", kernels, ("eager", "fused")) == "eager":
+    style = choice("kernels", kernels, ("eager", "fused"))
+    if style == "eager" and not with_bn:
+        raise OptionError("batchnorm=False (BatchNorm folded into the convs, as an inference engine does) is modelled for "
+                          "kernels='fused'; torchvision's eager program always runs its BatchNorms")
+    if style == "fused" and flag("amp", amp):
+        raise OptionError("amp=True (fp32 weights cast by autocast) is modelled for kernels='eager' (the fused "
+                          "program runs in dtype throughout); pass kernels='eager', or dtype= for the fused one")
+    if style == "eager":
         call = ResNetCall(n, size, dim("classes", classes), choice("layout", layout, ("nhwc", "nchw", "im2col")),
                           normalize(dtype, "dtype"), "eager", flag("amp", amp), flag("training", training))
         with naming_overflow("resnet50", batch=n, image=size):

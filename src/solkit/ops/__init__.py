@@ -33,5 +33,5 @@ __all__ = ["OPERATORS", "HELPERS", "REGISTRY", "Operator", "get", "by_aten", "ca
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("aten", "registry"))
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

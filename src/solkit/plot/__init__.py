@@ -48,5 +48,5 @@ __all__ = ["PlotDependencyError", "roofline", "save", "profile", "profile_roofli
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("figure",))
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

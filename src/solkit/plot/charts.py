@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional, Sequence, Un
 
 import numpy as np
 
-from .._typing import GPULike
+from .._typing import GPUOnly
 from .._impossible import below_bound
 from .._optional import PLOT_INSTALL_HINT, require_matplotlib
 from .._validate import checked_call, did_you_mean, flag, positive, shown, user_stacklevel
@@ -335,7 +335,7 @@ def _points(workloads: dict[str, Workload], gpu: GPU, measured: Optional[Mapping
 @checked_call
 def roofline(
     workloads: Any,
-    gpu: GPULike,
+    gpu: GPUOnly,
     precisions: Any = None,
     measured: Optional[Mapping[str, Any]] = None,
     ax: Optional["Axes"] = None,

@@ -85,5 +85,5 @@ __all__ = [
 
 
 def __dir__() -> list[str]:
-    """``__all__``, the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ("expected", "result", "groups", "kernel", "tiles", "gpu", "collectives", "host", "timeline", "neighbours", "bank"))
+    """``__all__``, the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

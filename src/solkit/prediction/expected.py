@@ -107,7 +107,8 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
     host: Any = 0.0
     issued = issued_launches(w)
     per_launch = program_host_overhead(w, cal, issued)
-    if per_launch or seconds is None:
+    hosted = bool(np.any(per_launch))  # an eager program's host time (per point of a sweep)
+    if hosted or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
         extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None
         gap: Any = cal.kernel_gap
@@ -116,8 +117,8 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
         host, *streams = clocks(program_map(w, by_kernel, per_launch, gap, extra))
         end = maximum(maximum(streams[0], streams[1]), streams[2])
         # without host time, as combined: the launch floor, then a gap per launch after the first
-        seconds = end if per_launch else end + cal.launch_floor - cal.kernel_gap
-    if per_launch:
+        seconds = end if hosted else end + cal.launch_floor - cal.kernel_gap
+    if hosted:
         if probe is not None:
             notes.append(f"host time scaled by your launch probe over the fit machine's: {probe * 1e6:.3g} / "
                          f"{fit_probe * 1e6:.3g} us")
@@ -128,12 +129,12 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
             pace = f"partly CPU-bound (the GPU busy {kernels / longest:.0%} of the time: it waits for launches)"
         else:
             pace = "GPU-bound"
-        notes.append(f"eager program: the CPU issues {issued:,.0f} launches in {fmt_seconds(issue)} "
-                     f"({per_launch * 1e6:.3g} us each) against {fmt_seconds(kernels)} of kernels: {pace}")
+        notes.append(f"eager program: the CPU issues {float(np.max(issued)):,.0f} launches in {fmt_seconds(issue)} "
+                     f"({float(np.max(per_launch)) * 1e6:.3g} us each) against {fmt_seconds(kernels)} of kernels: {pace}")
     syncs = host_syncs(w)
     if syncs:
         notes.append(f"the host waits for the GPU {syncs:,} time(s) (device-to-host reads)"
-                     + (": the GPU idles while the launches after each are issued" if per_launch else
+                     + (": the GPU idles while the launches after each are issued" if hosted else
                         "; no host time is modelled for this program, so they cost nothing here"))
     p = object.__new__(Prediction)
     s = object.__setattr__

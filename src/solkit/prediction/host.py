@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from .._num import maximum
 from .._validate import checked_call, positive
 from ..errors import ArgumentTypeError, OptionError
 from ..hardware.parameters import PARAMETERS, Calibration
@@ -127,7 +128,7 @@ def host_scaled(cal: Calibration, probe: float, gpu: str = "this GPU") -> Calibr
 
 
 @checked_call
-def program_host_overhead(w: Workload, cal: Calibration, issued: Optional[float] = None) -> Any:
+def program_host_overhead(w: Workload, cal: Calibration, issued: Any = None) -> Any:
     """Host seconds per launch when ``w`` is an eager program (its ``recipe``'s kernels "eager"; 0 otherwise).
 
     The CPU's time to issue an eager program: ``host_program`` (a Hugging Face model's preamble:
@@ -144,4 +145,4 @@ def program_host_overhead(w: Workload, cal: Calibration, issued: Optional[float]
     layers = recipe.layers
     preamble = cal.host_program if recipe.preamble else 0.0
     launches = issued_launches(w) if issued is None else issued
-    return per_launch + (preamble + cal.host_layer * layers) / max(launches, 1.0)
+    return per_launch + (preamble + cal.host_layer * layers) / maximum(launches, 1.0)  # per point of a sweep

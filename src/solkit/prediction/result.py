@@ -89,8 +89,9 @@ class Prediction:
         return result(np.asarray(self.t_sol) / np.asarray(self.seconds))
 
     @property
-    def launches(self) -> float:
-        """Launches the CPU issues (each distinct kernel's launches times its count): ``workload.issued_launches``."""
+    def launches(self) -> Any:
+        """Launches the CPU issues (each distinct kernel's launches times its count; per point of a sweep):
+        ``workload.issued_launches``."""
         from ..workload import issued_launches
 
         return issued_launches(self._program)

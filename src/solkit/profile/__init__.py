@@ -21,5 +21,5 @@ __all__ = ["load_profile", "measure", "host_probe", "Profile", "ProfileKernel", 
 
 
 def __dir__() -> list[str]:
-    """``__all__`` (lazy names included), the dunders and the public submodules loaded (``solkit._dir``)."""
-    return public_dir(globals(), __all__, ())
+    """``__all__`` (lazy names included), the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)

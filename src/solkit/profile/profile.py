@@ -25,7 +25,7 @@ from functools import cached_property
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from .._typing import GPULike
+from .._typing import GPUOnly
 from .._validate import checked_call
 from ..errors import ArgumentTypeError, MeasurementError
 from ..hardware import as_gpu
@@ -280,7 +280,7 @@ def _build(path: str, fmt: str, records: tuple[KernelRecord, ...], g: "GPU", nvt
 
 
 @checked_call
-def load_profile(path: Any, gpu: GPULike, nvtx: Optional[dict[str, Workload]] = None) -> Profile:
+def load_profile(path: Any, gpu: GPUOnly, nvtx: Optional[dict[str, Workload]] = None) -> Profile:
     """A profile (torch.profiler Chrome trace or ``ncu --csv --page raw``, plain or gzip) joined to SOL on ``gpu``.
 
     ``path``: a file, or a list of files (one per rank of a distributed job): the result is then
