@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import solkit as sk
 from solkit.prediction import neighbours as nb
@@ -154,3 +156,21 @@ def test_a_bank_pickles_and_copies_without_its_memos(h200):
                               bank.correction("matmul|gemm|bf16||gemm", [], [np.log2(np.arange(1, 9.0)), 6, 6, 0]))
     assert pickle.loads(pickle.dumps(gpu)) == gpu
     assert t.neighbour.shape == (999,)
+
+
+@settings(max_examples=40, deadline=None)
+@given(columns=st.integers(1, 4), size=st.integers(1, 400), spread=st.sampled_from([3, 1000, 2**20, 2**40]),
+       seed=st.integers(0, 2**31 - 1))
+def test_packed_unique_equals_numpys_unique_of_rows(columns, size, spread, seed):
+    """The neighbour lookup's distinct cells, found by packing each cell's columns into one integer, are numpy's own
+    np.unique(axis=1) of the rows: the same rows in the same order, counts and inverse (an outside oracle); cells that
+    do not pack in 62 bits (4 columns of 2^40) take numpy's path itself."""
+    from solkit.prediction.neighbours import STEP, _unique
+
+    rng = np.random.default_rng(seed)
+    feats = [rng.integers(-spread, spread, size).astype(np.float64) / STEP for _ in range(columns)]
+    rows, counts, _, index, cells = _unique(feats, [], (size,))
+    stacked = np.stack([np.rint(f * STEP).astype(np.int64) for f in feats])
+    want, want_index, want_counts = np.unique(stacked, axis=1, return_inverse=True, return_counts=True)
+    assert np.array_equal(rows, want.T) and np.array_equal(counts, want_counts)
+    assert np.array_equal(index.ravel(), want_index.ravel()) and cells == len(want_counts)

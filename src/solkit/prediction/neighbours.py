@@ -365,11 +365,30 @@ def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) ->
 
 
 def _unique(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...]) -> tuple[Any, ...]:
-    """(distinct cells as rows: quantized features then flags, elements per cell, None, each element's cell, cells)."""
+    """(distinct cells as rows: quantized features then flags, elements per cell, None, each element's cell, cells).
+
+    The rows are sorted as ``np.unique(axis=1)`` sorts them (the first column most significant): each element's cell
+    packed into one integer, its columns' offsets from their least in mixed radix (the first column the highest
+    digit), so a 1-D ``np.unique`` finds them in the same order (a million random cells: ~20x faster than uniting
+    rows); cells too many to pack in 62 bits take ``np.unique(axis=1)`` itself.
+    """
     columns = [np.rint(np.multiply(np.broadcast_to(f, shape), STEP)).astype(np.int64).ravel() for f in swept]
     columns += [np.broadcast_to(flag, shape).ravel().astype(np.int64) for flag in flags]
-    rows, index, counts = np.unique(np.stack(columns), axis=1, return_inverse=True, return_counts=True)
-    return rows.T, counts, None, index.reshape(shape), len(counts)
+    lows = [int(c.min()) for c in columns]
+    spans = [int(c.max()) - low + 1 for c, low in zip(columns, lows)]
+    if math.prod(spans) >= 1 << 62:
+        rows, index, counts = np.unique(np.stack(columns), axis=1, return_inverse=True, return_counts=True)
+        return rows.T, counts, None, index.reshape(shape), len(counts)
+    code = columns[0] - lows[0]
+    for c, low, span in zip(columns[1:], lows[1:], spans[1:]):
+        code = code * span + (c - low)
+    codes, index, counts = np.unique(code, return_inverse=True, return_counts=True)
+    rows = np.empty((len(codes), len(columns)), dtype=np.int64)
+    rest = codes
+    for j in range(len(columns) - 1, -1, -1):
+        rest, digit = np.divmod(rest, spans[j])
+        rows[:, j] = digit + lows[j]
+    return rows, counts, None, index.reshape(shape), len(counts)
 
 
 def _points(fixed: list[Optional[int]], swept: np.ndarray) -> np.ndarray:
