@@ -12,9 +12,8 @@ import pytest
 PUBLIC = ("solkit", "solkit.models", "solkit.comm", "solkit.splits", "solkit.planning", "solkit.profile", "solkit.plot",
           "solkit.fusion", "solkit.capture", "solkit.prediction", "solkit.hardware", "solkit.ops", "solkit.cost")
 #: the modules whose ``dir()`` is their public surface: ``__all__``, dunders and public submodules
-#: NB: fusion still lists the names it imports (no ``__dir__`` yet)
 CURATED = ("solkit", "solkit.models", "solkit.planning", "solkit.profile", "solkit.plot", "solkit.capture", "solkit.ops",
-           "solkit.comm", "solkit.splits", "solkit.prediction", "solkit.hardware", "solkit.cost")
+           "solkit.comm", "solkit.splits", "solkit.prediction", "solkit.hardware", "solkit.cost", "solkit.fusion")
 
 
 @pytest.mark.parametrize("name", PUBLIC)

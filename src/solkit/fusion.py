@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ._dir import public_dir
 from ._display import fmt_seconds, html_table, plain
 from ._impossible import below_bound
 from ._optional import require_pandas
@@ -290,3 +291,8 @@ def compare(baseline: Workload, variant: Workload, gpu: Any, measured: Optional[
         predicted_after=pv,
         predicted_note=note,
     )
+
+
+def __dir__() -> list[str]:
+    """``__all__``, the dunders and the submodules loaded (``solkit._dir``)."""
+    return public_dir(globals(), __all__)
