@@ -208,6 +208,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _publish(out: Path, text: str) -> int:
+    """Write a report to ``out`` and print it; 0."""
+    out.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Entry point: 0 done, 1 a bound broken or nothing measured yet, 2 bad input (one line on stderr), never a traceback."""
     try:
@@ -256,9 +263,7 @@ def _run(args: argparse.Namespace) -> int:
         cv_table = Path(args.cv).read_text(encoding="utf-8").strip() if args.cv else ""
         named_rows = [(Path(path).name, bank_rows(_load(path), gpu, calibration(gpu))) for path in bank_files()]
         text = sampled_report(sets, gpu, spec, cv_table, earlier, holdout_by_set(named_rows, gpu, calibration(gpu)))
-        out.write_text(text, encoding="utf-8")
-        print(text)
-        return 0
+        return _publish(out, text)
     if args.command == "collectives":
         out = _out(args.out, COLLECTIVES_REPORT)
         named = report_sets()
@@ -267,30 +272,23 @@ def _run(args: argparse.Namespace) -> int:
             print(f"no collectives measured yet (data/{named[0][1]}): run benchmarks/comm/run_x2.sh on 2 GPUs")
             return 1
         text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
-        out.write_text(text, encoding="utf-8")
-        print(text)
-        return 0
+        return _publish(out, text)
     if args.command == "captured":
         from .captured import captured_report
 
         out = _out(args.out, CAPTURED_REPORT)
         text = captured_report(gpu)
-        out.write_text(text, encoding="utf-8")
-        print(text)
-        return 0
+        return _publish(out, text)
     if args.command == "programs":
         out = _out(args.out, PROGRAMS_REPORT)
         text = programs_report(gpu)
-        out.write_text(text, encoding="utf-8")
-        print(text)
-        return 0
+        return _publish(out, text)
     out = _out(args.out, REPORT)
     mset = _load(args.data)
     repeat = _load(args.repeat) if args.repeat else None
     frozen = (args.frozen, _load(args.frozen)) if args.frozen else None
     text = validation_report(mset, gpu, args.data, spec, repeat, frozen)
-    out.write_text(text, encoding="utf-8")
-    print(text)
+    _publish(out, text)
     worst = max(r.sol_fraction for r in evaluate(mset, gpu))
     print(f"\nmax SOL fraction over all cases: {worst:.3f} (must be <= 1)")
     return 0 if worst <= 1.0 else 1

@@ -483,27 +483,39 @@ def measured_ceilings(scene: Scene, g: GPU, bw_t: float, top: float, x_lo: float
 def _workload_points(scene: Scene, points: list[Point]) -> list[Any]:
     """The points at their bound, coloured by it, and the measured ones with their gap lines; returns legend handles."""
     ax = scene.ax
-    handles: list[Any] = []
-    for bound in ("compute", "memory"):
-        sel = [p for p in points if p.bound == bound]
-        sc = ax.scatter([p.x for p in sel], [p.y for p in sel], s=MARKER_AREA, color=BOUND_COLORS[bound],
-                        edgecolors="white", linewidths=0.8, zorder=6, label=f"{bound}-bound (at T_SOL)")
-        sc.set_gid(f"points:{bound}")
-        if sel:
-            handles.append(sc)
+    handles = bound_points(scene, points, "bound (at T_SOL)")
     meas = [p for p in points if p.measured_y is not None]
     if meas:
         achieved = [float(p.measured_y or 0.0) for p in meas]  # every one of them was measured
-        for p, y in zip(meas, achieved):
-            (gap,) = ax.plot([p.x, p.x], [p.y, y], color=BOUND_COLORS[p.bound], lw=1.0, alpha=0.7, zorder=5)
-            gap.set_gid(f"gap:{p.label}")
-            scene.line([p.x, p.x], [p.y, y])
+        gap_lines(scene, meas, achieved)
         hs = ax.scatter([p.x for p in meas], achieved, s=MARKER_AREA * 0.8, facecolors="white",
                         edgecolors=[BOUND_COLORS[p.bound] for p in meas], linewidths=1.4, zorder=6)
         hs.set_gid("points:measured")
         handles.append(line2d(marker="o", ls="-", color="0.35", markerfacecolor="white", markersize=6,
                                label="measured: achieved rate, % of SOL"))
     return handles
+
+
+def bound_points(scene: Scene, points: list[Point], what: str) -> list[Any]:
+    """The points at their bound, one scatter per bound coloured by it (``what`` ends its legend label); the handles of
+    the bounds that have points."""
+    handles: list[Any] = []
+    for bound in ("compute", "memory"):
+        sel = [p for p in points if p.bound == bound]
+        sc = scene.ax.scatter([p.x for p in sel], [p.y for p in sel], s=MARKER_AREA, color=BOUND_COLORS[bound],
+                              edgecolors="white", linewidths=0.8, zorder=6, label=f"{bound}-{what}")
+        sc.set_gid(f"points:{bound}")
+        if sel:
+            handles.append(sc)
+    return handles
+
+
+def gap_lines(scene: Scene, points: list[Point], achieved: list[float]) -> None:
+    """A line from each point at its bound down to its achieved rate, in its bound's colour (reserved in the placer)."""
+    for p, y in zip(points, achieved):
+        (gap,) = scene.ax.plot([p.x, p.x], [p.y, y], color=BOUND_COLORS[p.bound], lw=1.0, alpha=0.7, zorder=5)
+        gap.set_gid(f"gap:{p.label}")
+        scene.line([p.x, p.x], [p.y, y])
 
 
 def draw_legend(scene: Scene, handles: list[Any]) -> None:

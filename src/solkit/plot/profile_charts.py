@@ -44,6 +44,8 @@ from .._validate import checked_call, choice, flag
 from .._validate import shown as shown_value
 from .charts import (
     BOUND_COLORS,
+    bound_points,
+    gap_lines,
     DPI,
     FIGSIZE,
     MARKER_AREA,
@@ -249,19 +251,9 @@ def profile_roofline(
     ridges = datasheet_roofs(scene, g, roofs, bw_t, top_rate, x_lo, x_hi)
     ceilings = measured_ceilings(scene, g, bw_t, top_rate, x_lo, x_hi) if ceilings_too else []
 
-    handles: list[Any] = []
-    for bound in ("compute", "memory"):
-        same = [p for p in points if p.bound == bound]
-        sc = ax.scatter([p.x for p in same], [p.y for p in same], s=MARKER_AREA, color=BOUND_COLORS[bound],
-                        edgecolors="white", linewidths=0.8, zorder=6, label=f"{bound}-bound group (at T_SOL)")
-        sc.set_gid(f"points:{bound}")
-        if same:
-            handles.append(sc)
+    handles = bound_points(scene, points, "bound group (at T_SOL)")
     achieved = [float(p.measured_y or 0.0) for p in points]  # every group point has its measured rate
-    for p, y in zip(points, achieved):
-        (gap,) = ax.plot([p.x, p.x], [p.y, y], color=BOUND_COLORS[p.bound], lw=1.0, alpha=0.7, zorder=5)
-        gap.set_gid(f"gap:{p.label}")
-        scene.line([p.x, p.x], [p.y, y])
+    gap_lines(scene, points, achieved)
     hs = ax.scatter([p.x for p in points], achieved, s=areas, facecolors="none",
                     edgecolors=[BOUND_COLORS[p.bound] for p in points], linewidths=1.4, zorder=6)
     hs.set_gid("points:measured")
