@@ -35,8 +35,8 @@ def test_errors_and_summary_by_hand():
 
 
 def test_the_manifest_names_the_captured_files():
-    """The seed-2044 draw is a validation file (it shaped capture): never a frozen test."""
-    assert DEV in captured_files("validation") and DEV not in captured_files("test")
+    """The seed-2044 draw shaped capture and is fitted on (the captured host parameters): never a frozen test."""
+    assert DEV in captured_files("fit") and DEV not in captured_files("test")
 
 
 def test_a_case_is_rebuilt_from_its_own_config():

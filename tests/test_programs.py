@@ -8,7 +8,7 @@ import pytest
 import solkit as sk
 from solkit.workload import issued_launches
 from solkit import models
-from solkit.calibration.programs import (STEP_FIT_DATA, STEP_TEST_DATA, _nonnegative_least_squares, fit_host,
+from solkit.calibration.programs import (STEP_FIT_DATA, STEP_TEST_DATA, nonnegative_least_squares, fit_host,
                                          load_steps, workload_of_step)
 from solkit.prediction.timeline import clocks, compose, power
 from solkit.prediction import calibration, program_map
@@ -55,9 +55,9 @@ def test_repeated_blocks_match_the_launch_by_launch_simulation(bodies, n, host):
 def test_nonnegative_least_squares_by_hand():
     """y = 2 + 3 x exactly: (2, 3); with the intercept forced negative by the data, it is pinned at 0."""
     x = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
-    assert _nonnegative_least_squares(x, np.array([2.0, 5.0, 8.0])) == pytest.approx((2.0, 3.0))
+    assert nonnegative_least_squares(x, np.array([2.0, 5.0, 8.0])) == pytest.approx((2.0, 3.0))
     # y = -1 + 2 x: the best fit with b0 >= 0 is b0 = 0 and b1 = (0*(-1) + 1*1 + 2*3) / (0 + 1 + 4) = 7/5
-    assert _nonnegative_least_squares(x, np.array([-1.0, 1.0, 3.0])) == pytest.approx((0.0, 1.4))
+    assert nonnegative_least_squares(x, np.array([-1.0, 1.0, 3.0])) == pytest.approx((0.0, 1.4))
 
 
 def test_committed_host_times_equal_their_fit():

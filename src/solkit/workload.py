@@ -26,7 +26,7 @@ from .errors import ArgumentTypeError, ShapeError
 from .kernel import (KERNEL_KINDS, MAX_LAUNCHES, MAX_LISTED, RING_COLLECTIVES, Gemm, Kernel, Link, Rows, add_figures,
                      big_count, is_overflow, overflow)
 
-__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Sync", "Schedule", "host_syncs", "Autograd", "Program", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
+__all__ = ["Kernel", "Workload", "Gemm", "Rows", "Link", "Join", "Pipeline", "Sync", "Schedule", "host_syncs", "Autograd", "Program", "HostCalls", "FSDP_GROUP_OP", "OpCall", "KERNEL_KINDS", "MAX_LAUNCHES", "MAX_LISTED", "as_workload", "chain", "issued_launches", "with_kernels",
            "kernel_count",
            "overflow", "is_overflow", "RING_COLLECTIVES"]
 
@@ -90,7 +90,8 @@ class Program(Protocol):
     first launch (a Hugging Face model's masks, positions, cache); ``params``: the model's parameters.
     ``training_step``: the step of this forward (``models.training_step`` documents the arguments; ``split``
     is a ``models.split.Split``). ``world``: the GPUs a split step runs on (dp x tp x pp; 1 for anything else):
-    the workload is one GPU's share of it, so ``mfu`` of it is per GPU.
+    the workload is one GPU's share of it, so ``mfu`` of it is per GPU. ``host_calls``: the host work a captured
+    program counted beyond its launches (``HostCalls``), None for a closed form (its host time is per layer).
     """
 
     @property
@@ -111,8 +112,18 @@ class Program(Protocol):
     @property
     def world(self) -> int: ...
 
+    @property
+    def host_calls(self) -> Optional["HostCalls"]: ...
+
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool,
                       split: Any) -> "Workload": ...
+
+
+class HostCalls(NamedTuple):
+    """What a captured program's CPU did beyond launching: ATen calls that launch nothing, module forwards run."""
+
+    silent: int  # views, metadata, allocations: dispatched, nothing launched
+    modules: int  # nn.Module forwards (their Python, hooks)
 
 
 class OpCall(NamedTuple):

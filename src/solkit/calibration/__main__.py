@@ -5,7 +5,7 @@
     python -m solkit.calibration cv [--data SAMPLED CATALOGUE] [--validation data/h200_sample_validation.json]
     python -m solkit.calibration sampled [--sets TITLE=PATH ...] [--cv FILE] [--out ...]
     python -m solkit.calibration programs [--out data/h200_programs.md]
-    python -m solkit.calibration captured [--out data/h200_captured.md]
+    python -m solkit.calibration captured [--out data/h200_captured.md] [--counts]
     python -m solkit.calibration collectives [--out data/h200x2_collectives.md]
     python -m solkit.calibration report [--data ...] [--repeat data/h200_measurements_run2.json] [--out data/h200_validation.md]
 
@@ -20,6 +20,7 @@ A bad argument or file is one line on stderr and exit code 2.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
@@ -196,6 +197,8 @@ def _parser() -> argparse.ArgumentParser:
                                         "transformers)")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % CAPTURED_REPORT)
+    p.add_argument("--counts", action="store_true", help="write instead the host counts of the captured-steps fit files' "
+                   "programs (data/h200_captured_host_counts.json), which the host fit reads")
     p = sub.add_parser("collectives", help=f"write the NCCL collectives report (data/{COLLECTIVES_REPORT})")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % COLLECTIVES_REPORT)
@@ -274,8 +277,12 @@ def _run(args: argparse.Namespace) -> int:
         text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
         return _publish(out, text)
     if args.command == "captured":
-        from .captured import captured_report
+        from .captured import captured_files, captured_report, host_counts
+        from .captured_host import COUNTS_FILE
 
+        if args.counts:
+            counts = host_counts(captured_files("fit"))
+            return _publish(_out(args.out, COUNTS_FILE), json.dumps(counts.model_dump(), indent=1) + "\n")
         out = _out(args.out, CAPTURED_REPORT)
         text = captured_report(gpu)
         return _publish(out, text)

@@ -14,7 +14,7 @@ import json
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
@@ -23,9 +23,13 @@ from ..workload import Workload
 from .manifest import manifest
 from .metrics import log_error
 from .programs import StepCase, StepSet, load_steps
+from ..workload import issued_launches
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .captured_host import HostCounts
 
 __all__ = ["CapturedStep", "captured_workload", "captured_steps", "captured_summary", "captured_report", "captured_files",
-           "MODES"]
+           "host_counts", "MODES"]
 
 #: the modes a captured-steps file measures, and the captured program of each
 MODES = ("train", "infer", "infer_amp", "prefill", "decode")
@@ -103,6 +107,37 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
     return out
 
 
+def host_counts(names: Sequence[str]) -> "HostCounts":
+    """What the capture of every measured case of the captured-steps files ``names`` counted of its host work
+    (``captured_host``: the counts file the host fit reads)."""
+    import torch
+    import transformers
+
+    from .captured_host import HostCount, HostCounts
+
+    rows = []
+    for name in names:
+        steps = load_steps(name)
+        models: dict[str, Any] = {}
+        for case in steps.cases:
+            if not case.ok or case.host_ms is None or case.wall_ms is None:
+                continue
+            key = json.dumps(case.hf_config, sort_keys=True)
+            if key not in models:
+                from ..capture.hf import hf_model
+
+                models[key] = hf_model(case.hf_config, case.family)
+            w = captured_workload(case, models[key])
+            recipe: Any = w.recipe
+            counted = recipe.host_calls
+            rows.append(HostCount(file=name, id=case.id, family=case.family, mode=case.mode, training=recipe.training,
+                                  preamble=recipe.preamble, launches=float(issued_launches(w)), silent=counted.silent,
+                                  modules=counted.modules, syncs=recipe.syncs, host_ms=case.host_ms,
+                                  wall_ms=case.wall_ms, probe_us=case.probe_us, cpu_bound=case.cpu_bound))
+    return HostCounts(schema_version=1, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
+                      command="python -m solkit.calibration captured --counts", rows=tuple(rows))
+
+
 def captured_summary(rows: Sequence[CapturedStep]) -> dict[str, tuple[int, float, float, Optional[float]]]:
     """Per family, then "all": (steps, median error, p90 error, median memory error)."""
     def one(group: Sequence[CapturedStep]) -> tuple[int, float, float, Optional[float]]:
@@ -130,7 +165,7 @@ def captured_report(gpu: Any = "h200") -> str:
              "steps.py --space capture`). Each step is rebuilt from the config it ran by `solkit.capture.hf_model` and "
              "predicted with its launch probe. Error = exp(|log(predicted / measured)|) - 1 of the median step time "
              "(CUDA events); memory: |captured peak - measured max_memory_allocated| / measured.", ""]
-    for role in ("test", "validation", "spent"):
+    for role in ("test", "validation", "spent", "fit"):
         for name in captured_files(role):
             entry = manifest().entry(name)
             steps = load_steps(name)

@@ -32,6 +32,7 @@ import numpy as np
 from ..hardware.parameters import Calibration, ReadOnlyTable
 from ..precision import rate_class
 from ..prediction import KernelTerms, kernel_terms
+from .captured_host import captured_host_parameters
 from .collectives import link_parameters
 from .data import MeasuredCase, MeasurementSet, fit_cases, sample_set_of, workload_of
 from .descent import KernelArrays, descend
@@ -205,14 +206,16 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: O
 
     The ceilings are the first file's; the kernels' parameters are fitted on every file's training cases
     (``fit_kernels``); the host times of eager programs on whole steps (``steps``, default the committed step
-    files), FSDP's host time and the links' on their own files (``parallel_parameters``, ``link_parameters``).
+    files), captured programs' on the committed counts of theirs (``captured_host``), FSDP's host time and the links'
+    on their own files (``parallel_parameters``, ``link_parameters``).
     """
     kernels = fit_kernels(msets, gpu)
     links = link_parameters()
     links["link_latency"] = ReadOnlyTable(links["link_latency"])
     links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])
     links["link_misaligned"] = ReadOnlyTable(links["link_misaligned"])
-    fitted = kernels.calibration.replace(**host_parameters(steps), **parallel_parameters(), **links)
+    host = host_parameters(steps)
+    fitted = kernels.calibration.replace(**host, **captured_host_parameters(host["host_probe"]), **parallel_parameters(), **links)
     return dataclasses.replace(kernels, calibration=fitted)
 
 

@@ -32,7 +32,7 @@ from .manifest import data_dir, data_path, manifest
 from .metrics import log_error
 from .rounding import rounded
 
-__all__ = ["ARCHITECTURES", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "step_errors",
+__all__ = ["ARCHITECTURES", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "nonnegative_least_squares", "step_errors",
            "step_files", "STEP_ROLES", "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA",
            "repeatability", "programs_report", "data_dir"]
 
@@ -217,7 +217,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
                         f"and {len(train)}")
     x = np.array([[preamble, layers, launches] for preamble, layers, launches, _ in infer])
     y = np.array([host for *_, host in infer])
-    program, layer, launch = _nonnegative_least_squares(x, y)
+    program, layer, launch = nonnegative_least_squares(x, y)
     training = float(np.median([(host - program * preamble - layer * layers) / launches
                                 for preamble, layers, launches, host in train]))
     return HostFit(host_program=rounded(program, "host_program"), host_layer=rounded(layer, "host_layer"),
@@ -228,8 +228,8 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
                    training_cases=len(train))
 
 
-def _nonnegative_least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
-    """argmin |x b - y| over b >= 0, by least squares on every subset of the columns (three columns: 7 subsets)."""
+def nonnegative_least_squares(x: np.ndarray, y: np.ndarray) -> tuple[float, ...]:
+    """argmin |x b - y| over b >= 0, by least squares on every subset of the columns (three columns: 7 subsets, five: 31)."""
     best: tuple[float, np.ndarray] = (math.inf, np.zeros(x.shape[1]))
     for mask in range(1, 2 ** x.shape[1]):
         cols = [j for j in range(x.shape[1]) if mask >> j & 1]

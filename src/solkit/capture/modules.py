@@ -54,6 +54,8 @@ class Tracker:
         return name
 
     def _pre(self, module: Any, args: Any) -> None:
+        if not self.recorder.suppress:
+            self.recorder.module_calls += 1
         self.recorder.modules.append(self.path(module))
         self.recorder.objects.append(module)
         again = torch._C._current_graph_task_id() != -1  # a forward inside the backward: checkpointing's recompute

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 from ..errors import OptionError
-from ..workload import Node, Workload
+from ..workload import HostCalls, Node, Workload
 
 __all__ = ["Coverage", "CaptureMemory", "CapturedProgram", "program_workload", "SOURCE"]
 
@@ -106,12 +106,19 @@ class CapturedProgram:
     stalls: tuple[int, ...] = ()  # the kernel calls (in launch order) each stall comes before
     kernels: str = "eager"
     source: str = SOURCE
+    silent_calls: int = 0  # ATen calls that launched nothing (views, metadata, allocations)
+    module_calls: int = 0  # module forwards run
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
     @property
     def world(self) -> int:
         """One GPU: a captured program is what one process ran."""
         return 1
+
+    @property
+    def host_calls(self) -> HostCalls:
+        """The host work counted beyond the launches: ATen calls that launch nothing, module forwards."""
+        return HostCalls(self.silent_calls, self.module_calls)
 
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
         """The training step of this program (``models.training_step`` of a captured forward), on one GPU."""

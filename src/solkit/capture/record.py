@@ -4,7 +4,8 @@ Each call becomes an ``Event``: the op's name, its arguments in trace form (``en
 the autograd engine ran it and the module path it came from (forward: the modules whose forward is running; backward:
 the module of the forward op whose gradient node runs, by the node's sequence number). Calls that launch no kernel
 (views, metadata, uninitialized allocations, outputs of no element) are kept out of the events but their outputs
-still count as memory.
+still count as memory, and their number (``silent_calls``) as host work, beside the module forwards run
+(``module_calls``): the Python and dispatch a CPU spends issuing the program (``prediction.host``).
 
 A device-to-host read (``.item()``: ``aten::_local_scalar_dense``) is a recorded stall under ``syncs="stall"`` (the
 value read stands in as zero: NB, a branch on it takes the zero side) or a CaptureError under ``syncs="error"``; a
@@ -170,6 +171,8 @@ class Recorder(TorchDispatchMode):
         self.suppress = 0  # > 0: calls are not events (a construct the function mode records itself)
         self.notes: dict[str, None] = {}  # what the recording assumed, in order
         self.recompute = 0  # > 0: a module's forward runs inside the backward (activation checkpointing)
+        self.silent_calls = 0  # ATen calls that launch nothing (views, metadata, allocations): host work all the same
+        self.module_calls = 0  # module forwards run (the Tracker counts them): their Python is host work
 
     # ---- where a call comes from -------------------------------------------------------------------------------
     def where(self) -> tuple[str, bool]:
@@ -247,10 +250,14 @@ class Recorder(TorchDispatchMode):
         inputs = [t for a in list(args) + list(kwargs.values()) for t in _tensors(a)]
         if func.is_view and not self.suppress and outs and not _aliases(outs, inputs) and inputs:
             return self._copied(func, inputs[0], outs[0], module, backward, out)
-        if self.suppress or name in NO_LAUNCH or func.is_view or (outs and all(t.numel() == 0 for t in outs)):
+        if self.suppress:
+            return out  # a construct recorded whole (``emit``) runs these calls inside its one event
+        if name in NO_LAUNCH or func.is_view or (outs and all(t.numel() == 0 for t in outs)):
+            self.silent_calls += 1
             return out  # nothing launches (a kernel over no element returns before launching)
         mutable = func._schema.is_mutable
         if not mutable and outs and _aliases(outs, inputs):
+            self.silent_calls += 1
             return out  # every output is an input's storage: a view by another name
         trace = encode(func, tuple(args), kwargs)
         first = next((a for a in list(args) + list(kwargs.values())

@@ -149,7 +149,8 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
         notes += (f"{len(recorder.syncs)} device-to-host sync(s) recorded as host stalls",)
     training = any(e.backward for e in recorder.events) or run.stepped
     recipe = CapturedProgram(label, training, built.layers, bool(preamble), run.params, built.coverage, memory,
-                             len(recorder.syncs), notes, built.stalls, step=step)
+                             len(recorder.syncs), notes, built.stalls, step=step, silent_calls=recorder.silent_calls,
+                             module_calls=recorder.module_calls)
     return program_workload(label, built.parts, recipe)
 
 

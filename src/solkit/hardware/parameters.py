@@ -87,6 +87,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("host_program", "us", False, False, 1, "host time per eager program before its first launch (the model's preamble)"),
     Parameter("host_probe", "us", False, False, 2, "the launch probe on the machine the host parameters were fitted on (median "
               "host time of one small torch.add launch, profile.host_probe): predict(host_probe_us=) scales the host by yours over it"),
+    Parameter("host_captured_launch", "us", False, False, 2, "host time per launch of a captured eager inference program"),
+    Parameter("host_captured_launch_training", "us", False, False, 2, "host time per launch of a captured eager training step"),
+    Parameter("host_captured_call", "us", False, False, 2, "host time per ATen call of a captured program that launches nothing "
+              "(views, metadata, allocations)"),
+    Parameter("host_captured_module", "us", False, False, 2, "host time per module forward of a captured program (its Python)"),
+    Parameter("host_captured_program", "us", False, False, 1, "host time of a captured Hugging Face model before its first launch"),
     Parameter("host_fsdp_group", "us", False, False, 1, "host time of FSDP2's hooks per sharded layer per pass (unshard, reshard, copies)"),
     Parameter("link_latency", "us", True, False, 2, "a collective's fixed time on 2 GPUs of one node (launch, handshake), per collective"),
     Parameter("link_efficiency", "", True, False, 3, "share of the link's per-direction bandwidth a large collective's bus bytes reach, per collective"),
@@ -119,6 +125,11 @@ class Calibration:
     host_launch_training: float = 0.0  # s per launch, eager training steps
     host_layer: float = 0.0  # s per layer of the forward
     host_program: float = 0.0  # s per program
+    host_captured_launch: float = 0.0  # s per launch, captured eager inference programs (0: not measured)
+    host_captured_launch_training: float = 0.0  # s per launch, captured training steps
+    host_captured_call: float = 0.0  # s per ATen call that launches nothing, captured programs
+    host_captured_module: float = 0.0  # s per module forward, captured programs
+    host_captured_program: float = 0.0  # s per captured Hugging Face model's preamble
     host_fsdp_group: float = 0.0  # s per FSDP-sharded layer per pass
     host_probe: float = 0.0  # s per torch.add launch on the fit's machine (0: not measured)
     link_latency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # s per collective

@@ -227,6 +227,11 @@ class Measured(SpecModel):
     host_launch_training_us: NonNegativeFigure = 0.0
     host_layer_us: NonNegativeFigure = 0.0
     host_program_us: NonNegativeFigure = 0.0
+    host_captured_launch_us: NonNegativeFigure = 0.0
+    host_captured_launch_training_us: NonNegativeFigure = 0.0
+    host_captured_call_us: NonNegativeFigure = 0.0
+    host_captured_module_us: NonNegativeFigure = 0.0
+    host_captured_program_us: NonNegativeFigure = 0.0
     host_fsdp_group_us: NonNegativeFigure = 0.0
     host_probe_us: NonNegativeFigure = 0.0
     link_latency_us: LatencyTable = Field(default_factory=dict)

@@ -98,6 +98,11 @@ class ModelCall(NamedTuple):
         """The model's parameters."""
         return self.model.params
 
+    @property
+    def host_calls(self) -> None:
+        """None: a closed form counts its host work per layer, not per call."""
+        return None
+
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Split) -> Workload:
         """The step eager PyTorch (or a fused engine) runs for this forward, as ``models.training_step`` documents."""
         if self.phase != "forward":

@@ -63,6 +63,11 @@ class ResNetCall(NamedTuple):
         return 1
 
     @property
+    def host_calls(self) -> None:
+        """None: a closed form counts its host work per layer, not per call."""
+        return None
+
+    @property
     def params(self) -> int:
         """Parameters: RESNET50_PARAMS with the fc sized to ``classes`` (2048 weights and a bias per class)."""
         return int(RESNET50_PARAMS + (int(np.max(self.classes)) - 1000) * (2048 + 1))

@@ -20,11 +20,11 @@ from .._num import maximum
 from .._validate import checked_call, positive
 from ..errors import ArgumentTypeError, OptionError
 from ..hardware.parameters import PARAMETERS, Calibration
-from ..workload import Join, Kernel, Pipeline, Sync, Workload, issued_launches
+from ..workload import HostCalls, Join, Kernel, Pipeline, Sync, Workload, issued_launches
 from .timeline import IDENTITY, Map, compose, join, launch, power, wait
 
 __all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "PROBE_RANGE_US", "host_probe_seconds", "host_scaled",
-           "program_host_overhead", "program_map", "overlapped", "scheduled"]
+           "program_host_overhead", "captured_host_overhead", "program_map", "overlapped", "scheduled"]
 
 #: a program is CPU-bound (the GPU waits for launches) when its time is within 10% of its host (issue) time
 CPU_BOUND = 1.1
@@ -134,11 +134,15 @@ def program_host_overhead(w: Workload, cal: Calibration, issued: Any = None) -> 
     The CPU's time to issue an eager program: ``host_program`` (a Hugging Face model's preamble:
     masks, position ids, the cache) + ``host_layer`` per layer (its modules' Python) +
     ``host_launch`` (training: ``host_launch_training``) per launch (ATen dispatch, the autograd
-    engine), spread evenly over the launches.
+    engine), spread evenly over the launches. A captured program, which counted its host work
+    (``recipe.host_calls``), takes ``captured_host_overhead`` where the spec fitted it.
     """
     recipe = w.recipe
     if recipe is None or recipe.kernels != "eager":
         return 0.0
+    counted = recipe.host_calls
+    if counted is not None and cal.host_captured_launch:
+        return captured_host_overhead(w, cal, counted, issued)
     per_launch = cal.host_launch_training if recipe.training else cal.host_launch
     if not (per_launch or cal.host_layer or cal.host_program):
         return 0.0
@@ -146,3 +150,22 @@ def program_host_overhead(w: Workload, cal: Calibration, issued: Any = None) -> 
     preamble = cal.host_program if recipe.preamble else 0.0
     launches = issued_launches(w) if issued is None else issued
     return per_launch + (preamble + cal.host_layer * layers) / maximum(launches, 1.0)  # per point of a sweep
+
+
+@checked_call
+def captured_host_overhead(w: Workload, cal: Calibration, counted: HostCalls, issued: Any = None) -> Any:
+    """Host seconds per launch of a captured eager program, from what its capture counted.
+
+    ``host_captured_program`` (a Hugging Face model's preamble) + ``host_captured_launch`` (training:
+    ``host_captured_launch_training``) per launch + ``host_captured_call`` per ATen call that launched
+    nothing (views, metadata: dispatched all the same) + ``host_captured_module`` per module forward
+    (its Python), spread evenly over the launches. NB: one cost per kind of call, whatever the op.
+    """
+    recipe = w.recipe
+    if recipe is None:
+        return 0.0
+    per_launch = cal.host_captured_launch_training if recipe.training else cal.host_captured_launch
+    preamble = cal.host_captured_program if recipe.preamble else 0.0
+    rest = preamble + cal.host_captured_call * counted.silent + cal.host_captured_module * counted.modules
+    launches = issued_launches(w) if issued is None else issued
+    return per_launch + rest / maximum(launches, 1.0)

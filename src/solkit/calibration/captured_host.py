@@ -1,0 +1,109 @@
+"""The host time of captured programs: what each measured step's capture counted, and the fit of its five parameters.
+
+A captured program knows more of its host work than a closed form: beside its launches, the ATen calls that launch
+nothing (views, metadata, allocations: dispatched all the same) and the module forwards it ran (their Python). The
+counts of every measured captured step are kept in a committed file (``captured --counts`` writes it from the
+captured-steps files, capture needs torch and transformers; the fit reads it without them, and the suite checks it
+against a fresh capture). ``fit_captured_host`` fits, on the cases of the fit files whose CPU bounds the step
+(``StepCase.cpu_bound``) and whose program reads the device at most once (a stall's wait is not issue time; Hugging
+Face's packed-sequence check reads once, a dozen launches in, with nothing queued on the GPU to wait for):
+
+    host x (reference probe / case probe) = program [HF preamble] + launch x launches (inference)
+                                          + launch_training x launches (training) + call x silent + module x modules
+
+by least squares of the relative error (each case weighs alike, whatever its size) over non-negative values, the
+``host_captured_*`` parameters (``prediction.host.captured_host_overhead``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._files import read_json
+from ..errors import SpecError
+from .data import MAX_DATA_BYTES
+from .manifest import data_path, manifest
+from .programs import nonnegative_least_squares
+from .rounding import rounded
+
+__all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "load_host_counts", "fit_rows", "fit_captured_host",
+           "captured_host_parameters", "CAPTURED_HOST_PARAMETERS"]
+
+#: the committed counts of the measured captured steps
+COUNTS_FILE = "h200_captured_host_counts.json"
+#: a fitted case's program reads the device at most this often (module docstring)
+MAX_SYNCS = 1
+#: the parameters ``fit_captured_host`` returns, in the order of its columns
+CAPTURED_HOST_PARAMETERS = ("host_captured_program", "host_captured_launch", "host_captured_launch_training",
+                            "host_captured_call", "host_captured_module")
+
+
+class HostCount(BaseModel):
+    """One measured captured step: what its capture counted beside what the GPU's host measured."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    file: str  # the captured-steps file it was measured in
+    id: str
+    family: str
+    mode: str
+    training: bool
+    preamble: bool
+    launches: float  # issued launches
+    silent: int  # ATen calls that launched nothing
+    modules: int  # module forwards
+    syncs: int  # device-to-host reads recorded as host stalls
+    host_ms: float  # measured: the host's time to issue one step
+    wall_ms: float  # measured: one step's time
+    probe_us: Optional[float]  # the launch probe before the case
+    cpu_bound: bool  # the step's wall time is within CPU_BOUND of its host time
+
+
+class HostCounts(BaseModel):
+    """The counts file: its rows and the software that captured them."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    schema_version: int
+    captured_with: dict[str, str]  # torch and transformers versions of the capture
+    command: str
+    rows: tuple[HostCount, ...]
+
+
+def load_host_counts(name: str = COUNTS_FILE) -> HostCounts:
+    """The committed counts file (``data/``)."""
+    raw, path = read_json(data_path(name), "a captured host-counts file", MAX_DATA_BYTES, SpecError)
+    try:
+        return HostCounts.model_validate(raw)
+    except ValidationError as exc:
+        raise SpecError(f"{path}: not a captured host-counts file: {exc}") from None
+
+
+def fit_rows(counts: HostCounts, files: Optional[Sequence[str]] = None) -> list[HostCount]:
+    """The rows the fit reads: of ``files`` (default the manifest's captured-steps fit files), CPU-bound, at most
+    ``MAX_SYNCS`` reads of the device."""
+    names = tuple(files) if files is not None else manifest().files(role="fit", measures="captured_steps")
+    return [r for r in counts.rows if r.file in names and r.cpu_bound and r.syncs <= MAX_SYNCS and r.probe_us]
+
+
+def fit_captured_host(rows: Sequence[HostCount], reference_probe: float) -> dict[str, float]:
+    """The ``host_captured_*`` parameters (seconds) fitted on ``rows`` (module docstring), at ``reference_probe``
+    (seconds per probe launch: the spec's ``host_probe``, so that ``predict(host_probe_us=)`` scales both fits alike)."""
+    if len(rows) < len(CAPTURED_HOST_PARAMETERS) * 2:
+        raise SpecError(f"fit_captured_host needs at least {len(CAPTURED_HOST_PARAMETERS) * 2} CPU-bound captured steps "
+                        f"without stalls, got {len(rows)}")
+    if not (isinstance(reference_probe, float) and math.isfinite(reference_probe) and reference_probe > 0):
+        raise SpecError(f"fit_captured_host: reference_probe must be a positive number of seconds, got {reference_probe!r}")
+    x = np.array([[float(r.preamble), r.launches * (not r.training), r.launches * r.training, r.silent, r.modules]
+                  for r in rows])
+    y = np.array([r.host_ms * 1e-3 * reference_probe / (r.probe_us * 1e-6) for r in rows  # type: ignore[operator]
+                  ])
+    coef = nonnegative_least_squares(x / y[:, None], np.ones(len(y)))  # relative error: each row over its host time
+    return {name: rounded(value, name) for name, value in zip(CAPTURED_HOST_PARAMETERS, coef)}
+
+
+def captured_host_parameters(reference_probe: float, counts: Optional[HostCounts] = None) -> dict[str, Any]:
+    """The fitted ``host_captured_*`` of the committed counts' fit rows (``fitting.fit`` adds them to the spec)."""
+    return fit_captured_host(fit_rows(counts or load_host_counts()), reference_probe)
