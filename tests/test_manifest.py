@@ -104,7 +104,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 47  # 21 kernel files + 11 step files + 3 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 48  # 21 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
     # + 2 serving files
 
 
