@@ -1,6 +1,9 @@
-"""The physical model's sweep paths that skip per-element Python give each element's own scalar answer."""
+"""Speed paths: the physical model's sweep paths give each element's own scalar answer; what ``import solkit`` loads."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import numpy as np
 
@@ -18,3 +21,12 @@ def test_split_kv_over_a_sweep_is_each_elements_heuristic():
     assert np.array_equal(got, want)
     assert np.all(got[items >= 105.6] == 1.0) and np.any(got > 1.0)
     assert tiles._splits(np.array([200.0]), np.array([64.0]), 132).tolist() == [1.0]  # 200 items >= 105.6: no split
+
+
+def test_a_prediction_loads_neither_the_models_nor_the_charts():
+    """``import solkit`` and a scalar predict load no solkit.models or solkit.plot (they load on first use: import time)."""
+    code = ("import sys, solkit as sk; from solkit import ops; sk.predict(ops.matmul(64, 64, 64), 'h200').seconds; "
+            "loaded = [m for m in sys.modules if m.startswith(('solkit.models', 'solkit.plot'))]; "
+            "assert not loaded, loaded; assert sk.models.resnet50 and sk.plot.roofline; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
