@@ -452,15 +452,17 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
 LEAF = 16
 #: a sweep of at most this many (points x banked kernels) distances is compared with the whole bank at once
 SMALL = 1 << 15
-#: a far coordinate for unused candidate places (its squared distances stay finite in float64)
+#: a far coordinate for unused candidate places (its squared distances stay finite in float64, and in float32)
 _FAR = 1e100
+_FAR32 = 1e15
 
 
 def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The K nearest rows of ``x`` (n x d integers) to each row of ``q`` (m x d integers), ties at the K-th included.
 
     Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order); unused places hold
-    inf and n. Exact: distances are integers (1/STEP octave units; float64 holds them exactly below 2^53).
+    inf and n. Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
+    else in float64 (exact below 2^53).
     A sweep's points are sorted along a Z-order curve and split into boxes (every feature halved per level), each
     box keeping only the banked kernels that may be among the K nearest of a point in it: those no farther from
     the box than the K-th smallest of the kernels' farthest distances to it. A box left with at most ``LEAF``
@@ -470,11 +472,16 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     m = len(q)
     varies = q.min(axis=0) != q.max(axis=0) if m else np.zeros(x.shape[1], dtype=bool)
     # the features every query shares add the same to each of a banked kernel's distances: summed once ("base")
-    xt = np.hstack([x[:, varies].astype(np.float64).T, np.full((int(varies.sum()), 1), _FAR)])
     shared = (x[:, ~varies] - q[:1, ~varies]).astype(np.float64) if m else np.zeros((n, 0))
-    base = np.append(np.square(shared).sum(axis=1), _FAR * _FAR)
+    base = np.square(shared).sum(axis=1)
     q = q[:, varies]
-    qf = q.astype(np.float64)
+    # float32 where every distance these points and kernels can have is an integer below 2^24 (exact, half the bytes)
+    both = np.vstack([q, x[:, varies]]) if m else x[:, varies]
+    reach = float(np.square((both.max(axis=0) - both.min(axis=0)).astype(np.float64)).sum()) + float(base.max())
+    kind, far = (np.float32, _FAR32) if reach < 1 << 24 else (np.float64, _FAR)
+    xt = np.hstack([x[:, varies].astype(kind).T, np.full((int(varies.sum()), 1), far, dtype=kind)])
+    base = np.append(base, far * far).astype(kind)
+    qf = q.astype(kind)
     dims = q.shape[1]
     u = q - q.min(axis=0) if m and dims else np.zeros((m, 0), dtype=np.int64)
     bits = int(u.max()).bit_length() if m and dims else 0
