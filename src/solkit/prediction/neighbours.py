@@ -362,12 +362,15 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     seen = np.zeros(total, dtype=bool)
     seen[place] = True
     slots = np.flatnonzero(seen)
-    rank = np.empty(total, dtype=np.intp)  # read only where written: at the cells present
-    rank[slots] = np.arange(len(slots))
+    rank = np.empty(total, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
+    rank[slots] = np.arange(len(slots), dtype=np.int32)
     lows = [low for _, low, _ in parts] + [0] * len(flags)
-    columns = [low + slots // step % span for low, step, span in zip(lows, np.cumprod([1] + spans[:-1]), spans)]
-    rows = np.stack(columns, axis=1) if columns else np.zeros((len(slots), 0), dtype=np.int64)
-    return rows.astype(np.int64), rank[place]
+    rows = np.empty((len(slots), len(spans)), dtype=np.int64)
+    rest = slots.astype(np.int64)
+    for j, (low, span) in enumerate(zip(lows, spans)):  # the digits, the first fastest
+        rest, digit = np.divmod(rest, span)
+        rows[:, j] = digit + low
+    return rows, rank[place]
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -424,6 +427,12 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
     ``_search`` finds them exactly (integer distances on the lattice); ``_blend`` turns them into c.
     """
     x, residuals = bank
+    if len(q) == 1:  # one point (a scalar's lookup): the same neighbours and sums, without the sweep's machinery
+        step = x - q[0]
+        dist = np.einsum("ij,ij->i", step, step)  # integers
+        k = min(K, len(x))
+        member = np.flatnonzero(dist <= np.partition(dist, k - 1)[k - 1])
+        return _blend(np.sqrt(dist[member].astype(np.float64))[None, :] / STEP, residuals[member][None, :])
     out = np.empty(len(q))
     for rows, dist, member in _search(x, q, min(K, len(x))):
         d = np.sqrt(dist) / STEP  # octaves; inf where no member
@@ -450,6 +459,8 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
 #: a box of a sweep's points is split (halved in every feature) while more than this many banked kernels may be
 #: among the K nearest of some point in it; the points of a box with at most this many are compared with them alone
 LEAF = 16
+#: the final comparisons group a sweep's points by their candidates' count: at most 6, 8, 10, 12, 16, more
+WIDTH_GROUPS = (6, 8, 10, 12, 16)
 #: a sweep of at most this many (points x banked kernels) distances is compared with the whole bank at once
 SMALL = 1 << 15
 #: a far coordinate for unused candidate places (its squared distances stay finite in float64, and in float32)
@@ -506,19 +517,20 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
         stop = ((kept < n).sum(axis=1) <= LEAF) | (sizes == 1) | (level == 0)
         inside = np.repeat(stop, sizes)
         if stop.any():
-            stopped.append((active[inside], np.repeat(kept[stop], sizes[stop], axis=0)))
+            stopped.append((active[inside], np.repeat(_compact(kept[stop], n), sizes[stop], axis=0)))
         if stop.all():
             break
         go = ~stop
         active, cand = active[~inside], _compact(kept[go], n)
         box = np.repeat(np.arange(len(cand)), sizes[go])
     found = []
-    for where, cands in stopped:
-        wide = (cands[:, LEAF:] < n).any(axis=1) if cands.shape[1] > LEAF else np.zeros(len(cands), dtype=bool)
-        for part in (~wide, wide):  # most points have at most LEAF candidates: pad those to LEAF only
-            if part.any():
-                c = cands[part] if part is wide else cands[part, :LEAF]
-                found.append(_members(order[where[part]], qs[where[part]], c, xt, base, k))
+    for where, cands in stopped:  # the points in groups of similar candidate counts, each padded to its own widest
+        counts = (cands < n).sum(axis=1)
+        group = np.searchsorted(WIDTH_GROUPS, counts)
+        for g in np.unique(group):
+            part = np.flatnonzero(group == g)
+            width = int(counts[part].max())
+            found.append(_members(order[where[part]], qs[where[part]], cands[part, :width], xt, base, k))
     return found
 
 
