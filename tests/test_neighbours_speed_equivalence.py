@@ -1,4 +1,5 @@
-"""The neighbour correction's fast paths (memos, bucketed sweeps, per-cell factors) give the very numbers of the plain ones."""
+"""The neighbour correction's fast paths (memos, bucketed sweeps, the lattice search) give the brute force's neighbours
+exactly and its numbers within TOLERANCE; a point's number is bit for bit the same alone or in any sweep."""
 
 from __future__ import annotations
 
