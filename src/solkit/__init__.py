@@ -5,14 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._dir import public_dir
-from . import comm, errors, models, ops, plot
+from . import comm, errors, ops
 
 if TYPE_CHECKING:  # to a type checker ``sk.capture`` is the function (the package is callable as it at run time)
     from .capture.run import capture as capture
 else:
     from . import capture
-if TYPE_CHECKING:  # the names loaded on first use (``_LAZY``), as a type checker sees them
+if TYPE_CHECKING:  # the names loaded on first use (``_LAZY``, ``_SUBMODULES``), as a type checker sees them
+    from . import models as models
     from . import planning as planning
+    from . import plot as plot
     from .hardware.schema import GPU as GPU
     from .hardware.system import System as System
     from .hardware.system import list_systems as list_systems
@@ -37,18 +39,22 @@ __version__ = "0.3.0"
 _LAZY = {"GPU": "hardware.schema", "load_profile": "profile", "measure": "profile", "host_probe": "profile", "Profile": "profile",
          "load_system": "hardware.system", "list_systems": "hardware.system", "System": "hardware.system"}
 
+#: submodules imported on first use (``sk.models``, ``sk.plot``, ``sk.planning``): a roofline or a prediction needs none
+_SUBMODULES = ("models", "planning", "plot")
+
 
 if not TYPE_CHECKING:  # hidden from type checkers, which would take any attribute of a module with a __getattr__
     def __getattr__(name: str) -> Any:
-        """``GPU``, the systems, ``load_profile``, ``measure``, ``host_probe`` and ``Profile`` are imported on first use."""
+        """``GPU``, the systems, ``load_profile``, ``measure``, ``host_probe``, ``Profile`` and ``_SUBMODULES`` are imported
+        on first use."""
         if name in _LAZY:
             import importlib
 
             return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        if name == "planning":  # serving figures (TTFT, TPOT, tokens/s), on first use
+        if name in _SUBMODULES:
             import importlib
 
-            return importlib.import_module(".planning", __name__)
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

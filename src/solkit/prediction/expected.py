@@ -107,7 +107,7 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
     host: Any = 0.0
     issued = issued_launches(w)
     per_launch = program_host_overhead(w, cal, issued)
-    hosted = bool(np.any(per_launch))  # an eager program's host time (per point of a sweep)
+    hosted = any_(per_launch)  # an eager program's host time (per point of a sweep)
     if hosted or seconds is None:
         by_kernel = {id(k): maximum(body, kr.t_sol) for (k, _), body, kr in zip(counted, bodies, bound.kernels)}
         extra = {FSDP_GROUP_OP: cal.host_fsdp_group} if cal.host_fsdp_group else None

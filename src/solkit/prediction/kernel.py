@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 import numpy as np
 
-from .._num import Num, any_, ceil, floor, maximum, minimum, not_, product, result, where
+from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, product, result, where
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
 from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_PAD, CUDNN_SDPA_ARCHITECTURES, FEW_INDEX_OPS, FEW_INDICES,
@@ -114,7 +114,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # The rows are the stored operands' leading dimensions: k and n, except a weight gradient's
             # (dW [k,n] = X^T [k,m] @ dY [m,n] reads X [m,k] and dY [m,n]: k and n again, m only counts rows)
             lead = g.m if g.layout == WGRAD else g.k
-            misaligned = ((lead % per != 0) | (g.n % per != 0)) if kernel.precision not in UNALIGNED_OK else False
+            misaligned = (off(lead, per) | off(g.n, per)) if kernel.precision not in UNALIGNED_OK else False
             # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
             variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
             # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
@@ -123,7 +123,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             variants.append(("misaligned", misaligned))
             # an odd row of 2-byte elements leaves cuBLAS only its align1 kernels (2-byte loads), slower than align2/4
             if PRECISIONS[kernel.precision] == 2:
-                variants.append(("odd", misaligned & ((lead % 2 != 0) | (g.n % 2 != 0))))
+                variants.append(("odd", misaligned & (off(lead, 2.0) | off(g.n, 2.0))))
         elif g is not None and kernel.kind == "conv" and g.channels is not None:
             c = g.channels
             depthwise = (g.batch > 1) & (c < per) & (g.n < per)
@@ -136,7 +136,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
             wave = where(depthwise, 1.0, wave_tc)
-            unaligned = ((c % per != 0) | (g.n % per != 0)) & not_(depthwise)
+            unaligned = (off(c, per) | off(g.n, per)) & not_(depthwise)
             # cuDNN pads unaligned channels to a multiple of 16 bytes first: its own kernels and traffic
             variants += [("depthwise", depthwise), ("unaligned", unaligned)]
             # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
@@ -176,7 +176,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             waves = ceil(r.number / (gpu.sm_count * per_sm))
         else:
             vector = ROW_VECTOR.get(kernel.op, ALIGN_BYTES / PRECISIONS[kernel.precision])
-            variants.append(("unaligned", r.width % vector != 0))
+            variants.append(("unaligned", off(r.width, vector)))
         if kernel.op in FEW_INDEX_OPS:
             few = r.number <= FEW_INDICES
             variants.append(("fewindex", few))

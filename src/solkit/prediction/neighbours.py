@@ -19,8 +19,12 @@ entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated G
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
-bucket, not per element), each distinct cell is looked up once, in the order the cells of each key
-were always looked up in (so that a sweep's numbers stay bit for bit what they were).
+bucket, not per element) and each distinct cell is looked up once. The search (``_search``) is exact on the
+lattice: distances are integers in 1/STEP octave, so the neighbours (ties included) and their distances are
+the brute force's exactly; boxes of a sweep's points keep only the banked kernels that can be among their
+nearest. ``_blend`` (the formula above, on each point's neighbours in bank order) sums column by column, so a
+point's c is bit for bit the same alone or in any sweep; against the brute force's BLAS sums it differs by a
+few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted time).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ import math
 from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
+
+from ..errors import SpecError
 
 
 __all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "bank_key", "variant_key",
@@ -50,6 +56,8 @@ SHARED_PRECISIONS: Mapping[str, str] = {"fp16": "bf16"}
 MEMO_LIMIT = 1 << 16
 #: a sweep's distinct shapes are compared with the bank in blocks of at most this many distances
 BLOCK = 1 << 22
+#: a sweep's cells are marked on a grid (its quantized features and flags in mixed radix) of at most this many places
+GRID_LIMIT = 1 << 26
 #: a sweep's distinct points of one key are memoized (per loaded bank) where at most this many, in at most this many memos
 BLOCK_MEMO_ROWS = 512
 BLOCK_MEMO_LIMIT = 128
@@ -100,7 +108,7 @@ def residual(measured: float, body: float, rest: float) -> float:
 class Neighbours:
     """A loaded bank: per key, the features (n x d, in octaves) and residuals of its measured kernels.
 
-    ``banks`` gives the features quantized (integers, 1/STEP octave); they are kept in octaves, converted once.
+    ``banks`` gives the features quantized (integers, 1/STEP octave), kept so (distances on the lattice are exact).
     Memos of its corrections and notes live here.
     """
 
@@ -109,7 +117,7 @@ class Neighbours:
     def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
         self.gpu = gpu
-        self._banks = {key: (np.asarray(points, dtype=float) / STEP, np.asarray(residuals, dtype=float))
+        self._banks = {key: (_lattice(key, points), np.asarray(residuals, dtype=float))
                        for key, (points, residuals) in banks.items()}
         self._memo: dict[Any, Any] = {}  # corrections and notes, by what they depend on
         self._blocks: dict[tuple[str, bytes], np.ndarray] = {}  # corrections of a sweep's distinct points, by them
@@ -229,8 +237,7 @@ class Neighbours:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
-        rows, counts, slots, index, size = (_grid(swept, flags, shape, raw) or
-                                            _unique([_log2(v) if raw else v for v in swept], flags, shape))
+        rows, index = _grid(swept, flags, shape, raw) or _unique([_log2(v) if raw else v for v in swept], flags, shape)
         code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
         for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
             code = code | rows[:, len(swept) + i] << bit
@@ -242,13 +249,19 @@ class Neighbours:
             if bank is not None:
                 mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
                 points = _points(fixed, rows[mine, :len(swept)])
-                order = _order(rows[mine, :len(swept)], int(counts[mine].sum()))
-                found[mine[order]] = (self._block(full, bank, points[order]) if len(order) > 1 else
-                                      self._one(full, bank, tuple(points[0].tolist())))
-        table = found if slots is None else np.zeros(size)
-        if slots is not None:
-            table[slots] = found
-        return table[index.ravel()].reshape(shape)
+                found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
+                               self._one(full, bank, tuple(points[0].tolist())))
+        return found[index]
+
+
+def _lattice(key: str, points: Any) -> np.ndarray:
+    """A key's banked features as int64 rows (they are integers: quantized to 1/STEP octave)."""
+    x = np.asarray(points)
+    if x.dtype.kind not in "iu":
+        x = np.asarray(points, dtype=float)
+        if not np.array_equal(x, np.rint(x)):
+            raise SpecError(f"neighbour bank key {key!r}: features must be integers (1/{STEP} octave), got {x.ravel()[:4]}")
+    return x.astype(np.int64)
 
 
 def _note(moved: list[tuple[str, Any, Any, Any]], banked: int, gpu: str) -> str:
@@ -322,9 +335,9 @@ def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
-    """``_unique``'s answer by counting cells on a small grid (slots: the cells' places on it, in its order).
+    """``_unique``'s answer by marking cells on a small grid (the distinct cells in its order).
 
-    An element's cell is its quantized features and flags in mixed radix, the first feature fastest;
+    An element's place on the grid is its quantized features and flags in mixed radix, the first feature fastest;
     None where the grid is not small for the sweep's elements (or the features are not float64 octaves).
     """
     parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
@@ -332,7 +345,7 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         return None
     spans = [span for _, _, span in parts] + [2] * len(flags)
     total = int(min(np.prod(np.array(spans, dtype=float)), 1 << 62))
-    if total > min(1 << 24, 4 * int(np.prod(shape)) + 4096):
+    if total > min(GRID_LIMIT, 32 * int(np.prod(shape)) + 4096):
         return None
     cell: Optional[np.ndarray] = None
     stride = 1
@@ -345,13 +358,19 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     for flag in flags:
         np.add(cell, stride, out=cell, where=flag)
         stride *= 2
-    index = cell if cell.dtype == np.intp else cell.astype(np.intp)
-    counts = np.bincount(index.ravel(), minlength=total)
-    slots = np.flatnonzero(counts)
+    place = cell if cell.dtype == np.intp else cell.astype(np.intp)
+    seen = np.zeros(total, dtype=bool)
+    seen[place] = True
+    slots = np.flatnonzero(seen)
+    rank = np.empty(total, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
+    rank[slots] = np.arange(len(slots), dtype=np.int32)
     lows = [low for _, low, _ in parts] + [0] * len(flags)
-    columns = [low + slots // step % span for low, step, span in zip(lows, np.cumprod([1] + spans[:-1]), spans)]
-    rows = np.stack(columns, axis=1) if columns else np.zeros((len(slots), 0), dtype=np.int64)
-    return rows.astype(np.int64), counts[slots], slots, index, total
+    rows = np.empty((len(slots), len(spans)), dtype=np.int64)
+    rest = slots.astype(np.int64)
+    for j, (low, span) in enumerate(zip(lows, spans)):  # the digits, the first fastest
+        rest, digit = np.divmod(rest, span)
+        rows[:, j] = digit + low
+    return rows, rank[place]
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -365,7 +384,7 @@ def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) ->
 
 
 def _unique(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...]) -> tuple[Any, ...]:
-    """(distinct cells as rows: quantized features then flags, elements per cell, None, each element's cell, cells).
+    """(distinct cells as rows: quantized features then flags, each element's row: an array of the sweep's shape).
 
     The rows are sorted as ``np.unique(axis=1)`` sorts them (the first column most significant): each element's cell
     packed into one integer, its columns' offsets from their least in mixed radix (the first column the highest
@@ -377,18 +396,18 @@ def _unique(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, 
     lows = [int(c.min()) for c in columns]
     spans = [int(c.max()) - low + 1 for c, low in zip(columns, lows)]
     if math.prod(spans) >= 1 << 62:
-        rows, index, counts = np.unique(np.stack(columns), axis=1, return_inverse=True, return_counts=True)
-        return rows.T, counts, None, index.reshape(shape), len(counts)
+        rows, index = np.unique(np.stack(columns), axis=1, return_inverse=True)
+        return rows.T, index.reshape(shape)
     code = columns[0] - lows[0]
     for c, low, span in zip(columns[1:], lows[1:], spans[1:]):
         code = code * span + (c - low)
-    codes, index, counts = np.unique(code, return_inverse=True, return_counts=True)
+    codes, index = np.unique(code, return_inverse=True)
     rows = np.empty((len(codes), len(columns)), dtype=np.int64)
     rest = codes
     for j in range(len(columns) - 1, -1, -1):
         rest, digit = np.divmod(rest, spans[j])
         rows[:, j] = digit + lows[j]
-    return rows, counts, None, index.reshape(shape), len(counts)
+    return rows, index.reshape(shape)
 
 
 def _points(fixed: list[Optional[int]], swept: np.ndarray) -> np.ndarray:
@@ -400,41 +419,177 @@ def _points(fixed: list[Optional[int]], swept: np.ndarray) -> np.ndarray:
     return points
 
 
-def _order(swept: np.ndarray, elements: int) -> np.ndarray:
-    """The order a key's distinct points are looked up in: the last swept feature first where they lie on a small grid
-    for their ``elements``, else the first (the order fixes how the bank's sums round)."""
-    if swept.shape[1] == 0 or len(swept) == 1:
-        return np.arange(len(swept))
-    span = swept.max(axis=0) - swept.min(axis=0) + 1
-    if int(min(np.prod(span.astype(float)), 1 << 62)) <= min(1 << 24, 4 * elements + 4096):
-        return np.lexsort(swept.T)
-    return np.lexsort(swept.T[::-1])
-
-
 def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
-    """c of each quantized query row of ``q`` (m x d integers) against one key's bank (features in octaves).
+    """c of each quantized query row of ``q`` (m x d integers) against one key's bank (quantized features, residuals).
 
     The K nearest are every banked kernel at most as far as the K-th nearest: kernels tied at that
     distance all count (features are quantized, so ties are common), so the bank's row order never matters.
+    ``_search`` finds them exactly (integer distances on the lattice); ``_blend`` turns them into c.
     """
     x, residuals = bank
+    if len(q) == 1:  # one point (a scalar's lookup): the same neighbours and sums, without the sweep's machinery
+        step = x - q[0]
+        dist = np.einsum("ij,ij->i", step, step)  # integers
+        k = min(K, len(x))
+        member = np.flatnonzero(dist <= np.partition(dist, k - 1)[k - 1])
+        return _blend(np.sqrt(dist[member].astype(np.float64))[None, :] / STEP, residuals[member][None, :])
     out = np.empty(len(q))
-    rows = max(1, BLOCK // max(len(x), 1))
-    k = min(K, len(x))
-    for start in range(0, len(q), rows):
-        d = np.sqrt(_squared(q[start:start + rows].astype(float) / STEP, x))
-        kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]
-        w = np.where(d <= kth, 1.0 / (d + SOFTEN), 0.0)
-        c = (w @ residuals) / (w.sum(axis=1) + PRIOR)
-        nearest = d.min(axis=1)
-        out[start:start + rows] = c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
+    for rows, dist, member in _search(x, q, min(K, len(x))):
+        d = np.sqrt(dist) / STEP  # octaves; inf where no member
+        out[rows] = _blend(d, np.where(member < len(x), residuals[np.minimum(member, len(x) - 1)], 0.0))
     return out
 
 
-def _squared(a: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Squared Euclidean distances (m x n) between the rows of ``a`` and of ``x``, summed feature by feature in order."""
-    total = np.square(a[:, :1] - x[:, 0])
-    for j in range(1, a.shape[1]):
-        step = a[:, j:j + 1] - x[:, j]
-        total += np.square(step, out=step)
-    return total
+def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """c of each row: ``d`` the distances (octaves) of its K nearest banked kernels (ties included) in bank order,
+    ``r`` their residuals; a row's unused places hold d = inf and r = 0 (they weigh nothing).
+
+    c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i), w_i = 1 / (d_i + SOFTEN), d_1 the nearest.
+    The sums run column by column, so a row's c never depends on how many unused places follow it.
+    """
+    w = 1.0 / (d + SOFTEN)
+    num, den = w[:, 0] * r[:, 0], w[:, 0].copy()
+    for j in range(1, d.shape[1]):
+        num += w[:, j] * r[:, j]
+        den += w[:, j]
+    c = num / (den + PRIOR)
+    return c * np.minimum(1.0, REACH / np.maximum(d.min(axis=1), 1e-12))
+
+
+#: a box of a sweep's points is split (halved in every feature) while more than this many banked kernels may be
+#: among the K nearest of some point in it; the points of a box with at most this many are compared with them alone
+LEAF = 16
+#: the final comparisons group a sweep's points by their candidates' count: at most 6, 8, 10, 12, 16, more
+WIDTH_GROUPS = (6, 8, 10, 12, 16)
+#: a sweep of at most this many (points x banked kernels) distances is compared with the whole bank at once
+SMALL = 1 << 15
+#: a far coordinate for unused candidate places (its squared distances stay finite in float64, and in float32)
+_FAR = 1e100
+_FAR32 = 1e15
+
+
+def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The K nearest rows of ``x`` (n x d integers) to each row of ``q`` (m x d integers), ties at the K-th included.
+
+    Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order); unused places hold
+    inf and n. Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
+    else in float64 (exact below 2^53).
+    A sweep's points are sorted along a Z-order curve and split into boxes (every feature halved per level), each
+    box keeping only the banked kernels that may be among the K nearest of a point in it: those no farther from
+    the box than the K-th smallest of the kernels' farthest distances to it. A box left with at most ``LEAF``
+    candidates (or holding one point) stops splitting; its points are compared with its candidates alone.
+    """
+    n = len(x)
+    m = len(q)
+    varies = q.min(axis=0) != q.max(axis=0) if m else np.zeros(x.shape[1], dtype=bool)
+    # the features every query shares add the same to each of a banked kernel's distances: summed once ("base")
+    shared = (x[:, ~varies] - q[:1, ~varies]).astype(np.float64) if m else np.zeros((n, 0))
+    base = np.square(shared).sum(axis=1)
+    q = q[:, varies]
+    # float32 where every distance these points and kernels can have is an integer below 2^24 (exact, half the bytes)
+    both = np.vstack([q, x[:, varies]]) if m else x[:, varies]
+    reach = float(np.square((both.max(axis=0) - both.min(axis=0)).astype(np.float64)).sum()) + float(base.max())
+    kind, far = (np.float32, _FAR32) if reach < 1 << 24 else (np.float64, _FAR)
+    xt = np.hstack([x[:, varies].astype(kind).T, np.full((int(varies.sum()), 1), far, dtype=kind)])
+    base = np.append(base, far * far).astype(kind)
+    qf = q.astype(kind)
+    dims = q.shape[1]
+    u = q - q.min(axis=0) if m and dims else np.zeros((m, 0), dtype=np.int64)
+    bits = int(u.max()).bit_length() if m and dims else 0
+    if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
+        rows = max(1, BLOCK // max(n, 1))
+        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows],
+                         np.broadcast_to(np.arange(n), (min(rows, m - s), n)), xt, base, k) for s in range(0, m, rows)]
+    z = _morton(u, bits)
+    order = np.argsort(z)
+    z, qs = z[order], qf[order]
+    stopped: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted positions, their candidates) of boxes that stopped
+    cand = np.arange(n)[None, :]  # the active boxes' candidates, padded with n
+    active = np.arange(m)  # sorted positions of the points in active boxes
+    box = np.zeros(m, dtype=np.intp)  # each active point's box
+    for level in range(bits, -1, -1):
+        prefix = z[active] >> (level * dims)
+        first = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
+        points = qs[active]
+        lo, hi = np.minimum.reduceat(points, first, axis=0), np.maximum.reduceat(points, first, axis=0)
+        kept = _prune(lo, hi, cand[box[first]], xt, base, k)
+        sizes = np.diff(np.append(first, len(active)))
+        stop = ((kept < n).sum(axis=1) <= LEAF) | (sizes == 1) | (level == 0)
+        inside = np.repeat(stop, sizes)
+        if stop.any():
+            stopped.append((active[inside], np.repeat(_compact(kept[stop], n), sizes[stop], axis=0)))
+        if stop.all():
+            break
+        go = ~stop
+        active, cand = active[~inside], _compact(kept[go], n)
+        box = np.repeat(np.arange(len(cand)), sizes[go])
+    found = []
+    for where, cands in stopped:  # the points in groups of similar candidate counts, each padded to its own widest
+        counts = (cands < n).sum(axis=1)
+        group = np.searchsorted(WIDTH_GROUPS, counts)
+        for g in np.unique(group):
+            part = np.flatnonzero(group == g)
+            width = int(counts[part].max())
+            found.append(_members(order[where[part]], qs[where[part]], cands[part, :width], xt, base, k))
+    return found
+
+
+def _morton(u: np.ndarray, bits: int) -> np.ndarray:
+    """Z-order codes of non-negative integer rows (each feature's bits interleaved, the first feature lowest)."""
+    dims = u.shape[1]
+    spread = np.zeros(256, dtype=np.int64)
+    for b in range(8):
+        spread |= ((np.arange(256, dtype=np.int64) >> b) & 1) << (b * dims)
+    z = np.zeros(len(u), dtype=np.int64)
+    for chunk in range(0, bits, 8):
+        for j in range(dims):
+            z |= spread[(u[:, j] >> chunk) & 255] << (chunk * dims + j)
+    return z
+
+
+def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, base: np.ndarray, k: int) -> np.ndarray:
+    """Each box's candidates (rows of ``cand``, n where unused) that may be among the K nearest of a point in the
+    box [lo, hi]: those no farther than the K-th smallest farthest distance; compacted in order, padded with n."""
+    near = np.take(base, cand)
+    far = near.copy()
+    for j in range(lo.shape[1]):
+        c = np.take(xt[j], cand)
+        gap = np.maximum(np.maximum(lo[:, j:j + 1] - c, c - hi[:, j:j + 1]), 0.0)
+        top = np.maximum(c - lo[:, j:j + 1], hi[:, j:j + 1] - c)
+        near += gap * gap
+        far += top * top
+    kth = np.partition(far, k - 1, axis=1)[:, k - 1:k]
+    return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
+
+
+def _compact(cand: np.ndarray, n: int) -> np.ndarray:
+    """Rows of candidates with the unused places (n) moved to the end, the others kept in order; as wide as needed."""
+    used = cand != n
+    counts = used.sum(axis=1)
+    out = np.full((len(cand), int(counts.max()) if len(cand) else 0), n, dtype=np.intp)
+    rows, cols = np.nonzero(used)
+    out[rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)] = cand[rows, cols]
+    return out
+
+
+def _members(where: np.ndarray, q: np.ndarray, cand: np.ndarray, xt: np.ndarray, base: np.ndarray, k: int,
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates
+    (rows of ``cand``, at least K of them used, n where unused): compacted in the candidates' order, inf and n after."""
+    dist = np.take(base, cand)
+    for j in range(q.shape[1]):
+        step = np.take(xt[j], cand)
+        np.subtract(q[:, j:j + 1], step, out=step)
+        np.multiply(step, step, out=step)
+        dist += step
+    kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
+    keep = dist <= kth
+    counts = keep.sum(axis=1)
+    width = int(counts.max()) if len(counts) else 0
+    rows, cols = np.nonzero(keep)
+    place = (rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts))
+    member = np.full((len(cand), width), len(base) - 1, dtype=np.intp)
+    member[place] = cand[rows, cols]
+    d = np.full((len(cand), width), np.inf)
+    d[place] = dist[rows, cols]
+    return where, d, member
