@@ -6,7 +6,7 @@ GPU's spec ships a bank of measured kernels (``measured.neighbours``: a JSON fil
 written by ``python -m solkit.calibration fit --write``), each kernel's body is multiplied by exp(c):
 
     c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i)   over the K nearest banked kernels of its key
-    w_i = 1 / (d_i + SOFTEN),  d_i = Euclidean distance between log2 features (d_1 the nearest)
+    w_i = 1 / (d_i + SOFTEN)^2,  d_i = Euclidean distance between log2 features (d_1 the nearest)
     r_i = log(measured / modelled) of banked kernel i: its case's whole miss put on its case's main kernel
           (the kernel with the longest modelled body), log(max(measured - rest, body / 4) / body)
 
@@ -35,9 +35,10 @@ __all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighb
            "features", "residual"]
 
 #: neighbours averaged per kernel
-K = 5
-#: octaves added to each distance before it is inverted into a weight (an exact match is not trusted alone)
-SOFTEN = 0.5
+K = 8
+#: octaves added to each distance before its square is inverted into a weight (an exact match weighs 16, one 1.4 octaves
+#: away 0.37: near matches are trusted most, and an exact match is not trusted alone)
+SOFTEN = 0.25
 #: octaves of distance beyond which the correction fades (as REACH / distance to the nearest banked kernel)
 REACH = 2.0
 #: the weight of the physical model's own answer (c = 0) beside the neighbours' (few or far neighbours move it less)
@@ -424,7 +425,7 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
     for start in range(0, len(q), rows):
         d = np.sqrt(_squared(q[start:start + rows].astype(float) / STEP, x))
         kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]
-        w = np.where(d <= kth, 1.0 / (d + SOFTEN), 0.0)
+        w = np.where(d <= kth, 1.0 / np.square(d + SOFTEN), 0.0)
         c = (w @ residuals) / (w.sum(axis=1) + PRIOR)
         nearest = d.min(axis=1)
         out[start:start + rows] = c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
