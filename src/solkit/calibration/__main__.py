@@ -243,9 +243,9 @@ def _run(args: argparse.Namespace) -> int:
         print(section_text(section), end="")
         if args.write:
             physical = round_calibration(result.calibration)
-            named = [(path, bank_rows(_load(path), gpu, physical)) for path in args.bank]
-            rows = [r for _, part in named for r in part]
-            off = switched_off(named, validation_files(), gpu, physical)
+            banked = [(path, bank_rows(_load(path), gpu, physical)) for path in args.bank]
+            rows = [r for _, part in banked for r in part]
+            off = switched_off(banked, validation_files(), gpu, physical)
             write_bank(Path(gpu.path).parent / bank_file(gpu.name), bank_document(rows, gpu.name, args.bank, off))
             write_measured(gpu.path, section)
             print(f"wrote {spec} and its neighbour bank {bank_file(gpu.name)} ({len(rows)} cases)")
