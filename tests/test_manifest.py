@@ -42,9 +42,17 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_steps_test_seed2042.json", "test", 2042, "be3dbc7", "b9b37fd"),
     # d11d401: "The frozen seed-2041 step test (90 random steps measured after f08f101 froze the model ...)"
     ("h200_steps_test_seed2041.json", "test", 2041, "f08f101", "d11d401"),
-    # 693cebd: "the frozen seed-2032 test draw (1,000 random cases and 200 SDPA cases ... after commit 2e97ee8 froze the model)"
-    ("h200_sample_test_seed2032.json", "test", 2032, "2e97ee8", "693cebd"),
-    ("h200_sdpa_test_seed2032.json", "test", 2032, "2e97ee8", "693cebd"),
+    # 693cebd: "the frozen seed-2032 test draw (1,000 random cases and 200 SDPA cases ... after commit 2e97ee8 froze the model)";
+    # spent since issue 31 re-scored it under b201423's model
+    ("h200_sample_test_seed2032.json", "spent", 2032, "2e97ee8", "693cebd"),
+    ("h200_sdpa_test_seed2032.json", "spent", 2032, "2e97ee8", "693cebd"),
+    # 38c572d: "the frozen test draw of issue 31, seed 2051 (...), measured on an H200 after b201423 froze the model"
+    ("h200_weak_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    ("h200_sample_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    ("h200_sdpa_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    # 75cec87: "the weak families' fit (450) and validation (180) draws, seed 2050"
+    ("h200_weak_fit_seed2050.json", "fit", 2050, None, "75cec87"),
+    ("h200_weak_validation_seed2050.json", "validation", 2050, None, "75cec87"),
     # 420089c: "the frozen collectives test (seed 2036, 120 cases, after commit 615211b)"
     ("h200x2_collectives_test_seed2036.json", "test", 2036, "615211b", "420089c"),
     # f08f101 committed seed 2040's draw, "measured after e8e0d6a froze the launch counts", looked at to choose the probe's use
@@ -64,11 +72,12 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 
 def test_the_newest_frozen_test_of_each_family():
-    """What every predictor change reports on: seed 2032 (kernels, the default mix and SDPA), 2042 (steps), 2036
-    (collectives), 2037 (2-GPU steps); no cast test is frozen (seed 2028's is spent)."""
+    """What every predictor change reports on: seed 2051 (kernels: the default mix, SDPA and issue 31's weak families),
+    2042 (steps), 2036 (collectives), 2037 (2-GPU steps); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
-    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2032.json"
-    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2032.json"
+    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
+    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2051.json"
+    assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2051.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
@@ -104,14 +113,15 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 48  # 21 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 53  # 26 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
     # + 2 serving files
 
 
 def test_sampled_sets_roles_follow_the_sampler():
     """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
     fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
-    families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm"}
+    families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
+                "weak": "weak"}
     allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":

@@ -27,39 +27,43 @@ def bank(points, residuals, key=KEY + "|"):
 
 
 def test_an_exact_match_beside_a_farther_neighbour():
-    """A at distance 0 (r = +0.4), B one octave away (r = -0.2): w_A = 1/0.5 = 2, w_B = 1/1.5 = 2/3;
-    c = (2 x 0.4 - 2/3 x 0.2) / (0.5 + 2 + 2/3) = (2/3) / (19/6) = 4/19 = 0.210526."""
+    """A at distance 0 (r = +0.4), B one octave away (r = -0.2): w_A = 1/0.25^2 = 16, w_B = 1/1.25^2 = 0.64;
+    c = (16 x 0.4 - 0.64 x 0.2) / (0.5 + 16 + 0.64) = 6.272 / 17.14 = 0.365928."""
     b = bank([[0, 0], [1, 0]], [0.4, -0.2])
-    assert b.correction(KEY, [], [0.0, 0.0]) == pytest.approx(4 / 19, rel=1e-12)
+    assert b.correction(KEY, [], [0.0, 0.0]) == pytest.approx(6.272 / 17.14, rel=1e-12)
 
 
 def test_far_neighbours_fade():
-    """Query 4 octaves from A and 3 from B: w_A = 1/4.5 = 2/9, w_B = 1/3.5 = 2/7;
-    sum = 0.8/9 - 0.4/7 = 2/63; weights + prior = 1/2 + 2/9 + 2/7 = 127/126; c = 4/127, faded by REACH / 3 = 2/3:
-    8/381 = 0.0209974."""
+    """Query 4 octaves from A and 3 from B: w_A = 1/4.25^2 = 0.055363, w_B = 1/3.25^2 = 0.094675;
+    sum = 0.4 w_A - 0.2 w_B = 0.0032104; weights + prior = 0.5 + w_A + w_B = 0.650038; c = 0.0049388, faded by
+    REACH / 3 = 2/3: 0.0032925."""
     b = bank([[0, 0], [1, 0]], [0.4, -0.2])
-    assert b.correction(KEY, [], [4.0, 0.0]) == pytest.approx(8 / 381, rel=1e-12)
+    w_a, w_b = 1 / 4.25 ** 2, 1 / 3.25 ** 2
+    expected = (0.4 * w_a - 0.2 * w_b) / (0.5 + w_a + w_b) * 2 / 3  # 0.0032925
+    assert b.correction(KEY, [], [4.0, 0.0]) == pytest.approx(expected, rel=1e-12)
 
 
-def test_only_the_five_nearest_count():
-    """Seven neighbours along one axis at 0..6 octaves with r = +1 for the 5 nearest and r = -10 for the 2 farthest:
-    the two farthest are ignored. Query at 0: weights 1/0.5, 1/1.5, 1/2.5, 1/3.5, 1/4.5 = 2, 0.6667, 0.4, 0.2857, 0.2222
-    (sum 3.5746); c = 3.5746 / (0.5 + 3.5746) = 0.87729."""
-    b = bank([[d] for d in range(7)], [1, 1, 1, 1, 1, -10, -10])
-    w = 2 + 2 / 3 + 0.4 + 2 / 7 + 2 / 9
-    assert b.correction(KEY, [], [0.0]) == pytest.approx(w / (0.5 + w), rel=1e-12)  # 0.87729
+def test_only_the_eight_nearest_count():
+    """Ten neighbours along one axis at 0..9 octaves with r = +1 for the 8 nearest and r = -10 for the 2 farthest:
+    the two farthest are ignored. Query at 0: weights 1/(d + 0.25)^2 for d = 0..7 = 16, 0.64, 0.19753, 0.094675,
+    0.055363, 0.036281, 0.0256, 0.019025 (sum 17.068436); c = 17.068436 / (0.5 + 17.068436) = 0.971540."""
+    b = bank([[d] for d in range(10)], [1, 1, 1, 1, 1, 1, 1, 1, -10, -10])
+    w = 16 + 0.64 + 1 / 2.25 ** 2 + 1 / 3.25 ** 2 + 1 / 4.25 ** 2 + 1 / 5.25 ** 2 + 0.0256 + 1 / 7.25 ** 2
+    assert b.correction(KEY, [], [0.0]) == pytest.approx(w / (0.5 + w), rel=1e-12)  # 0.971540
 
 
-def test_neighbours_tied_at_the_fifth_distance_all_count():
-    """Six neighbours: four at 0, 1, 2, 3 octaves (r = 0) and two tied at 4 (r = +1 and +0.5).
-    Both tied ones count: weights 2, 2/3, 2/5, 2/7 and 2/9 twice; c = 2/9 x 1.5 / (0.5 + 2 + 2/3 + 2/5 + 2/7 + 4/9)
-    = (1/3) / 4.296825 = 0.077576; with the rows in any order."""
-    points = [[0], [1], [2], [3], [4], [-4]]
-    residuals = [0.0, 0.0, 0.0, 0.0, 1.0, 0.5]
-    total = 0.5 + 2 + 2 / 3 + 2 / 5 + 2 / 7 + 4 / 9
-    expected = (2 / 9 * 1.5) / total  # 0.077576
+def test_neighbours_tied_at_the_eighth_distance_all_count():
+    """Nine neighbours: seven at 0..6 octaves (r = 0) and two tied at 7 (r = +1 and +0.5).
+    Both tied ones count: weights 1/(d + 0.25)^2 = 16, 0.64, 0.19753, 0.094675, 0.055363, 0.036281, 0.0256 and
+    0.019025 twice; c = 0.019025 x 1.5 / (0.5 + 17.049450 + 2 x 0.019025) = 0.0285375 / 17.5875 = 0.0016226;
+    with the rows in any order."""
+    points = [[0], [1], [2], [3], [4], [5], [6], [7], [-7]]
+    residuals = [0.0] * 7 + [1.0, 0.5]
+    w = [1 / (d + 0.25) ** 2 for d in range(7)]
+    total = 0.5 + sum(w) + 2 / 7.25 ** 2
+    expected = (1.5 / 7.25 ** 2) / total  # 0.0016226
     assert bank(points, residuals).correction(KEY, [], [0.0]) == pytest.approx(expected, rel=1e-12)
-    order = [5, 2, 0, 4, 1, 3]
+    order = [8, 2, 0, 7, 1, 3, 6, 4, 5]
     shuffled = bank([points[i] for i in order], [residuals[i] for i in order])
     assert shuffled.correction(KEY, [], [0.0]) == pytest.approx(expected, rel=1e-12)
 
@@ -69,7 +73,7 @@ def test_keys_and_variants_select_the_bank():
     b = Neighbours("test", {KEY + "|skinny": (np.array([[0]]), np.array([1.0])),
                             KEY + "|misaligned+odd": (np.array([[0]]), np.array([-1.0]))})
     skinny, misaligned, odd = ("skinny", True), ("misaligned", True), ("odd", True)
-    one = 2 / 2.5  # w = 1/0.5 = 2 at distance 0: c = 2 r / (0.5 + 2) = 0.8 r
+    one = 16 / 16.5  # w = 1/0.25^2 = 16 at distance 0: c = 16 r / (0.5 + 16) = 0.969697 r
     assert b.correction(KEY, [skinny, ("misaligned", False)], [0.0]) == pytest.approx(one)
     assert b.correction(KEY, [("skinny", False), misaligned, odd], [0.0]) == pytest.approx(-one)
     assert b.correction(KEY, [("skinny", False)], [0.0]) == 0.0
@@ -114,16 +118,16 @@ def test_a_sweep_equals_its_shapes_one_by_one():
 
 def test_a_sweep_of_variants_alone():
     """Scalar features, variants that change along the sweep (bools or integers, read as truth values): each element
-    gets its own variant's bank: c = 0.8 r at distance 0 (w = 2: 2 r / 2.5)."""
+    gets its own variant's bank: c = 0.969697 r at distance 0 (w = 16: 16 r / 16.5)."""
     b = Neighbours("test", {KEY + "|": (np.array([[0]]), np.array([0.5])),
                             KEY + "|skinny": (np.array([[0]]), np.array([-1.0]))})
     for mask in (np.array([True, False, True]), np.array([2, 0, 1])):
-        assert b.correction(KEY, [("skinny", mask)], [0.0]) == pytest.approx([-0.8, 0.4, -0.8], rel=1e-12)
+        assert b.correction(KEY, [("skinny", mask)], [0.0]) == pytest.approx([-16 / 16.5, 8 / 16.5, -16 / 16.5], rel=1e-12)
 
 
 def test_predict_applies_the_bank_to_the_kernel_body(tmp_path):
-    """A spec whose bank holds this very GEMM with r = log 2: c = 2 log 2 / (0.5 + 2) = 0.8 log 2, so the body (predicted
-    minus the launch floor) grows by 2^0.8 = 1.7411; without a bank it is the physical model's."""
+    """A spec whose bank holds this very GEMM with r = log 2: c = 16 log 2 / (0.5 + 16) = (16/16.5) log 2, so the body
+    (predicted minus the launch floor) grows by 2^(16/16.5) = 1.95856; without a bank it is the physical model's."""
     m, n, k = 4096.0, 4096.0, 4096.0
     spec = tmp_path / "h200-sxm.yaml"
     shutil.copy(SPEC, spec)
@@ -140,8 +144,33 @@ def test_predict_applies_the_bank_to_the_kernel_body(tmp_path):
     w = ops.matmul(m, n, k, dtype="bf16")
     floor = calibration(banked).launch_floor
     body = sk.predict(w, physical).seconds - floor
-    assert sk.predict(w, banked).seconds - floor == pytest.approx(body * 2 ** 0.8, rel=1e-12)  # 1.7411 x
+    assert sk.predict(w, banked).seconds - floor == pytest.approx(body * 2 ** (16 / 16.5), rel=1e-12)  # 1.95856 x
     del plain
+
+
+def test_a_key_switched_off_is_not_corrected(tmp_path):
+    """The bank file's "off" names calibration keys (op and last variant) whose entries are not loaded: the same GEMM
+    entry as above moves the body by 2^(16/16.5) unless "matmul" is off; another key's switch leaves it on."""
+    from solkit.prediction.bank import calibration_key
+
+    assert calibration_key(KEY + "|misaligned+odd") == "matmul_odd" and calibration_key(KEY + "|") == "matmul"
+    m = 4096.0
+    w = ops.matmul(m, m, m, dtype="bf16")
+    _, _, f = features(w.kernels[0])
+    without = tmp_path / "nobank.yaml"
+    without.write_text(SPEC.read_text().replace("  neighbours: h200-sxm.neighbours.json\n", ""))
+    physical = sk.load_gpu(without)
+    floor = calibration(physical).launch_floor
+    body = sk.predict(w, physical).seconds - floor
+    for i, (off, factor) in enumerate(((["matmul"], 1.0), (["matmul_odd", "silu"], 2 ** (16 / 16.5)))):
+        folder = tmp_path / f"bank{i}"
+        folder.mkdir()
+        shutil.copy(SPEC, folder / "h200-sxm.yaml")
+        doc = {"gpu": "h200-sxm", "source": "test", "off": off,
+               "keys": {KEY + "|": {"features": [[round(x * STEP) for x in f]], "residuals": [math.log(2.0)]}}}
+        (folder / "h200-sxm.neighbours.json").write_text(json.dumps(doc))
+        got = sk.predict(w, sk.load_gpu(folder / "h200-sxm.yaml")).seconds - floor
+        assert got == pytest.approx(body * factor, rel=1e-12), off
 
 
 def test_the_bound_holds_whatever_the_bank_says(tmp_path):

@@ -43,7 +43,7 @@ def brute(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> tuple[np.ndarra
     d = np.sqrt(total)
     k = min(nb.K, len(x))
     kth = np.partition(d, k - 1, axis=1)[:, k - 1:k]
-    w = np.where(d <= kth, 1.0 / (d + nb.SOFTEN), 0.0)
+    w = np.where(d <= kth, 1.0 / np.square(d + nb.SOFTEN), 0.0)
     c = (w @ residuals) / (w.sum(axis=1) + nb.PRIOR)
     return c * np.minimum(1.0, nb.REACH / np.maximum(d.min(axis=1), 1e-12)), d <= kth
 

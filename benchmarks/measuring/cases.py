@@ -12,8 +12,8 @@ FAMILIES: tuple[str, ...] = (
 )
 #: within a tier, families run in this order (the ones the predictor leans on most first)
 RUN_ORDER: tuple[str, ...] = (
-    "matmul", "attention", "decode", "conv2d", "elementwise", "layernorm", "rmsnorm",
-    "softmax", "qkv", "layernorm_residual", "embedding", "bmm", "sdpa", "cast",
+    "sdpa", "matmul", "attention", "decode", "conv2d", "elementwise", "layernorm", "rmsnorm",
+    "softmax", "qkv", "layernorm_residual", "embedding", "bmm", "cast",
 )
 DTYPES: tuple[str, ...] = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "int8")
 ELEM_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8_e4m3": 1, "int8": 1}

@@ -392,6 +392,7 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
     ap.add_argument("--dry-run", action="store_true", help="print the case list, counts and a time estimate; no torch")
     ap.add_argument("--quick", action="store_true", help="smoke test: checked cases + one per family, short timing")
     ap.add_argument("--no-census", action="store_true", help="skip the profiler pass that names the kernels")
+    ap.add_argument("--no-ceilings", action="store_true", help="skip the ceilings phase (a second run on one machine)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd (fused) cases")
     ap.add_argument("--warmup", type=float, default=None, help="do_bench warmup in ms (default 25; --quick 5)")
     ap.add_argument("--rep", type=float, default=None, help="do_bench rep in ms (default 100; --quick 20)")
@@ -410,7 +411,7 @@ def parse_args(argv: Sequence[str] | None = None, doc: str = "") -> argparse.Nam
     if unknown:
         ap.error(f"--only: unknown family {', '.join(unknown)}; expected some of ceilings, {', '.join(FAMILIES)}")
     args.only = only
-    args.ceilings = not only or "ceilings" in only
+    args.ceilings = (not only or "ceilings" in only) and not args.no_ceilings
     return args
 
 

@@ -86,7 +86,29 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
     "cast": {"weight": 1.0, "elements": (1024, 2 ** 29), "unaligned": 0.25,
              "pairs": (("fp32", "bf16"), ("bf16", "fp32"), ("fp32", "fp16"), ("fp16", "fp32")),
              "dtypes": {"fp32": 0.5, "bf16": 0.35, "fp16": 0.15}},
+    # issue 31's weak families, each drawn evenly in log-shape (``--sample-families weak`` takes all five):
+    # one-query decode through SDPA's default backend against KV caches from kilobytes to several GiB
+    "sdpa_decode": {"weight": 0.25, "batch": (1, 128), "heads": (1, 64), "seq_kv": (128, 262144),
+                    "head_dim": (64, 128, 256), "gqa": 0.6, "dtypes": {"bf16": 0.75, "fp16": 0.25}},
+    # dense convs (groups = 1) in both layouts
+    "conv_dense": {"weight": 0.25, "batch": (1, 64), "channels": (3, 1024), "hw": (7, 224), "kernel": (1, 3, 5, 7),
+                   "stride": (1, 2), "layouts": ("nhwc", "nchw"), "unaligned": 0.25,
+                   "dtypes": {"bf16": 0.75, "fp16": 0.25}},
+    # depthwise (groups = C = K) and grouped convs (groups 2-64 dividing C and K), both layouts
+    "conv_grouped": {"weight": 0.2, "batch": (1, 64), "channels": (8, 2048), "hw": (7, 224), "kernel": (1, 3, 5, 7),
+                     "stride": (1, 2), "layouts": ("nhwc", "nchw"), "depthwise": 0.5, "groups": (2, 4, 8, 16, 32, 64),
+                     "dtypes": {"bf16": 0.75, "fp16": 0.25}},
+    # tf32 GEMMs (fp32 tensors, TF32 matmuls allowed): plain and batched
+    "tf32": {"weight": 0.15, "batch": (2, 64), "bmm": 0.3, "m": (1, 16384), "n": (1, 16384), "k": (1, 16384),
+             "unaligned": 0.25, "dtypes": {"tf32": 1.0}},
+    # causal self-attention through flash (SDPBackend.FLASH_ATTENTION)
+    "causal": {"weight": 0.15, "batch": (1, 32), "heads": (1, 64), "seq": (16, 16384), "head_dim": (64, 128),
+               "gqa": 0.5, "dtypes": {"bf16": 0.75, "fp16": 0.25}},
 }
+#: named mixes of families for ``--sample-families`` (one name for several)
+MIXES: dict[str, tuple[str, ...]] = {"weak": ("sdpa_decode", "conv_dense", "conv_grouped", "tf32", "causal")}
+#: the measured family (``Case.family``: what solkit's calibration groups and models by) of each drawn family
+DRAWN_AS: dict[str, str] = {"sdpa_decode": "sdpa", "conv_dense": "conv2d", "conv_grouped": "conv2d", "causal": "attention"}
 #: the size keys of each family, checked against SPACE by check_case
 _SIZE_KEYS: dict[str, dict[str, str]] = {
     "matmul": {"m": "m", "n": "n", "k": "k"}, "bmm": {"batch": "batch", "m": "m", "n": "n", "k": "k"},
@@ -98,6 +120,11 @@ _SIZE_KEYS: dict[str, dict[str, str]] = {
     "decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "sdpa": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "cast": {"elements": "elements"},
+    "sdpa_decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
+    "conv_dense": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
+    "conv_grouped": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
+    "tf32": {"m": "m", "n": "n", "k": "k"},
+    "causal": {"batch": "batch", "heads": "heads", "seq_q": "seq", "seq_kv": "seq"},
 }
 _ELEM_NOTES = {"add": "torch.add(a, b, out=c)", "copy": "dst.copy_(src)", "gelu": "F.gelu(x) (erf form, torch default)",
                "silu": "F.silu(x)"}
@@ -306,7 +333,76 @@ def _draw_cast(d: _Draw) -> Case:
                 "dst.copy_(src) with dst in out_dtype (a cast)")
 
 
+def _draw_sdpa_decode(d: _Draw) -> Case:
+    """One query against a KV cache through SDPA's default backend (the cache drawn log-uniformly per dim)."""
+    s = EXTRA_SPACE["sdpa_decode"]
+    dt, b, h, hd, kv = _draw_heads(d, s)
+    case = _attn(b, h, 1, hd, skv=d.logint(s["seq_kv"]), kv=kv, family="sdpa", label="sampled decode")
+    case.params["dtype"] = dt
+    return case
+
+
+def _draw_conv_space(d: _Draw, family: str) -> Case:
+    """A dense, depthwise or grouped conv of ``family``'s space."""
+    s = EXTRA_SPACE[family]
+    off = d.off
+    dt = d.pick(s["dtypes"])
+    n, hw = d.logint(s["batch"]), d.logint(s["hw"])
+    ks, stride = d.rng.choice(s["kernel"]), d.rng.choice(s["stride"])
+    layout = d.rng.choice(s["layouts"])
+    if family == "conv_dense":
+        c, k, g = d.sized(s["channels"], off), d.sized(s["channels"], off and d.rng.random() < 0.5), 1
+    elif d.rng.random() < s["depthwise"]:
+        c = d.logint(s["channels"])
+        k = g = c
+    else:
+        g = d.rng.choice(s["groups"])
+        lo, hi = s["channels"]
+        c = g * max(1, round(d.logint((max(1, lo // g), max(1, hi // g)))))
+        k = g * max(1, round(d.logint((max(1, lo // g), max(1, hi // g)))))
+    case = _conv(n, c, hw, k, ks, stride, ks // 2, layout, name="sampled" + ("/dw" if g == c > 1 else "/g" if g > 1 else ""),
+                 groups=g)
+    case.params["dtype"] = dt
+    return case
+
+
+def _draw_tf32(d: _Draw) -> Case:
+    """A tf32 GEMM (a third of them batched)."""
+    s = EXTRA_SPACE["tf32"]
+    off = d.off
+    m, n, k = d.logint(s["m"]), d.logint(s["n"]), d.logint(s["k"])
+    if off:
+        which = d.rng.choice(("k", "n", "kn"))
+        n = d.unaligned(n, s["n"]) if "n" in which else d.aligned(n, s["n"])
+        k = d.unaligned(k, s["k"]) if "k" in which else d.aligned(k, s["k"])
+    else:
+        n, k = d.aligned(n, s["n"]), d.aligned(k, s["k"])
+    if d.rng.random() < s["bmm"]:
+        b = d.logint(s["batch"])
+        m, n, k = (max(1, x // 4) if x > 8192 else x for x in (m, n, k))
+        return mm_case(m, n, k, "tf32", batch=b)
+    return mm_case(m, n, k, "tf32")
+
+
+def _draw_causal(d: _Draw) -> Case:
+    """Causal self-attention through flash."""
+    s = EXTRA_SPACE["causal"]
+    dt, b, h, hd, kv = _draw_heads(d, s)
+    sq = d.logint(s["seq"])
+    case = _attn(b, h, sq, hd, skv=sq, kv=kv, causal=True, label="sampled causal")
+    case.params["dtype"] = dt
+    return case
+
+
 def _draw_family(d: _Draw, family: str) -> Case:
+    if family == "sdpa_decode":
+        return _draw_sdpa_decode(d)
+    if family in ("conv_dense", "conv_grouped"):
+        return _draw_conv_space(d, family)
+    if family == "tf32":
+        return _draw_tf32(d)
+    if family == "causal":
+        return _draw_causal(d)
     if family == "sdpa":
         return _draw_sdpa(d)
     if family == "cast":
@@ -327,6 +423,8 @@ def _draw_family(d: _Draw, family: str) -> Case:
 def draw_stream(seed: int = DEFAULT_SEED, families: Optional[Sequence[str]] = None) -> Iterator[Case]:
     """An endless seeded stream of cases (duplicates possible), each within the caps; ``families``: SPACE's by default."""
     d = _Draw(random.Random(seed))
+    if families is not None:
+        families = [f for name in families for f in MIXES.get(name, (name,))]
     spaces = SPACE if families is None else {f: {**SPACE, **EXTRA_SPACE}[f] for f in families}
     fams = list(spaces)
     weights = [spaces[f]["weight"] for f in fams]
@@ -361,29 +459,36 @@ def sample_set(name: str, n: int = DEFAULT_N, seed: int = DEFAULT_SEED,
     return out
 
 
-def check_case(c: Case) -> list[str]:
-    """Ways a sampled case leaves its family's declared space (empty: inside)."""
+def check_case(c: Case, space: Optional[str] = None) -> list[str]:
+    """Ways a sampled case leaves its family's declared space (empty: inside); ``space``: the family it was drawn as."""
     bad: list[str] = []
-    s = {**SPACE, **EXTRA_SPACE}.get(c.family)
+    name = space or c.family
+    s = {**SPACE, **EXTRA_SPACE}.get(name)
     if s is None:
-        return [f"family {c.family!r} not in SPACE"]
+        return [f"family {name!r} not in SPACE"]
     p = c.params
     if p["dtype"] not in s["dtypes"]:
         bad.append(f"dtype {p['dtype']}")
-    for key, space_key in _SIZE_KEYS[c.family].items():
+    for key, space_key in _SIZE_KEYS[name].items():
         lo, hi = s[space_key]
         if not lo <= p[key] <= hi:
             bad.append(f"{key}={p[key]} outside [{lo}, {hi}]")
     if c.family == "conv2d":
         if p["kernel"] not in s["kernel"] or p["stride"] not in s["stride"] or p["layout"] not in s["layouts"]:
             bad.append("conv kernel/stride/layout")
-        if p["groups"] not in (1, p["in_channels"]) or (p["groups"] > 1 and p["out_channels"] != p["in_channels"]):
+        grouped = name == "conv_grouped" and p["groups"] in s["groups"] and not p["in_channels"] % p["groups"] and \
+            not p["out_channels"] % p["groups"]
+        dense = p["groups"] == 1 and name != "conv_grouped"
+        depthwise = p["groups"] == p["in_channels"] == p["out_channels"] and name != "conv_dense"
+        if not (grouped or dense or depthwise):
             bad.append("conv groups")
     if c.family in ("attention", "decode", "sdpa"):
         if p["head_dim"] not in s["head_dim"] or p["heads"] % p["kv_heads"]:
             bad.append("head_dim/kv_heads")
-        if c.family == "decode" and (p["seq_q"] != 1 or p["causal"]):
+        if (c.family == "decode" or name == "sdpa_decode") and (p["seq_q"] != 1 or p["causal"]):
             bad.append("decode seq_q/causal")
+        if name == "causal" and not (p["causal"] and p["seq_q"] == p["seq_kv"]):
+            bad.append("causal self-attention")
     if c.family == "elementwise" and c.op not in s["ops"]:
         bad.append(f"op {c.op}")
     if not within_caps(c):

@@ -34,7 +34,8 @@ from .data import MeasurementSet, load_measurements
 from .fitting import fit
 from .manifest import DataFile, data_path, manifest, source_checkout
 from .metrics import evaluate
-from .neighbours import bank_document, bank_file, bank_files, bank_rows, holdout_by_set, write_bank
+from .neighbours import (bank_document, bank_file, bank_files, bank_rows, holdout_by_set, switched_off, validation_files,
+                         write_bank)
 from .parallel import parallel_report_lines
 from .programs import programs_report
 from .report import sampled_report, validation_report
@@ -244,9 +245,11 @@ def _run(args: argparse.Namespace) -> int:
         section = measured_section(msets[0], result, " + ".join(args.data), bank_file(gpu.name))
         print(section_text(section), end="")
         if args.write:
-            rows = [r for path in args.bank for r in bank_rows(_load(path), gpu,
-                                                                 round_calibration(result.calibration))]
-            write_bank(Path(gpu.path).parent / bank_file(gpu.name), bank_document(rows, gpu.name, args.bank))
+            physical = round_calibration(result.calibration)
+            banked = [(path, bank_rows(_load(path), gpu, physical)) for path in args.bank]
+            rows = [r for _, part in banked for r in part]
+            off = switched_off(banked, validation_files(), gpu, physical)
+            write_bank(Path(gpu.path).parent / bank_file(gpu.name), bank_document(rows, gpu.name, args.bank, off))
             write_measured(gpu.path, section)
             print(f"wrote {spec} and its neighbour bank {bank_file(gpu.name)} ({len(rows)} cases)")
         return 0

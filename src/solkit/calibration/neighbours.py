@@ -4,7 +4,8 @@ on its main kernel.
 ``bank_rows`` evaluates every measured primary case of the bank files with the physical model (the
 fitted ``measured:`` section, no correction), puts the case's whole miss on its main kernel (the
 longest modelled body) and files it under that kernel's key with its quantized features.
-``holdout_by_set`` scores the correction honestly: each file's cases against a bank of the others.
+``holdout_by_set`` scores the correction honestly: each file's cases against a bank of the others; ``switched_off``
+turns it off, per calibration key, where it did worse than the physical model on the validation draws so scored.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import numpy as np
 
 from ..hardware.parameters import Calibration
 from ..prediction import kernel_seconds, kernel_terms
+from ..prediction.bank import calibration_key
 from ..prediction.kernel import combined
 from ..prediction.neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
 from ..sol import roofline
@@ -27,7 +29,9 @@ from .manifest import manifest
 from .metrics import log_error
 
 __all__ = ["BANK_DATA", "bank_files", "BankRow", "bank_rows", "bank_document", "bank_of", "holdout_by_set", "bank_file",
-           "predicted", "write_bank"]
+           "predicted", "write_bank", "switched_off", "validation_files", "MIN_SWITCH_CASES"]
+#: a calibration key's correction is judged on the validation draws only where they hold at least this many of its cases
+MIN_SWITCH_CASES = 10
 # ``bank_files()`` by its old name, read from the manifest on use (``__getattr__``: importing this module reads no data)
 BANK_DATA: tuple[str, ...]
 
@@ -109,11 +113,38 @@ def bank_of(rows: Sequence[BankRow], source: str = "") -> Neighbours:
                                    np.array([round(r.residual, 4) for r in v])) for k, v in _keyed(rows)})
 
 
-def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> dict[str, Any]:
-    """The bank file's contents (``prediction.bank.load_neighbours`` reads it)."""
+def validation_files() -> tuple[str, ...]:
+    """The banked validation draws (``data/NAME``): what ``switched_off`` judges the correction on."""
+    return tuple(f"data/{name}" for name in manifest().files(bank=True, role="validation"))
+
+
+def switched_off(named: Sequence[tuple[str, list[BankRow]]], validation: Sequence[str], gpu: Any, cal: Calibration
+                 ) -> list[str]:
+    """The calibration keys whose correction did worse than the physical model on the ``validation`` sets of ``named``.
+
+    Each validation set's cases are predicted with a bank of every other set (``holdout_by_set``'s rule) and filed
+    under their main kernel's calibration key; a key with at least MIN_SWITCH_CASES such cases whose mean
+    |log(predicted / measured)| corrected exceeds the physical model's is switched off.
+    """
+    physical = cal.replace(neighbours=None)
+    before: dict[str, list[float]] = {}
+    after: dict[str, list[float]] = {}
+    for i, (name, rows) in enumerate(named):
+        if name not in validation:
+            continue
+        held = physical.replace(neighbours=bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other]))
+        for r in rows:
+            key = calibration_key(r.key)
+            before.setdefault(key, []).append(float(log_error(r.rest + r.main, r.measured)))
+            after.setdefault(key, []).append(float(log_error(predicted(r, gpu, held), r.measured)))
+    return sorted(k for k in before if len(before[k]) >= MIN_SWITCH_CASES and np.mean(after[k]) > np.mean(before[k]))
+
+
+def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str], off: Sequence[str] = ()) -> dict[str, Any]:
+    """The bank file's contents (``prediction.bank.load_neighbours`` reads it); ``off``: ``switched_off``'s keys."""
     source = (f"python -m solkit.calibration fit --write: {len(rows)} measured cases on {gpu} ({', '.join(files)}), "
               f"each case's log(measured / modelled) on its main kernel under this spec's measured: section")
-    return {"gpu": gpu, "source": source, "cases": len(rows),
+    return {"gpu": gpu, "source": source, "cases": len(rows), "off": sorted(off),
             "keys": {k: {"features": [list(r.features) for r in v], "residuals": [round(r.residual, 4) for r in v]}
                      for k, v in _keyed(rows)}}
 
@@ -121,7 +152,7 @@ def bank_document(rows: Sequence[BankRow], gpu: str, files: Sequence[str]) -> di
 def write_bank(path: Any, document: dict[str, Any]) -> None:
     """Write a bank file: one line per key's features, so that a diff shows what changed."""
     lines = ["{", f'  "gpu": {json.dumps(document["gpu"])},', f'  "source": {json.dumps(document["source"])},',
-             f'  "cases": {document["cases"]},', '  "keys": {']
+             f'  "cases": {document["cases"]},', f'  "off": {json.dumps(document.get("off", []))},', '  "keys": {']
     items = list(document["keys"].items())
     for i, (key, entry) in enumerate(items):
         lines.append(f"    {json.dumps(key)}: {{")

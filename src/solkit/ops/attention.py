@@ -143,7 +143,8 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
                            optional=True),
     ),
     kinds=("attention", "gemm", "reduction"),
-    keys=tuple(op + variant for op in FUSED_OPS.values() for variant in ("", "_splitkv", "_causal")),
+    keys=tuple(op + variant for op in FUSED_OPS.values()
+               for variant in ("", "_splitkv", "_causal", "_decode", "_decodesplit", "_decodewide")),
     aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
           "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
           "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"),

@@ -142,7 +142,7 @@ _CONV_PARAMS = dict(
     "conv2d",
     params=_CONV_PARAMS,
     kinds=("conv", "layout", "im2col", "gemm"),
-    keys=("conv2d", "conv2d_depthwise", "conv2d_unaligned"),
+    keys=("conv2d", "conv2d_grouped", "conv2d_depthwise", "conv2d_nativedw", "conv2d_unaligned"),
     aten=("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::cudnn_convolution"),
     aten_backward=("aten::convolution_backward",),
     backward=_conv2d_backward,

@@ -1,7 +1,9 @@
 """The neighbour bank file (``measured.neighbours``, beside the spec): its schema and its loading into ``Neighbours``.
 
 A bank lists, per key (``neighbours.bank_key`` with its variants), the quantized log2 features of measured
-kernels (integer rows, each as wide as its tag says) and their residuals (log of measured over modelled).
+kernels (integer rows, each as wide as its tag says) and their residuals (log of measured over modelled), and ``off``:
+the calibration keys (``calibration_key``) whose correction the validation draws turned off (it did worse there than
+the physical model alone), whose entries are not loaded.
 ``python -m solkit.calibration fit --write`` writes it; a problem with the file is a ``SpecError`` naming it.
 """
 
@@ -16,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from ..errors import SpecError
 from .neighbours import Neighbours
 
-__all__ = ["MAX_RESIDUAL", "WIDTHS", "BankEntry", "NeighbourBank", "load_neighbours"]
+__all__ = ["MAX_RESIDUAL", "WIDTHS", "BankEntry", "NeighbourBank", "load_neighbours", "calibration_key"]
 
 #: the largest |residual| a bank may hold (e^10: 22,026 times off; the builder's are at least log 1/4)
 MAX_RESIDUAL = 10.0
@@ -39,7 +41,15 @@ class NeighbourBank(BaseModel):
     gpu: StrictStr
     source: StrictStr
     cases: StrictInt = 0
+    off: list[StrictStr] = []
     keys: dict[str, BankEntry]
+
+
+def calibration_key(key: str) -> str:
+    """The calibration key of a bank key ``op|kind|precision|layout|tag|v1+v2``: its op and its last variant (``op_v2``)."""
+    fields = key.split("|")
+    variants = fields[5] if len(fields) == 6 else ""
+    return fields[0] + ("_" + variants.split("+")[-1] if variants else "")
 
 
 def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
@@ -67,6 +77,7 @@ def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
         raise SpecError(f"{p}: field 'gpu': this bank was measured on {doc.gpu!r}, not on {gpu!r}; give the spec its "
                         f"own bank or drop its measured.neighbours")
     banks = {}
+    off = set(doc.off)
     for key, entry in doc.keys.items():
         tag = key.split("|")[4] if key.count("|") == 5 else ""
         width = WIDTHS.get(tag)
@@ -78,5 +89,6 @@ def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
             raise SpecError(f"{p}: field 'keys.{key}': expected n >= 1 rows of {width} features (tag {tag!r}) and n "
                             f"residuals; got {len(entry.features)} rows of widths "
                             f"{sorted({len(r) for r in entry.features})} and {len(entry.residuals)} residuals")
-        banks[key] = (np.array(rows, dtype=np.int64), np.array(entry.residuals, dtype=float))
+        if calibration_key(key) not in off:
+            banks[key] = (np.array(rows, dtype=np.int64), np.array(entry.residuals, dtype=float))
     return Neighbours(doc.source, banks, doc.gpu)

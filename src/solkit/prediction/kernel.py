@@ -27,12 +27,14 @@ import numpy as np
 from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, product, result, where
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
-from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_PAD, CUDNN_SDPA_ARCHITECTURES, FEW_INDEX_OPS, FEW_INDICES,
+from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
+                               CUDNN_SDPA_ARCHITECTURES, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS, DEPTHWISE_OUTPUT_MACS,
+                               FEW_INDEX_OPS, FEW_INDICES,
                                LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
                                WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
 from ..workload import Kernel
 from .gpu import matmul_rate
-from .tiles import attention_compute_time, gemm_time, tile_waves
+from .tiles import attention_compute_time, decode_items, gemm_time, tile_waves
 from .._validate import checked_call
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,13 +134,20 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             tile = CONV_K_TILE_BYTES / PRECISIONS[kernel.precision]
             t_tc, wave_tc, tiles = gemm_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
                                               split_k=False)
-            t_mat = where(depthwise, mf / gpu.peak_flops("fp32", "vector"), t_tc)
+            # a depthwise conv runs on CUDA cores; PyTorch's native NCHW kernel (a thread per output) also pays its
+            # index arithmetic and loads per output: DEPTHWISE_OUTPUT_MACS multiply-adds' time on each of the m*n*g outputs
+            native = depthwise & (g.layout == "nchw") if g.layout is not None else False
+            outputs = product(g.m, g.n, g.batch)
+            t_dw = (mf + where(native, 2.0 * DEPTHWISE_OUTPUT_MACS * outputs, 0.0)) / gpu.peak_flops("fp32", "vector")
+            t_mat = where(depthwise, t_dw, t_tc)
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
             wave = where(depthwise, 1.0, wave_tc)
             unaligned = (off(c, per) | off(g.n, per)) & not_(depthwise)
             # cuDNN pads unaligned channels to a multiple of 16 bytes first: its own kernels and traffic
-            variants += [("depthwise", depthwise), ("unaligned", unaligned)]
+            # grouped (1 < groups, more than a few channels per group): cuDNN's grouped kernels (or one launch per group)
+            grouped = (g.batch > 1) & not_(depthwise)
+            variants += [("depthwise", depthwise), ("nativedw", native), ("unaligned", unaligned), ("grouped", grouped)]
             # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
             # GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW, whose
             # transform to NHWC pads x, a memset and a copy of w
@@ -153,6 +162,19 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # and the query tiles do unequal work)
             causal = mf < 4.0 * product(g.m, g.n, g.k, g.batch) * (1.0 - 1e-9)
             variants += [("splitkv", split), ("causal", causal)]
+            if op == "cudnn_attention":
+                # cuDNN's decode kernel (a work item's queries fit one tile): each item streams its KV head's K and V
+                # from DRAM, split over the keys where few items have many keys (a reduction kernel follows)
+                decode = (g.m <= CUDNN_DECODE_ROWS) & not_(causal)
+                if any_(decode):
+                    splits, items = decode_items(g.batch, g.n, g.k, gpu.sm_count, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS)
+                    split_d = decode & (splits > 1)
+                    t_mat = where(decode, mf / rate, t_mat)
+                    wave = where(decode, 1.0, wave)
+                    waves = where(decode, ceil(items / gpu.sm_count), waves)
+                    block_bytes = where(decode, nbytes / items, 0.0)
+                    launches = kernel.launches + where(split_d, 1.0, 0.0)
+                    variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
             if any_(causal & not_(split)):
                 # causal query tiles do unequal work (tile i sees i+1 key blocks): the SMs finish unevenly and the longest
                 # tile (all n keys) ends last, on average CAUSAL_TAIL of it after the balanced time

@@ -6,7 +6,7 @@ GPU's spec ships a bank of measured kernels (``measured.neighbours``: a JSON fil
 written by ``python -m solkit.calibration fit --write``), each kernel's body is multiplied by exp(c):
 
     c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i)   over the K nearest banked kernels of its key
-    w_i = 1 / (d_i + SOFTEN),  d_i = Euclidean distance between log2 features (d_1 the nearest)
+    w_i = 1 / (d_i + SOFTEN)^2,  d_i = Euclidean distance between log2 features (d_1 the nearest)
     r_i = log(measured / modelled) of banked kernel i: its case's whole miss put on its case's main kernel
           (the kernel with the longest modelled body), log(max(measured - rest, body / 4) / body)
 
@@ -41,9 +41,10 @@ __all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighb
            "features", "residual"]
 
 #: neighbours averaged per kernel
-K = 5
-#: octaves added to each distance before it is inverted into a weight (an exact match is not trusted alone)
-SOFTEN = 0.5
+K = 8
+#: octaves added to each distance before its square is inverted into a weight (an exact match weighs 16, one 1.4 octaves
+#: away 0.37: near matches are trusted most, and an exact match is not trusted alone)
+SOFTEN = 0.25
 #: octaves of distance beyond which the correction fades (as REACH / distance to the nearest banked kernel)
 REACH = 2.0
 #: the weight of the physical model's own answer (c = 0) beside the neighbours' (few or far neighbours move it less)
@@ -444,10 +445,10 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
     """c of each row: ``d`` the distances (octaves) of its K nearest banked kernels (ties included) in bank order,
     ``r`` their residuals; a row's unused places hold d = inf and r = 0 (they weigh nothing).
 
-    c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i), w_i = 1 / (d_i + SOFTEN), d_1 the nearest.
+    c = min(1, REACH / d_1) * sum_i w_i r_i / (PRIOR + sum_i w_i), w_i = 1 / (d_i + SOFTEN)^2, d_1 the nearest.
     The sums run column by column, so a row's c never depends on how many unused places follow it.
     """
-    w = 1.0 / (d + SOFTEN)
+    w = 1.0 / np.square(d + SOFTEN)
     num, den = w[:, 0] * r[:, 0], w[:, 0].copy()
     for j in range(1, d.shape[1]):
         num += w[:, j] * r[:, j]

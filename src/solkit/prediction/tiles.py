@@ -17,7 +17,7 @@ from .._num import Num, ceil, product
 from ..stacks.torch211 import ATTENTION_QUERY_TILE, MIN_SPLIT_K, SPLITKV_QUERY_TILE
 from .._validate import checked_call
 
-__all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits"]
+__all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items"]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
 TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
@@ -171,3 +171,19 @@ def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 12
     best = max(eff)
     return next((s for s in range(1, top + 1) if eff[s] and eff[s] >= 0.85 * best), 1)
 
+
+
+def decode_items(items: Any, keys: Any, d: Any, sms: int, split_items: int, split_keys: int) -> tuple[Any, Any]:
+    """(splits, work items) of a decode kernel of ``items`` (sequence, KV head) pairs over ``keys`` keys each.
+
+    Split (flash-decoding) only where at most ``split_items`` items have more than ``split_keys`` keys each, into
+    ``flash_splits`` parts (blocks of 256 keys for d <= 64, else 128); work items = items x splits.
+    """
+    shape = np.broadcast_shapes(np.shape(items), np.shape(keys), np.shape(d))
+    items_, keys_, d_ = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (items, keys, d))
+    blocks = np.ceil(keys_ / np.where(d_ <= 64, 256.0, 128.0))
+    split = np.vectorize(lambda i, b: flash_splits(float(i), float(b), sms), otypes=[float])(items_, blocks)
+    splits = np.where((items_ <= split_items) & (keys_ > split_keys), split, 1.0)
+    if not shape:
+        return float(splits), float(items_ * splits)
+    return splits, items_ * splits

@@ -15,7 +15,8 @@ __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_O
            "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
-           "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES"]
+           "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES",
+           "CUDNN_DECODE_ROWS", "CUDNN_SPLIT_ITEMS", "CUDNN_SPLIT_KEYS", "CUDNN_DECODE_WIDE", "DEPTHWISE_OUTPUT_MACS"]
 
 #: the versions, as the H200 spec's ``measured.stack`` records them (a test holds the two equal)
 VERSIONS: Mapping[str, str] = {"cuda": "13.0", "torch": "2.11.0+cu130", "cudnn": "91900"}
@@ -120,3 +121,16 @@ ADAMW_TENSORS_PER_LAUNCH = 36
 SGD_TENSORS_PER_LAUNCH = 64  # depth 2 (p or buf, and d)
 CHUNK_ELEMENTS = 65536
 CHUNKS_PER_LAUNCH = 320
+
+#: cuDNN's SDPA runs a work item (a KV head of a sequence) whose query rows fit this many as a decode kernel: it streams
+#: the item's K and V from DRAM (the seed-2050 census: the flash fprop kernel, and a lean_reduction kernel when split)
+CUDNN_DECODE_ROWS = 64
+#: ... and splits the keys of each item (flash-decoding, a reduction kernel after) where at most this many items ...
+CUDNN_SPLIT_ITEMS = 64
+#: ... have more than this many keys each (the census: split from 558 keys up, never at 489 or below)
+CUDNN_SPLIT_KEYS = 512
+#: head dims above this run cuDNN's decode kernel at a lower share of the bandwidth (d = 256: ~2.4 TB/s, d <= 128 ~4)
+CUDNN_DECODE_WIDE = 128
+#: PyTorch's native NCHW depthwise kernel (conv_depthwise2d, a thread per output) spends about this many multiply-adds'
+#: time per output on its index arithmetic and loads beside the R*S of its filter (1x1 stride-2 convs ran ~15x their FLOPs)
+DEPTHWISE_OUTPUT_MACS = 14.0
