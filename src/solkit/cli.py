@@ -139,7 +139,7 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
 
 def _one_shape(op: Any, params: dict[str, Any], command: str) -> dict[str, Any]:
     """``params`` if each holds one value (a kernel size's pair aside); a comma list is a sweep: a CLIError naming it."""
-    pairs = {p.name for p in op.params if p.kind == "pair"}
+    pairs = {p.name for p in op.params if p.kind in ("pair", "lengths")}  # one value each: a pair, a list of lengths
     for key, value in params.items():
         if isinstance(value, tuple) and key not in pairs:
             flag = f"--{key.replace('_', '-')}"
