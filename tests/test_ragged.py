@@ -65,8 +65,8 @@ def test_varlen_decode_against_uneven_caches():
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("shape", [
     dict(batch=4, heads=8, seq_q=2048),  # 4 x ceil(2048/64) x 8 = 1,024 items: no split
-    dict(batch=2, heads=2, seq_q=300, head_dim=64),  # 2 x 5 x 2 = 20 items: split-KV
-    dict(batch=3, heads=32, seq_q=1, seq_kv=4096, kv_heads=8),  # decode, GQA
+    dict(batch=2, heads=16, seq_q=300, head_dim=64),  # 2 x 5 x 16 = 160 items >= 105.6: no split
+    dict(batch=3, heads=32, seq_q=1, seq_kv=4096, kv_heads=8),  # decode, GQA: packed, split-KV in both
 ])
 def test_equal_lengths_are_the_padded_call(shape, causal):
     """With every sequence as long as declared, a varlen call counts and predicts what the padded call does."""
@@ -80,6 +80,22 @@ def test_equal_lengths_are_the_padded_call(shape, causal):
                                                                          rel=1e-12)
     assert models.backward(ragged).flops == models.backward(padded).flops
     assert models.backward(ragged).bytes == models.backward(padded).bytes
+
+
+def test_varlen_prefill_never_splits_the_keys():
+    """2 sequences of 300 (2 heads of 64): padded, 2 x 5 x 2 = 20 items < 105.6 split the keys in 2 (64-query tiles,
+    5 x 2 x 2 x 2 = 40 work items); mha_varlen_fwd splits only a packed decode: 128-query tiles, ceil(300/128) = 3 x 2
+    x 2 = 12 work items, one wave of 12 / 132 SMs."""
+    cal = calibration(H200)
+    varlen = kernel_terms(ops.attention(2, 2, 300, head_dim=64, seq_lens=[300, 300]).kernels[0], H200, cal)
+    padded = kernel_terms(ops.attention(2, 2, 300, head_dim=64).kernels[0], H200, cal)
+    assert dict(padded.variants)["splitkv"] is True and padded.wave_efficiency == pytest.approx(40 / 132, rel=1e-12)
+    assert dict(varlen.variants)["splitkv"] is False and varlen.wave_efficiency == pytest.approx(12 / 132, rel=1e-12)
+    assert varlen.waves == padded.waves == 1.0
+    # a decode with fewer KV heads than query heads is packed (4 query heads of a KV head as rows) and may split
+    decode = ops.attention(3, 32, 1, seq_kv=4096, kv_heads=8, seq_lens_kv=[4096, 100, 7])
+    assert decode.kernels[0].gemm.split is True
+    assert ops.attention(3, 32, 1, seq_kv=4096, seq_lens_kv=[4096, 100, 7]).kernels[0].gemm.split is False  # MHA
 
 
 def test_self_attention_keys_follow_the_queries():
@@ -146,11 +162,11 @@ def test_varlen_tiles_per_sequence_no_split():
 
 
 def test_varlen_tiles_per_sequence_split_kv():
-    """8 heads over 100, 300, 37 (d 64): items (2 + 5 + 1) x 8 = 64 < 105.6: split-KV; key blocks ceil(300/256) = 2:
-    s = 1 fills 64/132 = 0.48, s = 2 fills 128/132 = 0.97: 2 splits; 64-query tiles, work 8 x 8 x 2 = 128 in one wave;
+    """Where the kernel may split (split=True), 8 heads over 100, 300, 37 (d 64): items (2 + 5 + 1) x 8 = 64 < 105.6;
+    key blocks ceil(300/256) = 2: s = 1 fills 64/132 = 0.48, s = 2 fills 128/132 = 0.97: 2 splits; 64-query tiles, work 8 x 8 x 2 = 128 in one wave;
     padding (128*100 + 320*300 + 64*37) / 101,369 = 111,168 / 101,369."""
     groups = ((100.0, 100.0, 64.0), (300.0, 300.0, 64.0), (37.0, 37.0, 64.0))
-    seconds, wave, split, waves = ragged_attention_compute_time(groups, 8.0, 1.0, 132)
+    seconds, wave, split, waves = ragged_attention_compute_time(groups, 8.0, 1.0, 132, split=True)
     assert (split, waves) == (True, 1.0)
     assert wave == pytest.approx(128 / 132, rel=1e-12)
     assert seconds == pytest.approx((111_168 / 101_369) / (128 / 132), rel=1e-12)  # 1.1309

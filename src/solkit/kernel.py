@@ -46,7 +46,8 @@ class Gemm(NamedTuple):
     ``layout``: a forward conv's layout ("nhwc" or "nchw"), which decides how cuDNN pads unaligned channels;
     ``groups``: ragged work, one (m, n, k) per group, each group ``batch / len(groups)`` products (a varlen
     attention's sequences: queries, keys, head dim; a grouped GEMM's experts); m, n and k then hold the largest
-    (a grouped GEMM's n and k may be arrays, a sweep).
+    (a grouped GEMM's n and k may be arrays, a sweep); ``split``: whether the library may split the reduction over
+    idle SMs (a varlen flash attention splits its keys only for a packed decode).
     """
 
     m: Num
@@ -56,6 +57,7 @@ class Gemm(NamedTuple):
     channels: Optional[Num] = None
     layout: Optional[str] = None
     groups: Optional[tuple[tuple[Num, Num, Num], ...]] = None
+    split: bool = True
 
 
 class Rows(NamedTuple):

@@ -28,7 +28,8 @@ def _grouped(name: str, groups: tuple[tuple[Any, Any, Any], ...], big: tuple[Any
     """One grouped-GEMM kernel over ``groups`` (m_i, n_i, k_i), ``big`` the largest (m, n, k); its bytes and model FLOPs."""
     flops = sum(2.0 * m * n * k for m, n, k in groups)
     return Kernel(name, "gemm", dtype, matrix_flops=flops, bytes_read=read, bytes_written=written, model_flops=model,
-                  gemm=Gemm(big[0], big[1], big[2], float(len(groups)), layout=layout, groups=groups), op="matmul")
+                  gemm=Gemm(big[0], big[1], big[2], float(len(groups)), layout=layout, groups=groups, split=False),
+                  op="matmul")
 
 
 def _grouped_backward(label: str, group_sizes: tuple[float, ...], n: Any, k: Any, dtype: str,

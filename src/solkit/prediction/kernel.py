@@ -154,7 +154,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             uneven: Any = False
             if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
                 heads: Any = g.batch / len(g.groups)  # work items per query tile of a sequence
-                t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, gpu.sm_count)
+                t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, gpu.sm_count,
+                                                                          g.split)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
                 uneven = len({n for _, n, _ in g.groups}) > 1  # tiles of sequences with more keys take longer
             else:

@@ -173,13 +173,16 @@ def _columns(groups: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return table[:, 0], table[:, 1], table[:, 2]
 
 
-def ragged_attention_compute_time(groups: Any, per_group: Any, t_flat: Any, sms: int) -> tuple[float, float, bool, float]:
+def ragged_attention_compute_time(groups: Any, per_group: Any, t_flat: Any, sms: int,
+                                  split: bool = True) -> tuple[float, float, bool, float]:
     """(seconds, wave efficiency, split-KV?, waves) of a varlen flash attention kernel: ``attention_compute_time``
     over each sequence's own tiles.
 
     groups: (m_i, n_i, d) per sequence (queries, keys, head dim); per_group: work items per query tile (heads).
-    items = sum ceil(m_i / 64) * per_group decide the split-KV count (``flash_splits``, key blocks of the longest
-    sequence); work = sum ceil(m_i / tile) * per_group * splits over the SMs; wave efficiency = work / (ceil(work /
+    ``split``: whether the kernel may split the keys; PyTorch's ``mha_varlen_fwd`` (flash_api.cpp) splits only a
+    paged KV cache or a decode whose query heads it packs as rows (``seqlenq_ngroups_swapped``: one query, fewer KV
+    heads than query heads, no dropout); else one split and 128-query tiles. Where it may, items = sum ceil(m_i /
+    64) * per_group decide the split-KV count (``flash_splits``, key blocks of the longest sequence); work = sum ceil(m_i / tile) * per_group * splits over the SMs; wave efficiency = work / (ceil(work /
     SMs) * SMs); padding = sum ceil(m_i / tile) * tile * n_i / sum m_i * n_i (the queries padded to the tile,
     weighted by each sequence's keys). Seconds = t_flat * padding / wave efficiency: every wave costs the mean tile
     (NB: unequal tiles finish unevenly; ``prediction.kernel`` adds the longest tile's tail, as for causal).
@@ -187,7 +190,7 @@ def ragged_attention_compute_time(groups: Any, per_group: Any, t_flat: Any, sms:
     """
     m, n, d = _columns(groups)
     items = float(np.sum(np.ceil(m / SPLITKV_QUERY_TILE))) * per_group
-    splits = flash_splits(items, math.ceil(float(n.max()) / (256 if d[0] <= 64 else 128)), sms)
+    splits = flash_splits(items, math.ceil(float(n.max()) / (256 if d[0] <= 64 else 128)), sms) if split else 1
     tile = SPLITKV_QUERY_TILE if splits > 1 else ATTENTION_QUERY_TILE
     tiles = np.ceil(m / tile)
     work = float(tiles.sum()) * per_group * splits
@@ -202,7 +205,7 @@ def ragged_gemm_time(groups: Any, per_group: Any, rate: float, sms: int) -> tupl
 
     For each tile TM x TN: tiles_i = ceil(m_i/TM) * ceil(n_i/TN) * per_group, each 2*TM*TN*k_i FLOPs at rate / SMs;
     seconds = ceil(sum tiles_i / SMs) waves, each the mean tile's time (sum tiles_i * t_i / sum tiles_i); the
-    fastest tile is taken. A group of no rows has no tiles. NB: no split-K (a grouped GEMM's kernels take none), so
+    fastest tile is taken. A group of no rows has no tiles. NB: no split-K (``Gemm.split`` False), so
     with equal groups this is ``gemm_time`` of the batched GEMM wherever that splits nothing (tiles >= SMs).
     Wave efficiency = useful FLOPs (2 * sum m_i*n_i*k_i * per_group) at the rate / the seconds. A group's sizes may
     be arrays (a sweep of n or k): the figures then have their broadcast shape.
