@@ -3,6 +3,7 @@ wave-quantized over their actual tiles. Expected values are hand arithmetic in n
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 import solkit as sk
 from solkit import models, ops
+from solkit.cli import main
 from solkit.errors import ArgumentTypeError, OptionError, ShapeError
 from solkit.ops.aten import BALANCED_GROUPS, BALANCED_SEQUENCES, Mapped, Unmapped, map_call
 from solkit.prediction.gpu import calibration, matmul_rate
@@ -346,3 +348,32 @@ def test_given_sizes_replace_the_balanced_assumption():
     w = ops.attention(**{**r.arguments, "seq_lens": [1000, 7192], "seq_lens_kv": [1000, 7192]})
     assert w.flops == 4 * 32 * 128 * (1000 * 1001 // 2 + 7192 * 7193 // 2)  # 500,500 + 25,866,028 pairs
     assert math.isfinite(sk.predict(w, H200, warn=False).seconds)
+
+
+def test_capture_maps_a_varlen_flash_call():
+    """Captured on meta tensors, _flash_attention_forward over 4,096 packed tokens of 2 sequences (cum_seq [3], max
+    2048), 32 query and 8 KV heads of 128, causal: 2 x 2048*2049/2 = 4,196,352 pairs; 4*32*128 x that FLOPs."""
+    torch = pytest.importorskip("torch", reason="capture needs PyTorch (pip install torch==2.13.0, the CPU build)")
+
+    def varlen(q, k, v, cum_q, cum_k):
+        return torch.ops.aten._flash_attention_forward(q, k, v, cum_q, cum_k, 2048, 2048, 0.0, True, False)[0]
+
+    q = torch.empty(4096, 32, 128, dtype=torch.bfloat16, device="meta")
+    k = torch.empty(4096, 8, 128, dtype=torch.bfloat16, device="meta")
+    cum = torch.empty(3, dtype=torch.int32, device="meta")
+    w = sk.capture(varlen, q, k, k, cum, cum)
+    assert w.flops == 4 * 32 * 128 * 4_196_352  # 68,753,031,168
+    assert w.kernels[0].gemm.groups == ((2048.0, 2048.0, 128.0),) * 2
+    assert BALANCED_SEQUENCES in w.recipe.notes
+
+
+@pytest.mark.parametrize("argv, flops", [
+    (("attention", "--batch", "2", "--heads", "1", "--seq-q", "8", "--head-dim", "1", "--seq-lens", "3,8"),
+     4 * (3 * 3 + 8 * 8)),  # 292
+    (("attention", "--batch", "1", "--heads", "1", "--seq-q", "8", "--head-dim", "1", "--seq-lens", "5"), 4 * 5 * 5),
+    (("grouped_matmul", "--group-sizes", "3,0,5", "--n", "4", "--k", "2"), 2 * 8 * 4 * 2),  # 128
+])
+def test_the_cli_takes_a_list_of_lengths_as_one_value(capsys, argv, flops):
+    """`solkit op NAME --seq-lens 3,8` is one list of lengths (not a sweep); a single length is a list of one."""
+    assert main(["op", *argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["model_flops"] == flops
