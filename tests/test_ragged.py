@@ -377,3 +377,16 @@ def test_the_cli_takes_a_list_of_lengths_as_one_value(capsys, argv, flops):
     """`solkit op NAME --seq-lens 3,8` is one list of lengths (not a sweep); a single length is a list of one."""
     assert main(["op", *argv, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["model_flops"] == flops
+
+
+def test_capture_maps_a_grouped_mm_to_one_grouped_kernel():
+    """Captured on meta tensors, bf16 torch._grouped_mm(a [1000, 256], b [4, 256, 512], offs [4]): one grouped kernel
+    of 4 experts of 1000 / 4 = 250 rows (balanced, noted); FLOPs 2 x 1000 x 512 x 256 = 262,144,000."""
+    torch = pytest.importorskip("torch", reason="capture needs PyTorch (pip install torch==2.13.0, the CPU build)")
+    a = torch.empty(1000, 256, dtype=torch.bfloat16, device="meta")
+    b = torch.empty(4, 512, 256, dtype=torch.bfloat16, device="meta").transpose(-2, -1)  # each B_i column-major
+    offs = torch.empty(4, dtype=torch.int32, device="meta")
+    w = sk.capture(lambda x, y, o: torch._grouped_mm(x, y, offs=o), a, b, offs)
+    assert w.flops == 2 * 1000 * 512 * 256
+    assert len(w.kernels) == 1 and w.kernels[0].gemm.groups == ((250.0, 512.0, 256.0),) * 4
+    assert BALANCED_GROUPS in w.recipe.notes
