@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import solkit as sk
 from solkit import models, ops
@@ -108,6 +110,30 @@ def test_self_attention_keys_follow_the_queries():
     assert cache.flops == 4 * (3 * 20 + 8 * 20)  # 880
 
 
+@settings(max_examples=40, deadline=None)
+@given(lens=st.lists(st.tuples(st.integers(1, 300), st.integers(1, 300)), min_size=1, max_size=6),
+       causal=st.booleans(), kv=st.sampled_from([1, 2, 4]))
+def test_varlen_is_the_sum_of_its_sequences(lens, causal, kv):
+    """A varlen call's FLOPs and bytes are the sums of one call per sequence (batch 1, its own lengths)."""
+    q, k = [a for a, _ in lens], [b for _, b in lens]
+    w = ops.attention(len(lens), 4, 300, seq_kv=300, head_dim=16, kv_heads=kv, causal=causal, seq_lens=q,
+                      seq_lens_kv=k)
+    ones = [ops.attention(1, 4, a, seq_kv=b, head_dim=16, kv_heads=kv, causal=causal) for a, b in lens]
+    assert w.flops == sum(o.flops for o in ones)
+    assert w.bytes == sum(o.bytes for o in ones)
+
+
+@settings(max_examples=40, deadline=None)
+@given(sizes=st.lists(st.integers(0, 5000), min_size=1, max_size=8).filter(any), n=st.integers(1, 4096),
+       k=st.integers(1, 4096))
+def test_grouped_is_the_sum_of_its_groups(sizes, n, k):
+    """A grouped GEMM's FLOPs and bytes are the sums of one matmul per group with rows (each reads its B_i)."""
+    w = ops.grouped_matmul(sizes, n, k)
+    ones = [ops.matmul(g, n, k) for g in sizes if g]
+    assert w.flops == sum(o.flops for o in ones)
+    assert w.bytes == sum(o.bytes for o in ones)
+
+
 # ---- varlen attention: bad input ---------------------------------------------------------------------------
 
 
@@ -192,6 +218,15 @@ def test_predict_reads_the_varlen_tiles_and_their_tail():
     balanced = kernel.matrix_flops / rate * (10_496_000 / 10_250_000) / (1152 / 1188)
     longest = 4.0 * 128 * 3000 * 128 / (rate / 132)
     assert terms.t_compute == pytest.approx(balanced + CAUSAL_TAIL * longest, rel=1e-12)
+
+
+def test_a_longer_declared_sequence_changes_nothing():
+    """seq_q and seq_kv only bound the lengths: declaring 8192 where the longest is 3000 counts and predicts the same."""
+    tight = ops.attention(3, 32, 3000, seq_lens=[1000, 3000, 500], causal=True)
+    loose = ops.attention(3, 32, 8192, seq_kv=8192, seq_lens=[1000, 3000, 500], seq_lens_kv=[1000, 3000, 500],
+                          causal=True)
+    assert (tight.flops, tight.bytes) == (loose.flops, loose.bytes)
+    assert sk.predict(tight, H200, warn=False).seconds == sk.predict(loose, H200, warn=False).seconds
 
 
 # ---- the wave-by-wave view ---------------------------------------------------------------------------------

@@ -145,14 +145,15 @@ def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: 
     # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
     group = where(sq == 1, h / z.kv, 1.0)
     kv_bytes = e if e_kv is None else e_kv  # K and V as the cache stores them (an fp8 KV cache: 1 byte)
-    groups, split = None, True
+    rows, groups, split = sq * group, None, True
     if z.lens is not None:  # varlen: each sequence's (queries, keys, d), its query heads packed as in the padded call
         groups = tuple((float(qi * group), float(ki), float(d)) for qi, ki in zip(*z.lens))
+        rows = max(m for m, _, _ in groups)  # the longest sequence's (Gemm.m, n: the largest of the groups)
         # mha_varlen_fwd splits the keys only where it packs a decode's query heads (one query, GQA)
         split = bool(sq == 1 and group > 1)
     return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=z.q * e + 2 * z.k * kv_bytes,
                   bytes_written=z.q * e,
-                  gemm=Gemm(sq * group, z.skv, d, b * h / group, groups=groups, split=split), op=FUSED_OPS[impl])
+                  gemm=Gemm(rows, z.skv, d, b * h / group, groups=groups, split=split), op=FUSED_OPS[impl])
 
 
 def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
