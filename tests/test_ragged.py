@@ -365,15 +365,28 @@ def test_efficient_varlen_packed_in_a_batch_of_one():
 
 def test_grouped_mm_in_a_trace():
     """_grouped_mm(a [4096, 2048], b [8, 2048, 1024], offs [8]): 512 rows each (balanced, noted); a [8, 64, 2048] @
-    b [8, 2048, 1024]: 8 equal groups of 64, exact; a grouped reduction [2048, 4096] @ [4096, 1024]: Unmapped."""
+    b [8, 2048, 1024]: 8 equal groups of 64, exact; grouped columns [8, 64, 2048] @ [2048, 4096]: Unmapped."""
     r = map_call("aten::_grouped_mm", ((4096, 2048), (8, 2048, 1024), (8,), (), ()), (BF, BF, "int", "", ""),
                  ("", "", "", "", ""))
     assert isinstance(r, Mapped) and r.arguments["group_sizes"] == [512] * 8 and BALANCED_GROUPS in r.notes
     assert r.workload.flops == 2 * 4096 * 1024 * 2048  # 17,179,869,184
     r = map_call("aten::_grouped_mm", ((8, 64, 2048), (8, 2048, 1024)), (BF, BF), ("", ""))
     assert isinstance(r, Mapped) and r.arguments["group_sizes"] == [64] * 8 and not r.notes
+    r = map_call("aten::_grouped_mm", ((8, 64, 2048), (2048, 4096), (8,)), (BF, BF, "int"), ("", "", ""))
+    assert isinstance(r, Unmapped) and "grouped columns are not" in r.reason
+
+
+def test_grouped_reduction_in_a_trace_is_the_wgrad_kernel():
+    """_grouped_mm(a [2048, 4096], b [4096, 1024], offs [8]) -> [8, 2048, 1024]: a weight gradient, the reduction of
+    4096 split 512 each; FLOPs 2 x 2048 x 4096 x 1024; reads a and b, writes 8 x 2048 x 1024 (bf16)."""
     r = map_call("aten::_grouped_mm", ((2048, 4096), (4096, 1024), (8,)), (BF, BF, "int"), ("", "", ""))
-    assert isinstance(r, Unmapped) and "grouped reduction" in r.reason
+    assert isinstance(r, Mapped) and BALANCED_GROUPS in r.notes
+    w = r.workload
+    assert w.flops == 2 * 2048 * 4096 * 1024  # 17,179,869,184
+    assert w.bytes_read == (2048 * 4096 + 4096 * 1024) * 2  # 25,165,824
+    assert w.bytes_written == 8 * 2048 * 1024 * 2  # 33,554,432
+    g = w.kernels[0].gemm
+    assert g.groups == ((2048.0, 1024.0, 512.0),) * 8 and g.layout == "wgrad"
 
 
 def test_given_sizes_replace_the_balanced_assumption():

@@ -638,33 +638,46 @@ def _matmul_scaled_mm(call: Call) -> Adapted:
 
 #: the note a grouped GEMM's mapping carries where its groups' sizes are not in the trace
 BALANCED_GROUPS = ("grouped GEMM: the group offsets (offs) are tensor values, not in the trace: each group counted with "
-                   "an equal share of the rows (balanced top-k routing)")
+                   "an equal share of the grouped rows (balanced top-k routing)")
 
 
 @adapter("aten::_grouped_mm")
 def _grouped_mm(call: Call) -> Adapted:
     """_grouped_mm(a, b, offs, bias, out_dtype): a [E, m, k] @ b [E, k, n], equal groups (exact); a [S, k] @ b [E, k, n]
-    with offs [E], rows grouped: the S rows split evenly over the E groups (``BALANCED_GROUPS``). A grouped reduction
-    (a [m, S] @ b [S, n], a weight gradient) or grouped columns are Unmapped."""
+    with offs [E], rows grouped: the S rows split evenly over the E groups (``BALANCED_GROUPS``); a [m, S] @ b [S, n]
+    with offs [E], the reduction grouped (a weight gradient, -> [E, m, n]): the grouped GEMM's wgrad kernel over
+    groups of S / E, balanced too. Grouped columns (a [E, m, k] @ b [k, S]) are Unmapped."""
     a, b = call.shape(0, "self"), call.shape(1, "mat2")
+    offs = call.shape(2, "offs")[0] if call.is_tensor(2) and len(call.shape(2)) == 1 else None
+    adjust: Optional[Callable[[Workload], Workload]] = None
     if len(a) == 3 and len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
         sizes, n, k = [a[1]] * a[0], b[2], a[2]
     elif len(a) == 2 and len(b) == 3 and a[1] == b[1]:
-        groups = call.shape(2, "offs")[0] if call.is_tensor(2) and len(call.shape(2)) == 1 else b[0]
+        groups = b[0] if offs is None else offs
         if groups != b[0] or groups < 1:
             raise _Missing(f"offs of {groups} groups for {b[0]} expert matrices")
         sizes, n, k = _split(a[0], groups), b[2], a[1]
         call.note(BALANCED_GROUPS)
+    elif len(a) == 2 and len(b) == 2 and a[1] == b[0] and offs is not None and offs >= 1:
+        # dB_i [m, n] = A_i [m, g_i] @ B_i [g_i, n]: the wgrad of grouped_matmul(g, n, k=m), its only kernel
+        sizes, n, k = _split(a[1], offs), b[1], a[0]
+        call.note(BALANCED_GROUPS)
+
+        def adjust(w: Workload) -> Workload:
+            assert w.call is not None  # noqa: S101 - the registry records every call
+            back = get_operator("grouped_matmul").gradient(w.call, "grouped matmul")
+            wgrad = next(kernel for kernel, _ in back.counted if kernel.name.endswith("wgrad"))
+            return Workload.of("grouped matmul (grouped reduction)", ((wgrad, 1),))
     else:
-        raise _Missing(f"grouped GEMM of {a} and {b}: solkit models [E, m, k] @ [E, k, n] and rows grouped, [S, k] @ "
-                       f"[E, k, n] (a grouped reduction or grouped columns is not modelled)")
+        raise _Missing(f"grouped GEMM of {a} and {b}: solkit models [E, m, k] @ [E, k, n], rows grouped ([S, k] @ "
+                       f"[E, k, n]) and the reduction grouped ([m, S] @ [S, n] with offs); grouped columns are not")
     if call.is_tensor(3):
         call.note("the bias read is not counted")
     out = call.scalar_type(4)
     kw: dict[str, Any] = dict(group_sizes=sizes, n=n, k=k, dtype=call.precision(0))
     if out is not None:
         kw["out_dtype"] = out
-    return Adapted(kw)
+    return Adapted(kw, adjust)
 
 
 # ---- convolution -------------------------------------------------------------------------------------------
