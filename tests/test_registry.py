@@ -15,6 +15,7 @@ from solkit.ops.registry import boolean, operator, size
 from solkit.workload import KERNEL_KINDS
 
 import test_ops_program  # noqa: F401  (registers its hand-checked operators in HAND_CHECKED)
+import test_ragged  # noqa: F401  (likewise)
 from test_ops import HAND_CHECKED
 
 NAMES = sorted(ops.REGISTRY)

@@ -385,6 +385,9 @@ def _exact(op: str, d: dict[str, int]) -> tuple[int | Fraction, int | Fraction]:
         return 0, 7 * 4 * d["elements"]
     if op == "foreach":  # fp32, no model FLOPs
         return 0, (d["inputs"] + d["outputs"]) * d["elements"] * 4
+    if op == "grouped_matmul":  # groups of 3, 0 and 5 rows (FIXED): 8 rows, 2 experts' B read
+        n, k = d["n"], d["k"]
+        return 2 * 8 * n * k, (8 * k + 2 * k * n + 8 * n) * E
     raise AssertionError(op)
 
 
@@ -416,9 +419,10 @@ HUGE_DIMS: dict[str, tuple[str, ...]] = {
     "nll_loss": ("rows", "classes"),
     "adamw": ("elements",),
     "foreach": ("elements", "inputs", "outputs", "flops_per_element"),
+    "grouped_matmul": ("n", "k"),
 }
 FIXED = {"conv2d": dict(kernel=3), "attention": dict(causal=True), "im2col": dict(kernel=3),
-         "pool2d": dict(kernel=3, stride=1), "reduce": dict(out_elements=1)}
+         "pool2d": dict(kernel=3, stride=1), "reduce": dict(out_elements=1), "grouped_matmul": dict(group_sizes=[3, 0, 5])}
 
 
 @pytest.mark.parametrize("op", sorted(HUGE_DIMS))
@@ -440,7 +444,7 @@ def test_huge_shapes_exact_and_never_wrapped(op):
         assert figure.dtype == np.float64 and figure.shape == (40,)
         assert np.all(np.isfinite(figure)) and np.all(figure >= 0)
     for i in range(40):
-        row = {k: int(np.broadcast_to(v, (40,))[i]) for k, v in kwargs.items() if not isinstance(v, bool)}
+        row = {k: int(np.broadcast_to(v, (40,))[i]) for k, v in kwargs.items() if not isinstance(v, (bool, list))}
         flops, nbytes = _exact(op, row)
         for got, want in ((w.flops[i], flops), (w.bytes[i], nbytes)):
             assert got == pytest.approx(float(want), rel=4 * 2.0**-52, abs=0), (op, i, row)
@@ -702,6 +706,13 @@ MODELS: dict[str, Model] = {
         {n: _plus(n) for n in ("elements", "inputs", "outputs", "flops_per_element")},
     ),
 }
+MODELS["grouped_matmul"] = Model(  # the groups are one list per call (an option here): n and k sweep
+    ops.grouped_matmul,
+    st.fixed_dictionaries({"dtype": DTYPES, "group_sizes": st.lists(st.integers(0, 4096), min_size=1, max_size=8).map(
+        lambda g: [*g[:-1], g[-1] + 1])}),
+    lambda o: st.fixed_dictionaries({"n": SMALL, "k": SMALL}),
+    {"n": _plus("n"), "k": _plus("k")},
+)
 OP_NAMES = sorted(MODELS)
 
 

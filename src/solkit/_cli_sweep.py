@@ -56,7 +56,7 @@ def sweep_columns(op: Any, params: dict[str, Any], gpus: Sequence[Any]) -> dict[
     from .prediction import predict
     from .sol import roofline
 
-    pairs = {p.name for p in op.params if p.kind == "pair"}  # a conv's kernel 3,3 is one value, not a list
+    pairs = {p.name for p in op.params if p.kind in ("pair", "lengths")}  # a conv's kernel 3,3 is one value, not a list
     axes = {k: a for k, v in params.items() if k not in pairs and (a := parse_axis(k, v)) is not None}
     if not axes:
         raise CLIError("sweep needs a range (--m 1:8192) or a list (--m 1,64,4096) for one or two parameters")

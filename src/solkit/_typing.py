@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .hardware.schema import GPU
     from .hardware.system import System
 
-__all__ = ["Dim", "Real", "Pair", "Figure", "Precision", "DType", "TorchDType", "GPULike", "GPUOnly", "KernelStyle", "Engine", "Quantization",
+__all__ = ["Dim", "Real", "Pair", "Lengths", "Figure", "Precision", "DType", "TorchDType", "GPULike", "GPUOnly", "KernelStyle", "Engine", "Quantization",
            "AttentionImpl", "ConvLayout", "Algorithm"]
 
 #: a dimension or a count: an integer (a whole float is taken too), a numpy integer, or an array of them (a sweep)
@@ -28,6 +28,8 @@ Dim = Union[int, float, np.integer[Any], np.floating[Any], npt.NDArray[Any], Seq
 Real = Union[float, np.integer[Any], np.floating[Any], npt.NDArray[Any]]
 #: one integer for both axes, or a pair (h, w): a conv's kernel, stride, padding, dilation
 Pair = Union[Dim, tuple[Dim, Dim]]
+#: one integer per group (a varlen batch's sequence lengths, a grouped GEMM's rows per group): a list, tuple or 1-d array
+Lengths = Union[Sequence[int], npt.NDArray[Any]]
 #: a figure that follows its inputs' shape: a float for one shape, a float64 array for a sweep
 Figure = Union[float, npt.NDArray[np.float64]]
 

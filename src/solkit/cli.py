@@ -133,13 +133,15 @@ def _op_params(op: Any, rest: Sequence[str], require: bool = True) -> dict[str, 
             raise CLIError(f"{op.name} has no parameter {key!r}; it takes: {', '.join(names)} (`solkit op {op.name} --help`)")
         if key in params:
             raise CLIError(f"--{key.replace('_', '-')} is given twice")
-        params[key] = parse_value(value, f"--{key.replace('_', '-')}")
+        parsed = parse_value(value, f"--{key.replace('_', '-')}")
+        lengths = {p.name for p in op.params if p.kind == "lengths"}
+        params[key] = (parsed,) if key in lengths and type(parsed) is int else parsed  # --seq-lens 512: one length
     return _complete(op, params) if require else params
 
 
 def _one_shape(op: Any, params: dict[str, Any], command: str) -> dict[str, Any]:
     """``params`` if each holds one value (a kernel size's pair aside); a comma list is a sweep: a CLIError naming it."""
-    pairs = {p.name for p in op.params if p.kind == "pair"}
+    pairs = {p.name for p in op.params if p.kind in ("pair", "lengths")}  # one value each: a pair, a list of lengths
     for key, value in params.items():
         if isinstance(value, tuple) and key not in pairs:
             flag = f"--{key.replace('_', '-')}"

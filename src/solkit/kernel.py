@@ -43,7 +43,11 @@ class Gemm(NamedTuple):
     """The problem a GEMM-like kernel solves: ``batch`` products of [m, k] @ [k, n].
 
     ``channels``: an implicit-GEMM conv's input channels per group (k = channels * R * S);
-    ``layout``: a forward conv's layout ("nhwc" or "nchw"), which decides how cuDNN pads unaligned channels.
+    ``layout``: a forward conv's layout ("nhwc" or "nchw"), which decides how cuDNN pads unaligned channels;
+    ``groups``: ragged work, one (m, n, k) per group, each group ``batch / len(groups)`` products (a varlen
+    attention's sequences: queries, keys, head dim; a grouped GEMM's experts); m, n and k then hold the largest
+    (a grouped GEMM's n and k may be arrays, a sweep); ``split``: whether the library may split the reduction over
+    idle SMs (a varlen flash attention splits its keys only for a packed decode).
     """
 
     m: Num
@@ -52,6 +56,8 @@ class Gemm(NamedTuple):
     batch: Num = 1.0
     channels: Optional[Num] = None
     layout: Optional[str] = None
+    groups: Optional[tuple[tuple[Num, Num, Num], ...]] = None
+    split: bool = True
 
 
 class Rows(NamedTuple):

@@ -25,9 +25,11 @@ with the kernels it launches (``Launch.kernels``, read off the H200 profiles: ``
 - ``type_as`` (whole under inference mode): the cast ``_to_copy`` it makes;
 - ``arange`` (its factory form, which has no out tensor to read the dtype of): as ``arange.start_out`` with the
   output as out;
-- ``_grouped_mm`` (a mixture of experts' expert GEMMs): a batched GEMM over the experts, each taking an equal share of
-  the grouped dimension (NB: balanced top-k routing, as solkit's closed form assumes; the rows left over by an uneven
-  split go to the first experts, so the totals are exact).
+- ``_grouped_mm`` (a mixture of experts' expert GEMMs) in bfloat16: one grouped kernel (``ops.grouped_matmul``, or its
+  weight gradient's kernel for a grouped reduction, through the ATen adapter); each expert takes an equal share of the
+  grouped dimension (NB: balanced top-k routing, as solkit's closed form assumes; the rows left over by an uneven split
+  go to the first experts, so the totals are exact). Off bfloat16, ATen's fallback: a batched GEMM of equal groups,
+  one GEMM launch per expert.
 
 Every other call launches as itself, one kernel.
 """
@@ -145,12 +147,15 @@ def _bmm(batch: int, m: int, k: int, n: int, dtype: str, note: Optional[str]) ->
 
 
 def _grouped(e: Event) -> list[Launch]:
-    """_grouped_mm(a, b, offs, bias, out_dtype) as one or two batched GEMMs of equal groups (module docstring); off
-    bfloat16, ATen's fallback launches one GEMM per group (``Launch.per_group``)."""
+    """_grouped_mm(a, b, offs, bias, out_dtype): in bfloat16, itself (one grouped kernel, mapped by the ATen adapter);
+    off bfloat16, ATen's fallback: one or two batched GEMMs of equal groups (module docstring), one GEMM launch per
+    group (``Launch.per_group``)."""
     launches = _grouped_launches(e)
     if launches is None:
         return []
     fallback = e.trace.dtypes[0] != "c10::BFloat16"
+    if not fallback:  # one grouped kernel: ops.grouped_matmul through the ATen adapter
+        return [Launch(e.op, e.trace)]
     return [x._replace(per_group=fallback) for x in launches]
 
 

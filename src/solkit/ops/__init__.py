@@ -15,6 +15,7 @@ from .batchnorm import batchnorm
 from .conv import conv2d, conv_output_size, im2col, layout_transform
 from .elementwise import add, copy, elementwise, gelu, silu, softmax
 from .embedding import embedding
+from .grouped import grouped_matmul
 from .matmul import matmul
 from .norm import layernorm, layernorm_residual, rmsnorm
 from .pool import pool2d

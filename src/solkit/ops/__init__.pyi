@@ -3,7 +3,7 @@
 
 from typing import Literal
 
-from .._typing import DType, Dim, Pair
+from .._typing import DType, Dim, Lengths, Pair
 from ..workload import Workload
 from .attention import attention_pairs as attention_pairs
 from .conv import conv_output_size as conv_output_size
@@ -77,6 +77,8 @@ def attention(
     impl: Literal['flash', 'naive', 'cudnn', 'efficient', 'sdpa'] = 'flash',
     dtype: DType = 'bf16',
     kv_dtype: DType | None = None,
+    seq_lens: Lengths | None = None,
+    seq_lens_kv: Lengths | None = None,
 ) -> Workload:
     """softmax(Q K^T / sqrt(d)) V over ``heads`` heads; ``seq_kv`` defaults to ``seq_q``."""
 
@@ -152,6 +154,16 @@ def embedding(
     dtype: DType = 'bf16',
 ) -> Workload:
     """y [T, d] = table [vocab, d][ids [T]], one gather kernel."""
+
+
+def grouped_matmul(
+    group_sizes: Lengths,
+    n: Dim,
+    k: Dim,
+    dtype: DType = 'bf16',
+    out_dtype: DType | None = None,
+) -> Workload:
+    """C_i = A_i @ B_i over groups of g_i rows, one kernel (a mixture of experts' expert GEMM)."""
 
 
 def layernorm(
@@ -306,6 +318,7 @@ __all__ = [
     'im2col',
     'layout_transform',
     'embedding',
+    'grouped_matmul',
     'layernorm',
     'rmsnorm',
     'layernorm_residual',

@@ -2,7 +2,8 @@
 
 The public op functions are built at registration (``registry._public_function``), so a type checker sees only
 ``Callable[..., Workload]``; the stub gives each its parameters, typed from its ``Param`` kinds (a dimension ``Dim``,
-a pair ``Pair``, a precision ``DType``, a flag ``bool``, an option the ``Literal`` of its choices, text ``str``; an
+a pair ``Pair``, a precision ``DType``, a flag ``bool``, an option the ``Literal`` of its choices, text ``str``,
+lengths ``Lengths``; an
 optional one also takes None). ``python -m solkit.ops._stub`` rewrites the file; tests/test_typing.py regenerates it
 and compares, so it cannot drift from the registry.
 """
@@ -27,7 +28,7 @@ _HEADER = '''\
 
 from typing import Literal
 
-from .._typing import DType, Dim, Pair
+from .._typing import DType, Dim, Lengths, Pair
 from ..workload import Workload
 from .attention import attention_pairs as attention_pairs
 from .conv import conv_output_size as conv_output_size
@@ -43,7 +44,7 @@ HELPERS: tuple[str, ...]
 '''
 
 #: the annotation of each parameter kind
-_TYPES = {"dim": "Dim", "pair": "Pair", "dtype": "DType", "flag": "bool", "text": "str"}
+_TYPES = {"dim": "Dim", "pair": "Pair", "dtype": "DType", "flag": "bool", "text": "str", "lengths": "Lengths"}
 
 
 def _annotation(p: Param) -> str:

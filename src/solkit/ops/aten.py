@@ -636,6 +636,50 @@ def _matmul_scaled_mm(call: Call) -> Adapted:
     return Adapted(kw)
 
 
+#: the note a grouped GEMM's mapping carries where its groups' sizes are not in the trace
+BALANCED_GROUPS = ("grouped GEMM: the group offsets (offs) are tensor values, not in the trace: each group counted with "
+                   "an equal share of the grouped rows (balanced top-k routing)")
+
+
+@adapter("aten::_grouped_mm")
+def _grouped_mm(call: Call) -> Adapted:
+    """_grouped_mm(a, b, offs, bias, out_dtype): a [E, m, k] @ b [E, k, n], equal groups (exact); a [S, k] @ b [E, k, n]
+    with offs [E], rows grouped: the S rows split evenly over the E groups (``BALANCED_GROUPS``); a [m, S] @ b [S, n]
+    with offs [E], the reduction grouped (a weight gradient, -> [E, m, n]): the grouped GEMM's wgrad kernel over
+    groups of S / E, balanced too. Grouped columns (a [E, m, k] @ b [k, S]) are Unmapped."""
+    a, b = call.shape(0, "self"), call.shape(1, "mat2")
+    offs = call.shape(2, "offs")[0] if call.is_tensor(2) and len(call.shape(2)) == 1 else None
+    adjust: Optional[Callable[[Workload], Workload]] = None
+    if len(a) == 3 and len(b) == 3 and a[0] == b[0] and a[2] == b[1]:
+        sizes, n, k = [a[1]] * a[0], b[2], a[2]
+    elif len(a) == 2 and len(b) == 3 and a[1] == b[1]:
+        groups = b[0] if offs is None else offs
+        if groups != b[0] or groups < 1:
+            raise _Missing(f"offs of {groups} groups for {b[0]} expert matrices")
+        sizes, n, k = _split(a[0], groups), b[2], a[1]
+        call.note(BALANCED_GROUPS)
+    elif len(a) == 2 and len(b) == 2 and a[1] == b[0] and offs is not None and offs >= 1:
+        # dB_i [m, n] = A_i [m, g_i] @ B_i [g_i, n]: the wgrad of grouped_matmul(g, n, k=m), its only kernel
+        sizes, n, k = _split(a[1], offs), b[1], a[0]
+        call.note(BALANCED_GROUPS)
+
+        def adjust(w: Workload) -> Workload:
+            assert w.call is not None  # noqa: S101 - the registry records every call
+            back = get_operator("grouped_matmul").gradient(w.call, "grouped matmul")
+            wgrad = next(kernel for kernel, _ in back.counted if kernel.name.endswith("wgrad"))
+            return Workload.of("grouped matmul (grouped reduction)", ((wgrad, 1),))
+    else:
+        raise _Missing(f"grouped GEMM of {a} and {b}: solkit models [E, m, k] @ [E, k, n], rows grouped ([S, k] @ "
+                       f"[E, k, n]) and the reduction grouped ([m, S] @ [S, n] with offs); grouped columns are not")
+    if call.is_tensor(3):
+        call.note("the bias read is not counted")
+    out = call.scalar_type(4)
+    kw: dict[str, Any] = dict(group_sizes=sizes, n=n, k=k, dtype=call.precision(0))
+    if out is not None:
+        kw["out_dtype"] = out
+    return Adapted(kw, adjust)
+
+
 # ---- convolution -------------------------------------------------------------------------------------------
 
 
@@ -749,6 +793,49 @@ _ATTENTION: dict[str, tuple[int, int, int, int, str, str]] = {
 }
 #: the ops whose causal input is xformers' custom_mask_type (0 none, 1 causal from the top left, 2 from the bottom right)
 _MASK_TYPE = ("aten::_efficient_attention_forward", "aten::_efficient_attention_backward")
+#: the kernels' own ops that take packed sequences (varlen) -> (index of cum_seq_q, of max_seqlen_q); cum_seq_k and
+#: max_seqlen_k follow each
+_VARLEN: dict[str, tuple[int, int]] = {
+    "aten::_flash_attention_forward": (3, 5), "aten::_efficient_attention_forward": (4, 6),
+    "aten::_flash_attention_backward": (6, 8), "aten::_efficient_attention_backward": (6, 8),
+}
+#: the note a varlen attention's mapping carries
+BALANCED_SEQUENCES = ("varlen: the sequence offsets (cum_seq_q, cum_seq_k) are tensor values, not in the trace: each "
+                      "sequence counted with an equal share of the packed queries and keys (balanced)")
+
+
+def _split(total: int, groups: int) -> list[int]:
+    """``total`` over ``groups`` as evenly as whole numbers go, the larger shares first (the sum is exact)."""
+    base, extra = divmod(total, groups)
+    return [base + 1] * extra + [base] * (groups - extra)
+
+
+def _varlen(call: Call, qi: int, q: tuple[int, ...], k: tuple[int, ...]) -> Optional[dict[str, Any]]:
+    """The arguments of a varlen call (packed q [total_q, h, d] or [1, total_q, h, d], cum_seq_q a tensor of b + 1
+    offsets), or None when the call is padded. Lengths balanced (``BALANCED_SEQUENCES``); seq_q, seq_kv the
+    max_seqlen inputs where the trace has them, else the longest balanced share."""
+    ci, mi = _VARLEN.get(call.op, (-1, -1))
+    if ci < 0 or not call.is_tensor(ci):
+        return None
+    offsets = call.shape(ci, "cum_seq_q")
+    if len(offsets) != 1 or offsets[0] < 2:
+        raise _Missing(f"cum_seq_q of shape {offsets}: expected b + 1 offsets for b >= 1 sequences")
+    b = offsets[0] - 1
+    if len(q) == 4 and len(k) == 4 and q[0] == 1 and k[0] == 1:  # the efficient kernel's [1, total, h, d]
+        q, k = q[1:], k[1:]
+    if len(q) != 3 or len(k) != 3:
+        raise _Missing(f"varlen query {q} and key {k}: expected packed [total, heads, head_dim]")
+    (total_q, h, d), (total_k, kv) = q, k[:2]
+    if k[2] != d or kv < 1 or h % kv or total_q < b or total_k < b:
+        raise _Missing(f"varlen query {q} and key {k} do not fit one attention over {b} sequences")
+    lens_q, lens_k = _split(total_q, b), _split(total_k, b)
+    max_q, max_k = call.integer(mi, "max_seqlen_q", lens_q[0]), call.integer(mi + 1, "max_seqlen_k", lens_k[0])
+    if max_q < lens_q[0] or max_k < lens_k[0]:
+        raise _Missing(f"max_seqlen_q {max_q} and max_seqlen_k {max_k} are shorter than the mean sequence of "
+                       f"{total_q} queries and {total_k} keys over {b}")
+    call.note(BALANCED_SEQUENCES)
+    return dict(batch=b, heads=h, seq_q=max_q, seq_kv=max_k, head_dim=d, kv_heads=None if kv == h else kv,
+                seq_lens=lens_q, seq_lens_kv=lens_k, dtype=call.precision(qi))
 
 
 @adapter(*_ATTENTION)
@@ -758,6 +845,14 @@ def _attention(call: Call) -> Adapted:
     qi, ci, di, bi, layout, backend = _ATTENTION[call.op]
     q, k = call.shape(qi, "query"), call.shape(qi + 1, "key")
     v = call.shape(qi + 2, "value")
+    varlen = _varlen(call, qi, q, k)
+    if varlen is not None:
+        causal = (call.integer(ci, "custom_mask_type", 0) != 0) if call.op in _MASK_TYPE else call.flag(ci, "is_causal")
+        if causal and call.op in _MASK_TYPE and call.integer(ci, "custom_mask_type", 0) == 1:
+            call.note("top-left causal mask counted bottom-right aligned")
+        if (call.number(di, 0.0) or 0.0) > 0.0:
+            call.note("dropout inside the attention kernel is not counted")
+        return Adapted(dict(varlen, causal=causal, impl=backend))
     if len(q) != 4 or len(k) != 4:
         raise _Missing(f"query {q} and key {k}: expected 4-D [batch, heads, seq, head_dim]")
     if layout == "bshd":

@@ -5,20 +5,24 @@ Pairs of (query, key) that count: sq*skv; causal (bottom-right aligned, query i 
 j <= i + skv - sq) counts sq*skv - sq*(sq - 1)/2 when sq <= skv, and skv*(skv + 1)/2 when
 sq > skv (the first sq - skv queries see no key).
 Model FLOPs: 4*b*h*d*pairs (QK^T and PV, 2 per multiply-add); the softmax is not counted.
+Varlen (FlashAttention's ``flash_attn_varlen_func``: ``seq_lens``, ``seq_lens_kv``): sequence i has q_i queries and
+k_i keys; its pairs are counted as above with (sq, skv) = (q_i, k_i), and summed: 4*h*d*sum pairs_i.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
+
+import numpy as np
 
 from .._num import all_, any_, where
 from .._validate import checked_call, broadcast, dim, flag
-from ..errors import OptionError
+from ..errors import OptionError, ShapeError
 from ..workload import Gemm, Kernel, Rows, Workload
 from ..stacks.torch211 import SDPA_HALF
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
-from .registry import boolean, operator, option, precision, size
+from .registry import boolean, lengths, operator, option, precision, size
 
 __all__ = ["attention", "attention_pairs", "IMPLS"]
 
@@ -47,23 +51,81 @@ def attention_pairs(seq_q: Any, seq_kv: Any, causal: bool = False) -> Any:
 
 
 def _check_heads(args: dict[str, Any]) -> None:
-    """kv_heads divides heads (and so is at most heads)."""
+    """kv_heads divides heads (and so is at most heads); a varlen call's lengths fit its batch and declared lengths."""
     if args["kv_heads"] is not None:
         at_most("kv_heads", args["kv_heads"], "heads", args["heads"])
         divisible("heads", args["heads"], "kv_heads", args["kv_heads"])
+    if args["seq_lens"] is None and args["seq_lens_kv"] is None:
+        return
+    named = ("seq_lens" if args["seq_lens"] is not None else "seq_lens_kv")
+    for dim_name in ("batch", "heads", "seq_q", "seq_kv", "head_dim", "kv_heads"):
+        if isinstance(args[dim_name], np.ndarray):
+            raise ShapeError(f"{named} takes one shape: {dim_name} must be one value, got an array of shape "
+                             f"{args[dim_name].shape} (call once per shape)")
+    limits = (("seq_lens", "seq_q", args["seq_q"]),
+              ("seq_lens_kv", "seq_kv" if args["seq_kv"] is not None else "seq_q",
+               args["seq_q"] if args["seq_kv"] is None else args["seq_kv"]))
+    for name, limit_name, limit in limits:
+        lens = args[name]
+        if lens is None:
+            continue
+        if len(lens) != args["batch"]:
+            raise ShapeError(f"{name} must hold one length per sequence (batch={args['batch']:g}), got {len(lens)} "
+                             f"lengths")
+        over = [i for i, n in enumerate(lens) if n > limit]
+        if over:
+            raise ShapeError(f"{name} must be at most {limit_name} ({limit:g}, the longest sequence declared), got "
+                             f"{lens[over[0]]:g} at index {over[0]}")
+
+
+def _varlen(b: Any, sq: Any, skv: Any, seq_lens: Any, seq_lens_kv: Any) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(queries, keys) per sequence of a varlen call, None for a padded one: ``seq_lens`` (else sq each) and
+    ``seq_lens_kv`` (else ``seq_lens`` when seq_kv is None, self-attention, else skv each)."""
+    if seq_lens is None and seq_lens_kv is None:
+        return None
+    q = np.full(int(b), sq) if seq_lens is None else np.asarray(seq_lens, dtype=float)
+    if seq_lens_kv is not None:
+        k = np.asarray(seq_lens_kv, dtype=float)
+    else:
+        k = q if skv is None else np.full(int(b), skv)
+    return q, k
 
 
 class _Sizes:
-    """Elements of Q (and O), of K (and V), of S (and P), the pairs and the model FLOPs of a validated call."""
+    """Elements of Q (and O), of K (and V), of S (and P), the pairs and the model FLOPs of a validated call.
 
-    def __init__(self, b: Any, h: Any, sq: Any, skv: Any, d: Any, kv: Any, causal: bool) -> None:
+    Varlen (``lens``: queries and keys per sequence): Q, O hold h*sum(q_i)*d elements, K, V kv*sum(k_i)*d, the
+    model FLOPs are 4*h*d*sum(pairs_i); ``pairs`` is then the mean per sequence (b*pairs = sum pairs_i).
+    """
+
+    def __init__(self, b: Any, h: Any, sq: Any, skv: Any, d: Any, kv: Any, causal: bool,
+                 lens: Optional[tuple[np.ndarray, np.ndarray]] = None) -> None:
         self.kv = h if kv is None else kv
         self.skv = sq if skv is None else skv
+        self.lens = lens
+        if lens is not None:
+            q, k = lens
+            self.skv = float(k.max())  # the longest sequence's keys (the padded kernel's extent)
+            self.q = h * float(q.sum()) * d  # Q [sum q_i, h, d], also O
+            self.k = self.kv * float(k.sum()) * d  # K [sum k_i, kv, d], also V
+            self.s = h * float(np.sum(q * k))  # S per sequence [h, q_i, k_i], also P
+            total = float(np.sum(_pairs(q, k, causal)))
+            self.pairs = total / b
+            self.model = 4.0 * h * d * total  # QK^T and PV over each sequence's unmasked pairs
+            return
         self.q = b * h * sq * d  # Q [b,h,sq,d], also O
         self.k = b * self.kv * self.skv * d  # K [b,kv,skv,d], also V
         self.s = b * h * sq * self.skv  # S [b,h,sq,skv], also P
         self.pairs = _pairs(sq, self.skv, causal)
         self.model = 4.0 * b * h * d * self.pairs  # QK^T and PV over the unmasked pairs
+
+
+def _fused_only(resolved: str, impl: str, z: _Sizes) -> str:
+    """``resolved``, unless a varlen call resolves to the unfused path (which has no varlen form): an OptionError."""
+    if z.lens is not None and resolved not in FUSED_OPS:
+        raise OptionError(f"seq_lens needs a fused attention kernel (impl 'flash', 'cudnn', 'efficient', or 'sdpa' in "
+                          f"fp16/bf16): FlashAttention's varlen form; impl={impl!r} runs the unfused {resolved} path")
+    return resolved
 
 
 def _sdpa_choice(impl: str, z: _Sizes, h: Any, dtype: Any) -> str:
@@ -83,24 +145,32 @@ def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: 
     # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
     group = where(sq == 1, h / z.kv, 1.0)
     kv_bytes = e if e_kv is None else e_kv  # K and V as the cache stores them (an fp8 KV cache: 1 byte)
+    rows, groups, split = sq * group, None, True
+    if z.lens is not None:  # varlen: each sequence's (queries, keys, d), its query heads packed as in the padded call
+        groups = tuple((float(qi * group), float(ki), float(d)) for qi, ki in zip(*z.lens))
+        rows = max(m for m, _, _ in groups)  # the longest sequence's (Gemm.m, n: the largest of the groups)
+        # mha_varlen_fwd splits the keys only where it packs a decode's query heads (one query, GQA)
+        split = bool(sq == 1 and group > 1)
     return Kernel(name, "attention", dtype, matrix_flops=z.model, bytes_read=z.q * e + 2 * z.k * kv_bytes,
                   bytes_written=z.q * e,
-                  gemm=Gemm(sq * group, z.skv, d, b * h / group), op=FUSED_OPS[impl])
+                  gemm=Gemm(rows, z.skv, d, b * h / group, groups=groups, split=split), op=FUSED_OPS[impl])
 
 
 def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: Any, head_dim: Any, kv_heads: Any,
-                        causal: bool, impl: str, dtype: str, kv_dtype: Any = None) -> Workload:
+                        causal: bool, impl: str, dtype: str, kv_dtype: Any = None, seq_lens: Any = None,
+                        seq_lens_kv: Any = None) -> Workload:
     """flash: one kernel recomputing S and P: 2.5x the forward's executed FLOPs (five products for two),
     2x its model FLOPs; reads Q, K, V, O and dO, writes dQ, dK and dV.
 
     naive, as autograd runs it: dP = dO V^T, dV = P^T dO, the softmax's gradient dS (reads P and
     dP, writes dS, 2 x 5 vector FLOPs per element), dQ = dS K, dK = dS^T Q; each product executes
     2*b*h*sq*skv*d and counts 2*b*h*d*pairs. NB: with GQA, dK and dV are written once per KV head.
+    Varlen: the flash backward over the same sequences (fused impls only, as the forward).
     """
     b, h, sq, d = batch, heads, seq_q, head_dim
-    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
+    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
-    impl = _sdpa_choice(impl, z, h, dtype)
+    impl = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z)
     if impl in FUSED_OPS:
         fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e, impl)
         back = fwd._replace(matrix_flops=FLASH_BACKWARD_EXECUTED * fwd.matrix_flops, model_flops=2.0 * fwd.model_flops,
@@ -141,6 +211,10 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
         dtype=precision(),
         kv_dtype=precision("precision K and V are read in (an fp8 KV cache; default: dtype; fused impls only)",
                            optional=True),
+        seq_lens=lengths("varlen: each sequence's queries, one per sequence, each at most seq_q (default: seq_q "
+                         "each; fused impls only)"),
+        seq_lens_kv=lengths("varlen: each sequence's keys, each at most seq_kv (default: seq_lens when seq_kv is "
+                            "none, else seq_kv each)"),
     ),
     kinds=("attention", "gemm", "reduction"),
     keys=tuple(op + variant for op in FUSED_OPS.values()
@@ -167,6 +241,8 @@ def attention(
     impl: Any = "flash",
     dtype: Any = "bf16",
     kv_dtype: Any = None,
+    seq_lens: Any = None,
+    seq_lens_kv: Any = None,
 ) -> Workload:
     """softmax(Q K^T / sqrt(d)) V over ``heads`` heads; ``seq_kv`` defaults to ``seq_q``.
 
@@ -183,12 +259,17 @@ def attention(
       kernel, or with GQA (which it does not take) the unfused math path, counted as naive.
     Decode is seq_q = 1 against a KV cache of seq_kv. ``kv_dtype``: K and V read in another
     precision (an fp8 KV cache, dequantized in the kernel): 2*b*kv*skv*d*e_kv bytes; fused impls only.
+    Varlen (``seq_lens``, ``seq_lens_kv``; FlashAttention's varlen kernel over packed sequences, fused impls only):
+      sequence i has q_i queries and k_i keys (each at most seq_q, seq_kv); pairs are counted per sequence (causal
+      bottom-right aligned in each) and summed; bytes (2*h*sum(q_i)*d + 2*kv*sum(k_i)*d)*e; model FLOPs
+      4*h*d*sum(pairs_i); the kernel's tiles are counted per sequence (``Gemm.groups``). NB: one shape per call
+      (no array arguments with lengths).
     """
     b, h, sq, d = batch, heads, seq_q, head_dim
-    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal)
+    z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
-    tag = ", causal)" if causal else ")"
-    resolved = _sdpa_choice(impl, z, h, dtype)
+    tag = (", varlen" if z.lens is not None else "") + (", causal)" if causal else ")")
+    resolved = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z)
     e_kv = None if kv_dtype is None or kv_dtype == dtype else element_bytes(kv_dtype)
     if resolved in FUSED_OPS:
         label = impl if resolved == impl else f"sdpa: {resolved}"

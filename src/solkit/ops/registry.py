@@ -37,7 +37,7 @@ from ._common import memory_bound_backward
 
 __all__ = [
     "Param", "Operator", "operator", "REGISTRY", "MEMORY_BOUND", "get", "by_aten", "calibration_keys", "size", "pair", "option",
-    "boolean", "precision", "text",
+    "boolean", "precision", "text", "lengths",
 ]
 
 #: the largest int that float64 holds exactly (2**53): larger ones take the careful path
@@ -48,7 +48,7 @@ _EXACT_INT = 2**53
 class Param:
     """One argument of an operator: what it is, what it means, what values it takes."""
 
-    kind: str  # dim, pair, option, flag, dtype or text
+    kind: str  # dim, pair, option, flag, dtype, text or lengths
     help: str
     minimum: int = 1  # dims and pairs: the smallest valid value
     choices: tuple[str, ...] = ()  # options: the allowed values
@@ -76,6 +76,8 @@ class Param:
             what = "true or false"
         elif self.kind == "dtype":
             what = "a precision (" + ", ".join(sorted(PRECISIONS)) + ")"
+        elif self.kind == "lengths":
+            what = "a list of integers >= " + str(self.minimum) + ", one per group"
         else:
             what = "text"
         return what + (" or none" if self.optional else "")
@@ -120,9 +122,25 @@ def _check_text(p: Param, value: Any) -> Any:
     return value
 
 
+def _check_lengths(p: Param, value: Any) -> Any:
+    """One length per group (a varlen batch's sequences, a grouped GEMM's experts): a tuple of floats, each an integer
+    >= the minimum; a scalar, a string or a mapping is a type error, an empty list or a bad length a shape error."""
+    if value is None and p.optional:
+        return None
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ArgumentTypeError(f"{p.name} must be a list of integers, one per group, got {shown(value)}")
+    if len(value) == 0:
+        raise ShapeError(f"{p.name} must hold at least one length, got an empty {type(value).__name__}")
+    out = dim(p.name, value, p.minimum)
+    if np.ndim(out) != 1:
+        raise ShapeError(f"{p.name} must be a flat list of integers, one per group, got an array of shape {np.shape(out)}")
+    return tuple(float(x) for x in out)
+
+
 #: the check of each parameter kind: (param, value) -> the validated value
 _CHECKS: dict[str, Callable[[Param, Any], Any]] = {"dim": _check_dim, "dtype": _check_dtype, "flag": _check_flag,
-                                                   "option": _check_option, "pair": _check_pair, "text": _check_text}
+                                                   "option": _check_option, "pair": _check_pair, "text": _check_text,
+                                                   "lengths": _check_lengths}
 
 
 def size(help: str, minimum: int = 1, optional: bool = False) -> Param:
@@ -153,6 +171,11 @@ def precision(help: str = "storage precision of the operands", optional: bool = 
 def text(help: str) -> Param:
     """A non-empty string (a label)."""
     return Param("text", help)
+
+
+def lengths(help: str, minimum: int = 1, optional: bool = True) -> Param:
+    """One integer >= ``minimum`` per group (a varlen batch's sequence lengths, a grouped GEMM's rows per group)."""
+    return Param("lengths", help, minimum=minimum, optional=optional)
 
 
 @dataclass(frozen=True)
@@ -200,7 +223,8 @@ class Operator:
             value = check(args[name])
             args[name] = value
             kind = type(value)
-            if kind is np.ndarray or (kind is tuple and (type(value[0]) is np.ndarray or type(value[1]) is np.ndarray)):
+            if kind is np.ndarray or (kind is tuple and len(value) == 2  # a pair (lengths hold floats only)
+                                      and (type(value[0]) is np.ndarray or type(value[1]) is np.ndarray)):
                 arrays = True
         shape: tuple[int, ...] = ()
         if arrays:

@@ -34,7 +34,8 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DE
                                WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
 from ..workload import Kernel
 from .gpu import matmul_rate
-from .tiles import attention_compute_time, decode_items, gemm_time, tile_waves
+from .tiles import (attention_compute_time, decode_items, gemm_time, ragged_attention_compute_time, ragged_gemm_time,
+                    tile_waves)
 from .._validate import checked_call
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -109,7 +110,10 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     if any_(mf > 0):
         rate = matmul_rate(cal, gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
-            t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
+            if g.groups is not None:  # a grouped GEMM: tiles summed over its groups, no split-K
+                t_mat, wave, tiles = ragged_gemm_time(g.groups, g.batch / len(g.groups), rate, gpu.sm_count)
+            else:
+                t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
             k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
             # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any.
@@ -157,10 +161,19 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
                 launches = kernel.launches + where(padded, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
-            t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
+            uneven: Any = False
+            if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
+                heads: Any = g.batch / len(g.groups)  # work items per query tile of a sequence
+                t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, gpu.sm_count,
+                                                                          g.split)
+                full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
+                uneven = len({n for _, n, _ in g.groups}) > 1  # tiles of sequences with more keys take longer
+            else:
+                t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
+                full = 4.0 * product(g.m, g.n, g.k, g.batch)
             # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
             # and the query tiles do unequal work)
-            causal = mf < 4.0 * product(g.m, g.n, g.k, g.batch) * (1.0 - 1e-9)
+            causal = mf < full * (1.0 - 1e-9)
             variants += [("splitkv", split), ("causal", causal)]
             if op == "cudnn_attention":
                 # cuDNN's decode kernel (a work item's queries fit one tile): each item streams its KV head's K and V
@@ -175,11 +188,12 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                     block_bytes = where(decode, nbytes / items, 0.0)
                     launches = kernel.launches + where(split_d, 1.0, 0.0)
                     variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
-            if any_(causal & not_(split)):
-                # causal query tiles do unequal work (tile i sees i+1 key blocks): the SMs finish unevenly and the longest
-                # tile (all n keys) ends last, on average CAUSAL_TAIL of it after the balanced time
+            if any_((causal | uneven) & not_(split)):
+                # causal query tiles do unequal work (tile i sees i+1 key blocks), as do a varlen batch's tiles of unequal
+                # sequences: the SMs finish unevenly and the longest tile (all n keys) ends last, on average CAUSAL_TAIL
+                # of it after the balanced time
                 longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / gpu.sm_count)
-                t_mat = where(causal & not_(split), t_mat + CAUSAL_TAIL * longest, t_mat)
+                t_mat = where((causal | uneven) & not_(split), t_mat + CAUSAL_TAIL * longest, t_mat)
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)

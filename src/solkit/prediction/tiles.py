@@ -4,6 +4,11 @@ For each candidate output tile (TM x TN) the grid has ceil(m/TM) * ceil(n/TN) * 
 the SM count, split-K spreads k over idle SMs (GEMMs; cuDNN's convs do not split); each SM runs
 ceil(tiles / SMs) waves of a full tile's work. The fastest candidate is taken (NB: the library's heuristic is
 not modelled). Flash attention: PyTorch's split-KV heuristic (``flash_splits``) over (query tile, head) items.
+
+Ragged work (``Gemm.groups``: a varlen attention's sequences, a grouped GEMM's experts): the tiles are counted per
+group and summed, the waves are ceil(tiles / SMs) over the actual tiles, and each wave costs the mean tile's work
+(``ragged_attention_compute_time``, ``ragged_gemm_time``); with equal groups both are the padded formulas exactly.
+``ragged_waves`` is the wave-by-wave view of unequal items in a given order (each wave as long as its longest).
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from .._num import Num, ceil, product
 from ..stacks.torch211 import ATTENTION_QUERY_TILE, MIN_SPLIT_K, SPLITKV_QUERY_TILE
 from .._validate import checked_call
 
-__all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items"]
+__all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items",
+           "ragged_attention_compute_time", "ragged_gemm_time", "ragged_waves"]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
 TILES: tuple[tuple[int, int], ...] = ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
@@ -187,3 +193,81 @@ def decode_items(items: Any, keys: Any, d: Any, sms: int, split_items: int, spli
     if not shape:
         return float(splits), float(items_ * splits)
     return splits, items_ * splits
+
+
+def _columns(groups: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (m, n, k) of each group as three float64 arrays."""
+    table = np.asarray(groups, dtype=float).reshape(-1, 3)
+    return table[:, 0], table[:, 1], table[:, 2]
+
+
+def ragged_attention_compute_time(groups: Any, per_group: Any, t_flat: Any, sms: int,
+                                  split: bool = True) -> tuple[float, float, bool, float]:
+    """(seconds, wave efficiency, split-KV?, waves) of a varlen flash attention kernel: ``attention_compute_time``
+    over each sequence's own tiles.
+
+    groups: (m_i, n_i, d) per sequence (queries, keys, head dim); per_group: work items per query tile (heads).
+    ``split``: whether the kernel may split the keys; PyTorch's ``mha_varlen_fwd`` (flash_api.cpp) splits only a
+    paged KV cache or a decode whose query heads it packs as rows (``seqlenq_ngroups_swapped``: one query, fewer KV
+    heads than query heads, no dropout); else one split and 128-query tiles. Where it may, items = sum ceil(m_i /
+    64) * per_group decide the split-KV count (``flash_splits``, key blocks of the longest sequence); work = sum ceil(m_i / tile) * per_group * splits over the SMs; wave efficiency = work / (ceil(work /
+    SMs) * SMs); padding = sum ceil(m_i / tile) * tile * n_i / sum m_i * n_i (the queries padded to the tile,
+    weighted by each sequence's keys). Seconds = t_flat * padding / wave efficiency: every wave costs the mean tile
+    (NB: unequal tiles finish unevenly; ``prediction.kernel`` adds the longest tile's tail, as for causal).
+    With equal sequences this is ``attention_compute_time`` of the padded call.
+    """
+    m, n, d = _columns(groups)
+    items = float(np.sum(np.ceil(m / SPLITKV_QUERY_TILE))) * per_group
+    splits = flash_splits(items, math.ceil(float(n.max()) / (256 if d[0] <= 64 else 128)), sms) if split else 1
+    tile = SPLITKV_QUERY_TILE if splits > 1 else ATTENTION_QUERY_TILE
+    tiles = np.ceil(m / tile)
+    work = float(tiles.sum()) * per_group * splits
+    waves = math.ceil(work / sms)
+    wave = work / (waves * sms)
+    pad = float(np.sum(tiles * tile * n) / np.sum(m * n))
+    return float(t_flat * pad / wave), wave, splits > 1, float(waves)
+
+
+def ragged_gemm_time(groups: Any, per_group: Any, rate: float, sms: int) -> tuple[Any, Any, Any]:
+    """(seconds, wave efficiency, largest tiles) of a grouped GEMM: ``gemm_time`` with the tiles summed over groups.
+
+    For each tile TM x TN: tiles_i = ceil(m_i/TM) * ceil(n_i/TN) * per_group, each 2*TM*TN*k_i FLOPs at rate / SMs;
+    seconds = ceil(sum tiles_i / SMs) waves, each the mean tile's time (sum tiles_i * t_i / sum tiles_i); the
+    fastest tile is taken. A group of no rows has no tiles. NB: no split-K (``Gemm.split`` False), so
+    with equal groups this is ``gemm_time`` of the batched GEMM wherever that splits nothing (tiles >= SMs).
+    Wave efficiency = useful FLOPs (2 * sum m_i*n_i*k_i * per_group) at the rate / the seconds. A group's sizes may
+    be arrays (a sweep of n or k): the figures then have their broadcast shape.
+    """
+    per_sm = rate / sms
+    best: Any = math.inf
+    largest: Any = math.inf
+    for tm, tn in TILES:
+        total: Any = 0.0
+        work: Any = 0.0  # seconds of all the tiles at one SM's rate
+        for m, n, k in groups:
+            tiles = _ceil_div(m, tm) * _ceil_div(n, tn) * per_group
+            total, work = total + tiles, work + tiles * (2.0 * tm * tn / per_sm) * k
+        if tm * tn == 128 * 256:
+            largest = np.minimum(largest, total)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            t = np.where(total > 0, np.ceil(total / sms) * work / np.maximum(total, 1.0), math.inf)
+        best = np.minimum(best, t)
+    useful = sum(2.0 * m * n * k for m, n, k in groups) * per_group / rate
+    return _plain(best), _plain(useful / best), _plain(largest)
+
+
+def _plain(x: Any) -> Any:
+    """A 0-d figure as a float; an array as it is."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+@checked_call
+def ragged_waves(seconds: Any, sms: int) -> tuple[float, float]:
+    """(seconds, waves) of work items of unequal ``seconds`` run in the order given, ``sms`` at a time, wave by wave:
+    each wave lasts as long as its longest item. NB: a real block scheduler starts the next item when one ends, so
+    this is the wave-synchronous view; the same items in another order (longest first) can take fewer seconds."""
+    t = np.asarray(seconds, dtype=float).reshape(-1)
+    waves = math.ceil(t.size / sms)
+    padded = np.zeros(waves * sms)
+    padded[:t.size] = t
+    return float(padded.reshape(waves, sms).max(axis=1).sum()), float(waves)
