@@ -59,7 +59,7 @@ def early_config_prune(kernel: str, gpu: Any = "h200", keep: Any = 0.25, dtype: 
     tutorials' names, ``TRITON_ARGUMENTS``: M, N, K for the GEMM), or a function of ``named_args``.
     """
     name = kernel_name(kernel)
-    shape_names(name, shape)
+    shape_names(name, shape, ("gpu", "keep", "dtype"))
     readers = {**TRITON_ARGUMENTS[name], **shape}
     spec = as_gpu(gpu)
 

@@ -61,7 +61,7 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits, head_dim: float, e: floa
     buffers = np.where(wg, s, np.maximum(s - 1, 1))
     smem = buffers * 2 * bn * head_dim * e + bm * head_dim * e
     wanted = REGISTER_BASE + (bm * head_dim + SCORE_REGISTERS * bm * bn) / (32 * w)
-    regs = np.minimum(wanted, lim.regs_per_thread)
+    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
     occupancy, limiter = programs_per_sm(lim, w, smem, regs)
     return {"wgmma": wg, "smem": smem, "regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0),
             "threads": 32 * w, "occupancy": occupancy, "limiter": limiter}

@@ -74,7 +74,7 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits, e_in: float, e_out: floa
     loose = ((0 if a_async else bm * bk) + (0 if b_async else bk * bn)) / (32 * w)  # such elements per thread
     staged = loose * (UNALIGNED_REGISTERS[0] + UNALIGNED_REGISTERS[1] * np.maximum(s - 1, 0))
     wanted = base + acc + share * operand + staged
-    regs = np.minimum(wanted, lim.regs_per_thread)
+    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
     occupancy, limiter = programs_per_sm(lim, w, smem, regs)
     scalar = ((0 if a_async else bm * bk) + (0 if b_async else bk * bn)) * np.ones(bm.shape)
     return {"wgmma": wg, "smem": smem, "regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0),

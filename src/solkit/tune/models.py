@@ -37,14 +37,16 @@ SHAPES: Mapping[str, Callable[..., dict[str, Any]]] = {
 }
 
 
-def shape_names(kernel: str, given: Iterable[str]) -> tuple[str, ...]:
-    """The kernel's shape argument names; an unknown one among ``given`` is ``ArgumentTypeError`` with a did-you-mean."""
+def shape_names(kernel: str, given: Iterable[str], also: tuple[str, ...] = ("gpu", "dtype")) -> tuple[str, ...]:
+    """The kernel's shape argument names; an unknown one among ``given`` is ``ArgumentTypeError`` with a did-you-mean
+    (among the shape's names and the caller's other keywords, ``also``)."""
     names = tuple(inspect.signature(SHAPES[kernel]).parameters)
     for key in given:
         if key not in names:
-            near = suggest(key, names)
+            near = suggest(key, (*names, *also))
             hint = f"; did you mean {' or '.join(map(repr, near))}?" if near else ""
-            raise ArgumentTypeError(f"{kernel} takes the shape {', '.join(names)}, got the keyword {key!r}{hint}")
+            raise ArgumentTypeError(f"{kernel} takes the shape {', '.join(names)} (and {', '.join(also)}), got the "
+                                    f"keyword {key!r}{hint}")
     return names
 
 

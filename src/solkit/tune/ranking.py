@@ -8,13 +8,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .._display import fmt_seconds, fmt_value, html_table
+from .._display import fmt_seconds, fmt_value, html_table, whole
 from ..errors import ArgumentTypeError, ShapeError
 
 __all__ = ["Ranking"]
 
 #: the model's parts a ranking shows per config (where the kernel's model has them)
 PARTS = ("programs", "waves", "occupancy", "k_steps", "key_blocks", "chunks", "smem", "regs", "dram_bytes")
+#: the rows' keys in the CLI's JSON naming scheme (times end in _s, bytes in _bytes)
+_JSON_KEYS = {"seconds": "predicted_s", "smem": "shared_memory_bytes", "regs": "registers_per_thread"}
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,14 +111,15 @@ class Ranking:
         return pd.DataFrame(self.rows())
 
     def to_dict(self, top: int | None = None) -> dict[str, Any]:
-        """JSON-ready: the kernel, GPU, shape, and the configs fastest first (``top`` of them), then those that cannot
-        launch with their reasons."""
-        rows = self.rows()
+        """JSON-ready, in the CLI's naming scheme: the kernel, GPU, shape, the configs fastest first (``top`` of them:
+        their keys, ``predicted_s``, rank and the model's parts), then those that cannot launch with their reasons."""
+        rows = [{_JSON_KEYS.get(k, k): whole(v) for k, v in r.items()} for r in self.rows()]
         ranked = [rows[i] for i in (self.order if top is None else self.order[:top])]
         return {"kernel": self.kernel, "gpu": self.gpu, "dtype": self.dtype,
-                "shape": {k: fmt_value(v) if not isinstance(v, bool) else v for k, v in self.shape.items()},
-                "calibrated": self.calibrated, "source": self.source, "ranked": ranked,
-                "cannot_launch": [r for r in rows if r["reason"] is not None]}
+                "shape": {k: whole(v) for k, v in self.shape.items()},
+                "calibrated": self.calibrated, "source": self.source, "n_configs": len(self.configs),
+                "n_launchable": self.launchable, "ranked": ranked,
+                "cannot_launch": [{**r, "predicted_s": None} for r in rows if r["reason"] is not None]}
 
     def _label(self, config: Mapping[str, int]) -> str:
         return " ".join(f"{k}={v}" for k, v in config.items())

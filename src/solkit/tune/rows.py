@@ -41,7 +41,7 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits) -> dict[str, np.ndarray]
     """Each config's registers per thread, threads and occupancy."""
     held = t["BLOCK_SIZE"] / (32 * t["num_warps"])
     wanted = REGISTER_BASE + ELEMENT_REGISTERS * held
-    regs = np.minimum(wanted, lim.regs_per_thread)
+    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
     smem = 4.0 * t["num_warps"]  # one fp32 partial per warp for the reductions across warps
     occupancy, limiter = programs_per_sm(lim, t["num_warps"], smem, regs)
     return {"regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0), "smem": smem,
