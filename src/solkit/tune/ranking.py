@@ -125,7 +125,7 @@ class Ranking:
         return " ".join(f"{k}={v}" for k, v in config.items())
 
     def report(self, top: int = 10) -> str:
-        """A text table of the ``top`` fastest configs and a line per config that cannot launch."""
+        """A text table of the ``top`` fastest configs, then up to ``top`` of the configs that cannot launch (why)."""
         shape = ", ".join(f"{k}={fmt_value(v)}" for k, v in self.shape.items())
         lines = [f"{self.kernel} on {self.gpu} ({self.dtype}), {shape}: {len(self.configs)} configs, "
                  f"{self.launchable} can launch" + ("" if self.calibrated else " (uncalibrated)")]
@@ -133,9 +133,11 @@ class Ranking:
             extra = ", ".join(f"{n} {fmt_value(float(np.asarray(self.parts[n])[i]))}" for n in ("waves", "occupancy")
                               if n in self.parts)
             lines.append(f"{r:>4}. {fmt_seconds(self.seconds[i]):>10}  {self._label(self.configs[i])}  ({extra})")
-        for i, why in enumerate(self.reasons):
-            if why is not None:
-                lines.append(f"   -  cannot launch: {self._label(self.configs[i])}: {why}")
+        refused = [i for i, why in enumerate(self.reasons) if why is not None]
+        for i in refused[:top]:
+            lines.append(f"   -  cannot launch: {self._label(self.configs[i])}: {self.reasons[i]}")
+        if len(refused) > top:
+            lines.append(f"   -  and {len(refused) - top} more that cannot launch (to_frame() or --json lists them)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
