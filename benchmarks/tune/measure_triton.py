@@ -33,6 +33,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import zlib
@@ -468,7 +469,7 @@ def main() -> int:
         return 0
 
     t0 = time.time()
-    os.environ.setdefault("TRITON_CACHE_DIR", "/tmp/solkit_tune_triton_cache")
+    os.environ.setdefault("TRITON_CACHE_DIR", os.path.join(tempfile.gettempdir(), "solkit_tune_triton_cache"))
     import torch
     import triton.testing
 
