@@ -34,7 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("tune",),
     ("planning", "splits", "fusion"),
     ("report", "summary", "plot", "_cli_measured", "_cli_sweep", "_cli_output"),
-    ("cli", "_cli_help", "_cli_model", "_cli_gpus", "_cli_profile"),
+    ("cli", "_cli_help", "_cli_model", "_cli_gpus", "_cli_profile", "_cli_tune"),
     ("__init__", "__main__"),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

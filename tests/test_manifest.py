@@ -91,6 +91,10 @@ def _own_record(name: str) -> dict:
     if "meta" in raw and "gpu_name" in raw["meta"]:
         meta = raw["meta"]
         return {"date": meta["date_utc"], "gpu": meta["gpu_name"], "gpus": 1, "seed": meta["args"].get("sample_seed")}
+    proto = raw.get("protocol")
+    if isinstance(proto, dict) and proto.get("script") == "benchmarks/tune/measure_triton.py":  # its set's seed and date
+        return {"date": proto["date_utc"], "gpu": raw["environment"]["gpu_name"], "gpus": 1,
+                "seed": proto["seeds"][proto["role"]]}
     if "engines" in raw and "environment" in raw:  # benchmarks/serving/generate.py: its seed and GPU, no date
         return {"gpu": raw["environment"]["gpu"], "gpus": 1, "seed": raw["seed"]}
     command = raw.get("command") or []
@@ -113,8 +117,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 53  # 26 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
-    # + 2 serving files
+    assert checked == 56  # 26 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
+    # + 2 serving files + 3 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -270,7 +270,7 @@ def _h200_with(tmp_path: Path, *edits: tuple[tuple, Any]) -> Path:
         ((("peaks", "append"), copy.deepcopy(DATA["h200-sxm.yaml"]["peaks"][4])),
          "<P>: field 'peaks.10': bf16 matrix is listed twice (first as peaks.4)"),
         ((("sources", "append"), copy.deepcopy(DATA["h200-sxm.yaml"]["sources"][0])),
-         "<P>: field 'sources.2.id': 'h200-page' is listed twice (first as sources.0)"),
+         "<P>: field 'sources.5.id': 'h200-page' is listed twice (first as sources.0)"),  # after its 5 sources
     ],
     ids=["missing", "negative", "zero", "unknown key", "string for int", "list for float", "string for optional float",
          "duplicate peak", "duplicate source"],

@@ -14,6 +14,7 @@
     solkit mfu --flops F --seconds S [--gpu G] [--n-gpus N] [--dtype D] [--json]
     solkit plot [--gpu G] [--op OP --PARAM VALUE ...] --out FILE.png
     solkit profile TRACE [TRACE ...] [--gpu G] [--top N] [--json] [--plot OUT]   a real trace against its SOL
+    solkit tune matmul --m M --n N --k K [--configs FILE.json] [--top 10]   a Triton kernel's configs ranked
 
 --gpu: every command takes it and none requires it; a GPU defaults to h200 (the GPU with measurements of its own),
 named in the output's first line; the default table shows h200 and a100. --json: one object in one naming scheme
@@ -575,6 +576,9 @@ def build_parser() -> argparse.ArgumentParser:
     from ._cli_model import add_model_parser
 
     add_model_parser(sub)
+    from ._cli_tune import add_tune_parser
+
+    add_tune_parser(sub)
     return parser
 
 

@@ -10,6 +10,8 @@ __all__ = [
     "UnknownGPUError",
     "UnknownSourceError",
     "UnknownPrecisionError",
+    "UnknownKernelError",
+    "MissingFigureError",
     "UnsupportedPrecisionError",
     "ShapeError",
     "ArgumentTypeError",
@@ -41,6 +43,14 @@ class UnknownGPUError(SolkitError, LookupError):
 
 class UnknownSourceError(SolkitError, LookupError):
     """A source id that the GPU spec does not list."""
+
+
+class UnknownKernelError(SolkitError, LookupError):
+    """A tunable kernel name ``solkit.tune`` has no model of; the message lists the known names."""
+
+
+class MissingFigureError(SolkitError, LookupError):
+    """A GPU spec lacks a figure a model needs (``solkit.tune``: its ``sm_limits``); the message names the field."""
 
 
 class UnknownPrecisionError(SolkitError, ValueError):

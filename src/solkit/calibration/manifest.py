@@ -33,8 +33,8 @@ __all__ = ["ROLES", "MEASURES", "FITS", "DataFile", "Manifest", "MANIFEST_NAME",
 Role = Literal["fit", "bank", "validation", "test", "spent", "repeat", "profiled", "trace", "record", "reference",
                "report"]
 Measures = Literal["kernels", "steps", "captured_steps", "launches", "parallel_steps", "collectives", "host", "traces",
-                   "flop_counts", "mutation", "published", "serving"]
-Fit = Literal["kernels", "host", "fsdp_host", "links", "link_misaligned", "link_hop", "generate_host", "captured_host"]
+                   "flop_counts", "mutation", "published", "serving", "tune_configs"]
+Fit = Literal["kernels", "host", "fsdp_host", "links", "link_misaligned", "link_hop", "generate_host", "captured_host", "tune"]
 
 #: the roles a file can have (defined in the manifest's header)
 ROLES: tuple[str, ...] = get_args(Role)

@@ -101,6 +101,10 @@ def write_measured(spec: Any, section: dict[str, Any]) -> str:
     for key, value in root.value:
         if key.value == "measured":
             start, end = key.start_mark.index, value.end_mark.index
+    if start is not None and "tune" not in section:  # solkit.tune's own fit (measured.tune) is kept as it stands
+        kept = (yaml.safe_load(text) or {}).get("measured", {}).get("tune")
+        if kept is not None:
+            section = {**section, "tune": kept}
     new = section_text(section)
     if start is None:
         updated = text.rstrip() + "\n\n" + new

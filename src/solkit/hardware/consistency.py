@@ -19,7 +19,7 @@ from .._validate import checked_call
 BANDWIDTH_CEILINGS: tuple[str, ...] = tuple(p.file_key for p in PARAMETERS if p.unit == "tb_s")
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .records import Chip, Interconnect, Measured, Memory, Peak, Source
+    from .records import Chip, Interconnect, Measured, Memory, Peak, SMLimits, Source
 
 __all__ = ["SpecView", "Issue", "spec_issues", "consistency_issues", "MATRIX_BF16_FLOP_PER_CLOCK", "MATRIX_RATIO_TO_BF16",
            "PER_CLOCK_TOLERANCE", "RATIO_TOLERANCE"]
@@ -66,6 +66,8 @@ class SpecView(Protocol):
     @property
     def sources(self) -> tuple["Source", ...]: ...
     @property
+    def sm_limits(self) -> Union["SMLimits", None]: ...
+    @property
     def measured(self) -> Union["Measured", None]: ...
 
 
@@ -104,6 +106,8 @@ def _references(gpu: SpecView) -> Iterator[Issue]:
     cited = {"chip.source": gpu.chip.source, "memory.source": gpu.memory.source,
              "interconnect.source": gpu.interconnect.source}
     cited.update({f"peaks.{i}.source": p.source for i, p in enumerate(gpu.peaks)})
+    if gpu.sm_limits is not None:
+        cited["sm_limits.source"] = gpu.sm_limits.source
     for where, sid in cited.items():
         if sid not in ids:
             yield Issue(where, f"{sid!r} is not one of the listed sources {ids}")

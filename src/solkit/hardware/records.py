@@ -18,6 +18,7 @@ from ..errors import ArgumentTypeError, SpecError
 from .parameters import PARAMETERS, UNIT_FACTORS, Calibration, ReadOnlyTable
 
 __all__ = ["SpecModel", "Source", "Chip", "Memory", "Interconnect", "Peak", "Measured", "RETIRED", "describe_validation",
+           "TensorCore", "SMLimits", "TuneFit",
            "Figure", "Count", "NonNegativeFigure", "Flag", "RateClass", "Unit", "GIGA", "MIB"]
 
 GIGA = 1e9
@@ -197,6 +198,64 @@ class Peak(SpecModel):
     note: Union[str, None] = None
 
 
+class TensorCore(SpecModel):
+    """The matrix instruction a compiler issues for 16-bit operands, and its shape (``m x n x k``, per instruction)."""
+
+    instruction: Literal["wgmma", "mma.sync", "mfma"]
+    m: Count  # rows of one instruction (wgmma: 64 per warpgroup; mma.sync m16n8k16: 16)
+    n: Count  # columns (wgmma: the largest n, 256; mma.sync: 8)
+    k: Count  # depth for 16-bit operands (16)
+    warps: Count  # warps that issue one instruction together (wgmma: a warpgroup of 4; mma.sync: 1)
+    fallback: Union[Literal["mma.sync"], None] = None  # the instruction used where this one's shape does not fit
+
+
+class SMLimits(SpecModel):
+    """What one multiprocessor (and one thread block on it) may use: the launch and occupancy limits.
+
+    Units as the sources print them: shared memory in KB (1 KB = 1024 B), registers as 32-bit registers.
+    """
+
+    compute_capability: Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+$")]
+    shared_memory_per_sm_kb: Figure
+    shared_memory_per_block_kb: Figure  # the most one block may opt in to (dynamic shared memory)
+    reserved_shared_memory_per_block_kb: NonNegativeFigure = 0.0  # what the system takes per resident block
+    registers_per_sm: Count
+    registers_per_block: Count
+    registers_per_thread: Count
+    register_allocation_unit: Count  # registers per warp are allocated in units of this many
+    threads_per_sm: Count
+    threads_per_block: Count
+    blocks_per_sm: Count
+    warps_per_sm: Count
+    sfu_per_sm_per_clock: Count  # exp2, rsqrt and the like: results per clock per SM
+    fp32_per_sm_per_clock: Count  # fp32 add/multiply/fma results per clock per SM
+    tensor_core: TensorCore
+    source: str
+    note: Union[str, None] = None
+
+
+class TuneFit(SpecModel):
+    """``measured.tune``: ``solkit.tune``'s fitted parameters (tile-level models of Triton kernels) and where they come
+    from: the date, the method, the data files and the software stack they were measured with."""
+
+    date: _dt.date
+    method: str
+    stack: TextTable
+    data: str
+    wgmma_efficiency: Annotated[float, Strict(), Field(gt=0, le=1)]  # share of the SM's tensor peak wgmma issue reaches
+    mma_sync_efficiency: Annotated[float, Strict(), Field(gt=0, le=1)]  # the same for mma.sync
+    l2_bandwidth_tb_s: Figure  # what all SMs together load from L2
+    load_latency_us: Figure  # one k-step's global-to-shared load, issue to use
+    kstep_us: NonNegativeFigure  # a k-loop step's fixed cost (address arithmetic, barriers), GEMM and attention
+    program_us: NonNegativeFigure  # a program's fixed cost: prologue, epilogue's latency, scheduling
+    row_latency_us: Figure  # one dependent chunk of a row kernel: load issue to use
+    softmax_cycles: Figure  # SM cycles per score element of flash attention's online softmax, beyond the MMAs
+    thread_cycles: Figure  # a row kernel's cycles per element one thread holds (its dependent work), per chunk
+    row_cycles: Figure  # SM cycles per element of a row kernel's block, per pass (masked lanes too)
+    scalar_loads_per_clock: Figure  # elements one SM loads per clock one by one (an operand not known 16-aligned)
+    fit: str
+
+
 class Measured(SpecModel):
     """The ``measured:`` section: ceilings measured on a real part and the predictor's fitted parameters.
 
@@ -241,6 +300,7 @@ class Measured(SpecModel):
     network_hop_us: NonNegativeFigure = 0.0
     neighbours: Union[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*\.json$")], None] = None
     fit: Union[str, None] = None
+    tune: Union[TuneFit, None] = None  # solkit.tune's tile models (their own date, method and stack)
 
     def calibration(self, gpu: str) -> "Calibration":
         """The parameters in SI units, converted once."""

@@ -34,12 +34,12 @@ from ..errors import SpecConsistencyWarning, SpecError, UnknownSourceError, Unsu
 from ..precision import RATE_CLASSES, normalize, rate_class
 from .consistency import spec_issues
 from .parameters import PARAMETERS, TERA, UNIT_FACTORS, Calibration, Parameter
-from .records import (GIGA, MIB, Chip, Flag, Interconnect, Measured, Memory, Peak, Source, SpecModel,
-                      describe_validation)
+from .records import (GIGA, MIB, Chip, Flag, Interconnect, Measured, Memory, Peak, SMLimits, Source, SpecModel,
+                      TensorCore, TuneFit, describe_validation)
 
 __all__ = [
     "GPU", "Peak", "Memory", "Chip", "Interconnect", "Source", "Measured", "Calibration", "Parameter", "PARAMETERS",
-    "UNIT_FACTORS", "describe_validation", "SpecModel", "GIGA", "MIB",
+    "UNIT_FACTORS", "describe_validation", "SpecModel", "GIGA", "MIB", "SMLimits", "TensorCore", "TuneFit",
 ]
 
 
@@ -60,6 +60,7 @@ class GPU(SpecModel):
     interconnect: Interconnect
     peaks: tuple[Peak, ...] = Field(min_length=1)
     sources: tuple[Source, ...] = Field(min_length=1)
+    sm_limits: Union[SMLimits, None] = None  # per-SM launch and occupancy limits (solkit.tune reads them)
     measured: Union[Measured, None] = None
     notes: Union[str, None] = None
 

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""Fit solkit.tune's parameters on the fit set, and score rankings on any set beside Triton's analytic GEMM model.
+
+    python benchmarks/tune/evaluate.py fit data/h200_tune_fit_seed3201.json data/h200_tune_validation_seed3202.json
+    python benchmarks/tune/evaluate.py score data/h200_tune_validation_seed3202.json     # with the spec's measured.tune
+
+Scores per kernel and shape (a shape's configs that ran; a config that could not launch is left out of the measured
+side and must be NaN on the predicted side): top1 = measured time of the predicted best / measured best (the goal:
+within 1.10 on >= 90% of shapes); quarter = the predicted best quarter (ceil(n / 4) configs) holds a config within 5%
+of the measured best (goal: >= 95% of shapes); Spearman's rank correlation of predicted and measured times per shape
+(goal: median >= 0.8); saved = the share of the autotuning time (the sum of the measured times of every config, each
+benchmarked the same way) that timing only the predicted quarter saves. Triton's analytic model (a port:
+triton_perf_model.py) is scored the same way on the GEMM, and its own early_config_prune's choice beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import triton_perf_model as tpm  # noqa: E402
+
+from solkit.tune.configs import config_table  # noqa: E402
+from solkit.tune.limits import Params, limits_of, params_of  # noqa: E402
+from solkit.tune.models import predict  # noqa: E402
+
+KERNEL = {"matmul": "triton_matmul", "layernorm": "triton_layernorm", "attention": "triton_flash_attention"}
+#: the fitted parameters and the bounds of the search (SI units)
+FITTED = ("wgmma_efficiency", "mma_sync_efficiency", "l2_bandwidth", "load_latency", "program", "row_latency",
+          "softmax_cycles", "scalar_loads", "row_cycles", "kstep", "thread_cycles")
+BOUNDS = {"wgmma_efficiency": (0.2, 1.0), "mma_sync_efficiency": (0.05, 1.0), "l2_bandwidth": (2e12, 40e12),
+          "load_latency": (1e-7, 5e-6), "program": (0.0, 5e-6), "row_latency": (1e-8, 5e-6),
+          "softmax_cycles": (0.01, 1.0), "scalar_loads": (2.0, 256.0),
+          "row_cycles": (0.001, 1.0), "kstep": (0.0, 2e-6),
+          "thread_cycles": (0.5, 500.0)}
+
+
+def full_config(kernel: str, c: dict[str, int]) -> dict[str, int]:
+    if kernel == "matmul":
+        return {"SPLIT_K": 1, **c}
+    if kernel == "layernorm":
+        return {"num_stages": 3, **c}
+    return dict(c)
+
+
+def shape_args(kernel: str, row: dict[str, Any]) -> dict[str, Any]:
+    if kernel == "matmul":
+        return {"m": float(row["m"]), "n": float(row["n"]), "k": float(row["k"])}
+    if kernel == "layernorm":
+        return {"rows": float(row["rows"]), "cols": float(row["cols"])}
+    return {"batch": float(row["batch"]), "heads": float(row["heads"]), "seq_q": float(row["seq"]),
+            "seq_kv": float(row["seq"]), "head_dim": float(row["head_dim"]), "causal": bool(row["causal"])}
+
+
+def cases(data: dict[str, Any], set_name: str) -> list[tuple[str, dict[str, Any], dict[str, np.ndarray], np.ndarray]]:
+    """(kernel, shape, config table, measured seconds with NaN where it could not run) per measured shape."""
+    out = []
+    for kernel, block in data["sets"][set_name].items():
+        configs = [full_config(kernel, c) for c in block["configs"]]
+        table = config_table(KERNEL[kernel], configs)
+        for row in block["shapes"]:
+            measured = np.array([np.nan if s is None else s for s in row["seconds"]], float)
+            out.append((kernel, row, table, measured))
+    return out
+
+
+def predicted(kernel: str, row: dict[str, Any], table: dict[str, np.ndarray], params: Params, lim: Any) -> np.ndarray:
+    parts, _ = predict(KERNEL[kernel], table, shape_args(kernel, row), lim, params, "bf16")
+    return np.asarray(parts["seconds"], float)
+
+
+def spearman(a: np.ndarray, b: np.ndarray) -> float:
+    ra = np.argsort(np.argsort(a)).astype(float)
+    rb = np.argsort(np.argsort(b)).astype(float)
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def shape_scores(pred: np.ndarray, meas: np.ndarray) -> dict[str, float]:
+    ok = np.isfinite(meas) & np.isfinite(pred)
+    p, m = pred[ok], meas[ok]
+    best = m.min()
+    order = np.argsort(p, kind="stable")
+    quarter = order[: max(1, math.ceil(len(p) / 4))]
+    return {"top1": float(m[order[0]] / best), "quarter": float(m[quarter].min() / best),
+            "spearman": spearman(p, m), "saved": float(1 - m[quarter].sum() / m.sum()),
+            "log_err": float(np.mean(np.abs(np.log(p / m))))}
+
+
+def triton_device(data: dict[str, Any]) -> tpm.Device:
+    env = data["environment"]
+    props = env["triton_device_properties"]
+    clock_mhz = float(env["nvidia_smi"].split(",")[2].split()[0])  # clocks.max.sm
+    major, minor = (int(x) for x in env["compute_capability"].split("."))
+    return tpm.Device(props["multiprocessor_count"], clock_mhz * 1e3, props["mem_clock_rate"], props["mem_bus_width"],
+                      (major, minor), props["max_shared_mem"])
+
+
+def triton_predicted(dev: tpm.Device, row: dict[str, Any], configs: list[dict[str, int]]) -> np.ndarray:
+    return np.array([tpm.estimate_matmul_time(dev, c["num_warps"], c["num_stages"], row["m"], row["n"], row["k"],
+                                              c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], c.get("SPLIT_K", 1)) * 1e-3
+                     for c in configs])
+
+
+def score(data: dict[str, Any], set_name: str, params: Params) -> dict[str, Any]:
+    lim = limits_of("h200")
+    dev = triton_device(data)
+    per: dict[str, dict[str, list[float]]] = {}
+    launch = {"agree": 0, "total": 0}
+    for kernel, row, table, meas in cases(data, set_name):
+        pred = predicted(kernel, row, table, params, lim)
+        launch["total"] += len(meas)
+        launch["agree"] += int(np.sum(np.isnan(pred) == np.isnan(meas)))
+        for k, v in shape_scores(pred, meas).items():
+            per.setdefault(kernel, {}).setdefault(k, []).append(v)
+        if kernel == "matmul":
+            configs = data["sets"][set_name]["matmul"]["configs"]
+            tp = triton_predicted(dev, row, configs)
+            tp = np.where(np.isnan(meas), np.nan, tp)  # NB: Triton's model has no launch check of its own here
+            for k, v in shape_scores(tp, meas).items():
+                per.setdefault("matmul (Triton's model)", {}).setdefault(k, []).append(v)
+            kept = tpm.early_config_prune(dev, configs)
+            ok = [i for i in kept if np.isfinite(meas[i])]
+            per.setdefault("matmul (Triton's early_config_prune)", {}).setdefault("kept", []).append(len(kept))
+            if ok:
+                best = np.nanmin(meas)
+                per["matmul (Triton's early_config_prune)"].setdefault("best_kept", []).append(
+                    float(np.min(meas[ok]) / best))
+    summary: dict[str, Any] = {"launch_agreement": launch}
+    for kernel, s in per.items():
+        if "top1" not in s:
+            summary[kernel] = {"shapes": len(s["kept"]), "kept_mean": float(np.mean(s["kept"])),
+                               "best_kept_within_5pct": float(np.mean(np.array(s.get("best_kept", [])) <= 1.05))}
+            continue
+        summary[kernel] = {
+            "shapes": len(s["top1"]),
+            "top1_within_10pct": float(np.mean(np.array(s["top1"]) <= 1.10)),
+            "quarter_within_5pct": float(np.mean(np.array(s["quarter"]) <= 1.05)),
+            "median_spearman": float(np.median(s["spearman"])),
+            "median_top1": float(np.median(s["top1"])), "worst_top1": float(np.max(s["top1"])),
+            "autotune_time_saved": float(np.mean(s["saved"])),
+            "mean_log_err": float(np.mean(s["log_err"])),
+        }
+    return summary
+
+
+def loss(data: dict[str, Any], params: Params, lim: Any, kernels: tuple[str, ...]) -> float:  # noqa: D417
+    """Mean over shapes of: the mean |log(pred / measured) - its median over the shape's configs| (the ranking's
+    error), a quarter of |that median| (the level's), and the log of the top-1 ratio."""
+    total, count = 0.0, 0
+    for kernel, row, table, meas in cases(data, "fit"):
+        if kernel not in kernels:
+            continue
+        pred = predicted(kernel, row, table, params, lim)
+        ok = np.isfinite(meas) & np.isfinite(pred)
+        r = np.log(pred[ok] / meas[ok])
+        e = np.abs(r - np.median(r))  # the error of the ranking: a shape's common factor taken out
+        order = np.argsort(pred[ok])
+        total += float(e.mean()) + 0.25 * float(np.abs(np.median(r))) + float(np.log(meas[ok][order[0]] / meas[ok].min()))
+        count += 1
+    return total / max(count, 1)
+
+
+def fit(data: dict[str, Any], rounds: int = 14) -> Params:
+    """Coordinate descent in log space within BOUNDS from two starts (the lower loss wins): each parameter tried
+    times and over a step that shrinks each round; a change is kept only where the loss falls."""
+    lim = limits_of("h200")
+    kernels = ("matmul", "layernorm", "attention")
+    starts = [replace(params_of("h200"), calibrated=True, source="fit"),
+              replace(params_of("h200"), calibrated=True, source="fit", load_latency=1e-6, kstep=5e-8, program=1e-6,
+                      row_latency=1e-6, scalar_loads=32.0)]
+    scored = [(loss(data, p, lim, kernels), i) for i, p in enumerate(starts)]
+    results = [_descend(data, starts[i], rounds, lim, kernels) for _, i in sorted(scored)]
+    return min(results, key=lambda r: r[1])[0]
+
+
+def _descend(data: dict[str, Any], best: Params, rounds: int, lim: Any, kernels: tuple[str, ...]) -> tuple[Params, float]:
+    best_loss = loss(data, best, lim, kernels)
+    print(f"start loss {best_loss:.4f}", file=sys.stderr)
+    step = math.log(4.0)
+    for r in range(rounds):
+        for name in FITTED:
+            lo, hi = BOUNDS[name]
+            for direction in (1.0, -1.0):
+                value = getattr(best, name)
+                trial = min(max(value * math.exp(direction * step), lo), hi) if value > 0 else hi * 1e-3
+                cand = replace(best, **{name: trial})
+                cand_loss = loss(data, cand, lim, kernels)
+                if cand_loss < best_loss - 1e-6:
+                    best, best_loss = cand, cand_loss
+                    break
+        step /= 1.6
+        print(f"round {r}: loss {best_loss:.4f}", file=sys.stderr)
+    return best, best_loss
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("verb", choices=("fit", "score"))
+    ap.add_argument("data", nargs="+", help="measure_triton.py files (fit: the first holds the fit set)")
+    args = ap.parse_args()
+    files = []
+    for path in args.data:
+        with open(path) as f:
+            files.append(json.load(f))
+    if args.verb == "fit":
+        p = fit(files[0])
+        print(json.dumps({n: getattr(p, n) for n in FITTED}, indent=1))
+        for data in files:
+            for s in data["sets"]:
+                print(s, json.dumps(score(data, s, p), indent=1))
+        return 0
+    p = params_of("h200")
+    print(f"scored with {p.source}", file=sys.stderr)
+    for data in files:
+        for s in data["sets"]:
+            print(s, json.dumps(score(data, s, p), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

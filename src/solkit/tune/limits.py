@@ -1,0 +1,133 @@
+"""A GPU's launch and occupancy limits and the tile models' fitted parameters, in SI units, read from its spec.
+
+The limits come from the spec's ``sm_limits`` (CUDA C++ Programming Guide figures); a spec without them cannot be
+used here, and the error says which field it lacks. The fitted parameters come from ``measured.tune``; a spec
+without them gets ``DEFAULT_PARAMS`` and the ranking says it is uncalibrated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import MissingFigureError
+from ..hardware import as_gpu
+
+__all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "KB"]
+
+KB = 1024  # the CUDA guide's KB
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One GPU's figures the tile models use (bytes, FLOP/s, seconds)."""
+
+    gpu: str
+    sms: int
+    clock_hz: float  # the tensor peak's clock
+    l2_bytes: float
+    dram_bandwidth: float  # bytes/s: the measured copy bandwidth where the spec has one, else the datasheet's
+    launch_floor: float  # s: the measured launch floor, else 0
+    smem_per_sm: float
+    smem_per_block: float
+    smem_reserved: float
+    regs_per_sm: int
+    regs_per_block: int
+    regs_per_thread: int
+    reg_unit: int
+    threads_per_sm: int
+    threads_per_block: int
+    blocks_per_sm: int
+    warps_per_sm: int
+    sfu_per_clock: int
+    fp32_per_clock: int
+    instruction: str  # the tensor-core instruction: wgmma, mma.sync
+    mma_m: int  # rows of one instruction (wgmma: 64)
+    mma_warps: int  # warps that issue it together (wgmma: 4)
+    peak_per_sm: float  # FLOP/s of the matrix peak per SM, in the asked precision
+
+
+@dataclass(frozen=True)
+class Params:
+    """The tile models' fitted parameters (``measured.tune``), in SI units."""
+
+    wgmma_efficiency: float
+    mma_sync_efficiency: float
+    l2_bandwidth: float  # bytes/s
+    load_latency: float  # s
+    kstep: float  # s: a k-loop step's fixed cost (address arithmetic, barriers)
+    program: float  # s
+    row_latency: float  # s
+    softmax_cycles: float
+    thread_cycles: float  # a row kernel's cycles per element one thread holds (its dependent work)
+    row_cycles: float  # SM cycles per element of a row kernel's block, per pass
+    scalar_loads: float  # elements an SM loads per clock one by one (an operand not known to be 16-aligned)
+    calibrated: bool
+    source: str
+
+
+#: used where a spec has no ``measured.tune`` (NB: physical guesses, not a fit: rankings are then uncalibrated)
+DEFAULT_PARAMS = Params(wgmma_efficiency=0.8, mma_sync_efficiency=0.5, l2_bandwidth=8e12, load_latency=8e-7, kstep=2e-7,
+                        program=2e-7, row_latency=8e-7, softmax_cycles=0.15, thread_cycles=10.0, row_cycles=0.05, scalar_loads=13.0, calibrated=False,
+                        source="uncalibrated defaults (the spec has no measured.tune)")
+
+
+def limits_of(gpu: Any, dtype: str = "bf16") -> Limits:
+    """The limits of ``gpu`` (a name or a GPU); ``MissingFigureError`` naming ``sm_limits`` where the spec lacks it."""
+    spec = as_gpu(gpu)
+    lim = spec.sm_limits
+    if lim is None:
+        raise MissingFigureError(
+            f"{spec.name}'s spec has no sm_limits (shared memory, registers, threads and blocks per SM, the tensor-core "
+            "instruction): solkit.tune cannot check or rank configs on it; add the section from the CUDA C++ "
+            "Programming Guide's compute-capability table (hardware_specs/h200-sxm.yaml shows one)")
+    measured = spec.measured
+    peak = spec.peak_flops(dtype)
+    record = spec.peak_record(dtype)
+    clock = spec.chip.boost_clock_mhz * 1e6
+    if spec.architecture == "hopper" and record.unit == "matrix":
+        clock = 1830e6  # NB: Hopper's tensor peaks are quoted at 1830 MHz (the H100 whitepaper), the vector ones at boost
+    return Limits(
+        gpu=spec.name, sms=spec.sm_count, clock_hz=clock, l2_bytes=spec.l2_cache,
+        dram_bandwidth=measured.copy_bandwidth_tb_s * 1e12 if measured else spec.memory_bandwidth,
+        launch_floor=measured.launch_floor_us * 1e-6 if measured else 0.0,
+        smem_per_sm=lim.shared_memory_per_sm_kb * KB, smem_per_block=lim.shared_memory_per_block_kb * KB,
+        smem_reserved=lim.reserved_shared_memory_per_block_kb * KB, regs_per_sm=lim.registers_per_sm,
+        regs_per_block=lim.registers_per_block, regs_per_thread=lim.registers_per_thread,
+        reg_unit=lim.register_allocation_unit, threads_per_sm=lim.threads_per_sm,
+        threads_per_block=lim.threads_per_block, blocks_per_sm=lim.blocks_per_sm, warps_per_sm=lim.warps_per_sm,
+        sfu_per_clock=lim.sfu_per_sm_per_clock, fp32_per_clock=lim.fp32_per_sm_per_clock,
+        instruction=lim.tensor_core.instruction, mma_m=lim.tensor_core.m, mma_warps=lim.tensor_core.warps,
+        peak_per_sm=peak / spec.sm_count)
+
+
+def params_of(gpu: Any) -> Params:
+    """The fitted parameters of ``gpu``'s ``measured.tune``, or ``DEFAULT_PARAMS``."""
+    spec = as_gpu(gpu)
+    fit = spec.measured.tune if spec.measured is not None else None
+    if fit is None:
+        return DEFAULT_PARAMS
+    return Params(wgmma_efficiency=fit.wgmma_efficiency, mma_sync_efficiency=fit.mma_sync_efficiency,
+                  l2_bandwidth=fit.l2_bandwidth_tb_s * 1e12, load_latency=fit.load_latency_us * 1e-6,
+                  kstep=fit.kstep_us * 1e-6, program=fit.program_us * 1e-6, row_latency=fit.row_latency_us * 1e-6,
+                  softmax_cycles=fit.softmax_cycles, row_cycles=fit.row_cycles, thread_cycles=fit.thread_cycles, scalar_loads=fit.scalar_loads_per_clock, calibrated=True,
+                  source=f"measured.tune of {spec.name} ({fit.date}, triton {fit.stack.get('triton', '?')})")
+
+
+def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Programs (thread blocks) one SM holds at once, and what limits it: 0 blocks, 1 warps, 2 shared memory, 3 registers.
+
+    blocks = min(blocks_per_sm, warps_per_sm // warps, smem_per_sm // (smem + reserved),
+                 regs_per_sm // (warps * ceil(32 * regs / unit) * unit)); registers are allocated per warp in units.
+    """
+    warps, smem, regs = np.broadcast_arrays(np.asarray(warps, float), np.asarray(smem, float), np.asarray(regs, float))
+    per_warp = np.ceil(32 * regs / lim.reg_unit) * lim.reg_unit
+    limits = np.stack([
+        np.full(warps.shape, float(lim.blocks_per_sm)),
+        np.floor(lim.warps_per_sm / warps),
+        np.floor(lim.smem_per_sm / (smem + lim.smem_reserved)),
+        np.floor(lim.regs_per_sm / (warps * per_warp)),
+    ])
+    return limits.min(axis=0), limits.argmin(axis=0)

@@ -1,0 +1,90 @@
+"""The tile-level model of Triton's row kernels: one program per row, the row read in BLOCK_SIZE chunks.
+
+``triton_layernorm`` is the tutorial's fused LayerNorm forward: three passes over the row (mean, variance, normalize
+and store), ceil(cols / BLOCK_SIZE) chunks each. ``triton_softmax`` is the tutorial's softmax: one pass, the whole
+row in one block, so BLOCK_SIZE must hold a row (BLOCK_SIZE >= cols) or the config cannot run. In named dimensions,
+arrays over configs:
+
+- programs = rows; registers per thread = a base + 3.3 per element a thread holds (BLOCK_SIZE / (32 * num_warps)); occupancy from warps, blocks and registers (``limits.programs_per_sm``); waves = ceil(rows / (SMs *
+  occupancy)).
+- one chunk costs the fitted row latency (a dependent load's issue to use) plus the larger of its min(BLOCK_SIZE, cols)
+  * e bytes at the program's share of DRAM bandwidth (shared by every running program) and its BLOCK_SIZE elements'
+  instructions (the fitted SM cycles per element, masked lanes included, shared by the programs on the SM); a program
+  = passes * chunks of those, plus the fitted per-program cost (the reductions across warps, the row's statistics).
+- DRAM bytes = x read once and y written once, plus the weights (``ops.layernorm`` / ``ops.softmax``'s counts): the
+  later passes over a row hit the L2 (NB: the rows in flight are far below its size).
+- time = max(waves * program time, DRAM bytes / copy bandwidth) + the launch floor.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from .._display import fmt_value
+from .limits import Limits, Params, programs_per_sm
+
+__all__ = ["PASSES", "resources", "reasons", "model"]
+
+#: passes over a row per kernel
+PASSES: Mapping[str, int] = {"triton_layernorm": 3, "triton_softmax": 1}
+#: registers per thread: a base and per element a thread holds (accumulators, loaded values and the loads in flight),
+#: as Triton 3.6's compiled LayerNorm kernels of the fit set report them (n_regs, within about 15)
+REGISTER_BASE = 24.0
+ELEMENT_REGISTERS = 3.3
+#: bytes one SM's L1 serves per clock (NB: a lead, the H100 whitepaper's 33 TB/s of L1 over 132 SMs at 1.98 GHz)
+L1_BYTES_PER_CLOCK = 128.0
+
+
+def resources(t: Mapping[str, np.ndarray], lim: Limits) -> dict[str, np.ndarray]:
+    """Each config's registers per thread, threads and occupancy."""
+    held = t["BLOCK_SIZE"] / (32 * t["num_warps"])
+    wanted = REGISTER_BASE + ELEMENT_REGISTERS * held
+    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
+    smem = 4.0 * t["num_warps"]  # one fp32 partial per warp for the reductions across warps
+    occupancy, limiter = programs_per_sm(lim, t["num_warps"], smem, regs)
+    return {"regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0), "smem": smem,
+            "threads": 32 * t["num_warps"], "occupancy": occupancy, "limiter": limiter}
+
+
+def reasons(kernel: str, t: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], lim: Limits,
+            cols: float) -> list[str | None]:
+    """Why each config cannot run (None where it can): threads per block, and a softmax block shorter than a row."""
+    out: list[str | None] = []
+    for i in range(len(res["threads"])):
+        why = []
+        if res["threads"][i] > lim.threads_per_block:
+            why.append(f"needs {int(res['threads'][i]):,} threads ({fmt_value(t['num_warps'][i])} warps), the "
+                       f"{lim.gpu} gives {lim.threads_per_block:,} per block")
+        if kernel == "triton_softmax" and t["BLOCK_SIZE"][i] < cols:
+            why.append(f"BLOCK_SIZE {fmt_value(t['BLOCK_SIZE'][i])} is shorter than a row of {fmt_value(cols)}: "
+                       "the tutorial's softmax holds a whole row in one block")
+        out.append("; ".join(why) or None)
+    return out
+
+
+def model(kernel: str, t: Mapping[str, np.ndarray], rows: float, cols: float, lim: Limits, p: Params,
+          e: float, dram: float) -> dict[str, Any]:
+    """Predicted seconds per config and the model's parts; ``dram``: the kernel's DRAM bytes (from ``ops``)."""
+    res = resources(t, lim)
+    block = t["BLOCK_SIZE"]
+    chunks = np.ceil(cols / block)
+    occ = np.maximum(res["occupancy"], 1.0)
+    resident = np.minimum(occ, np.ceil(rows / lim.sms))
+    running = np.minimum(rows, lim.sms * resident)
+    waves = np.ceil(rows / (lim.sms * occ))
+    t_bytes = np.minimum(block, cols) * e * running / lim.dram_bandwidth
+    t_issue = block * p.row_cycles * resident / lim.clock_hz  # every lane of the block issues, masked or not
+    held = block / (32 * t["num_warps"])
+    # a row whose start Triton does not know to be 16-aligned (cols % 16) is loaded element by element: each of a
+    # thread's `held` loads spans 32 * held elements of the warp, so L1 moves `held` times the bytes
+    moved = np.minimum(block, cols) * e * (held if cols % 16 else 1.0)
+    t_l1 = moved * resident / (L1_BYTES_PER_CLOCK * lim.clock_hz)
+    t_thread = held * p.thread_cycles / lim.clock_hz  # a thread's own elements, one after another
+    t_chunk = p.row_latency + np.maximum(np.maximum(np.maximum(t_bytes, t_issue), t_thread), t_l1)
+    spill = 1 + 4.0 * res["spills"] / lim.regs_per_thread  # NB: as the GEMM's SPILL_COST
+    t_program = PASSES[kernel] * chunks * t_chunk * spill + p.program
+    seconds = np.maximum(waves * t_program, dram / lim.dram_bandwidth) + lim.launch_floor
+    return {"seconds": seconds, "programs": np.full(block.shape, rows), "waves": waves, "chunks": chunks,
+            "dram_bytes": np.full(block.shape, dram), "program_seconds": t_program, **res}

@@ -1,0 +1,371 @@
+"""solkit.tune: tile counts, occupancy, launch checks and waves by hand; the Ranking API; bad input."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import solkit as sk
+from solkit import tune
+from solkit.errors import (ArgumentTypeError, MissingFigureError, ShapeError, SolkitError, SpecError,
+                           UnknownKernelError)
+from solkit.tune import attention, matmul, rows
+from solkit.tune.configs import as_configs, config_table
+from solkit.tune.limits import limits_of, params_of, programs_per_sm
+
+H200 = limits_of("h200")
+#: the usual GEMM config of the tests: 128 x 128 tiles, 64 deep, 8 warps, 3 stages
+BIG = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 8, "num_stages": 3}
+
+
+def table(kernel: str, *configs: dict) -> dict[str, np.ndarray]:
+    return config_table(kernel, as_configs(kernel, list(configs)))
+
+
+class Config:
+    """A stand-in for triton.Config (triton is not installed here): kwargs, num_warps, num_stages."""
+
+    def __init__(self, kwargs: dict, num_warps: int = 4, num_stages: int = 3) -> None:
+        self.kwargs, self.num_warps, self.num_stages = kwargs, num_warps, num_stages
+
+
+# ---- the spec's limits ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("gpu, per_sm, per_block, threads, blocks, instruction", [
+    # CUDA C++ Programming Guide, compute capability 9.0: 228 KB per SM, 227 KB per block, 2048 threads, 32 blocks
+    ("h200", 228 * 1024, 227 * 1024, 2048, 32, "wgmma"),
+    ("h100", 228 * 1024, 227 * 1024, 2048, 32, "wgmma"),
+    # compute capability 8.0: 164 KB per SM, 163 KB per block
+    ("a100", 164 * 1024, 163 * 1024, 2048, 32, "mma.sync"),
+    # compute capability 8.9: 100 KB per SM, 99 KB per block, 1536 threads, 24 blocks
+    ("l40s", 100 * 1024, 99 * 1024, 1536, 24, "mma.sync"),
+])
+def test_limits_are_the_programming_guides(gpu, per_sm, per_block, threads, blocks, instruction):
+    """Each spec's sm_limits, in bytes: the guide's figures (227 KB = 232,448 B on Hopper)."""
+    lim = limits_of(gpu)
+    assert (lim.smem_per_sm, lim.smem_per_block, lim.threads_per_sm, lim.blocks_per_sm) == (per_sm, per_block,
+                                                                                            threads, blocks)
+    assert lim.instruction == instruction and lim.regs_per_sm == 65536 and lim.regs_per_thread == 255
+    assert H200.smem_per_block == 232_448  # 227 * 1024
+
+
+def test_a_spec_without_limits_loads_and_tune_says_what_it_lacks():
+    """B200's spec has no sm_limits: it loads, and tune names the missing section."""
+    assert sk.load_gpu("b200").sm_limits is None
+    with pytest.raises(MissingFigureError, match="sm_limits") as err:
+        tune.rank("triton_matmul", [BIG], gpu="b200", m=1024, n=1024, k=1024)
+    assert isinstance(err.value, LookupError)
+
+
+def test_sm_limits_are_schema_checked(tmp_path):
+    """An unknown tensor-core instruction and an unlisted source are SpecErrors naming the field."""
+    text = (sk.load_gpu("h200").path and open(sk.load_gpu("h200").path).read())
+    bad = text.replace("instruction: wgmma", "instruction: hmma")
+    path = tmp_path / "h200-sxm.yaml"
+    path.write_text(bad)
+    with pytest.raises(SpecError, match="sm_limits.tensor_core.instruction"):
+        sk.load_gpu(str(path))
+    path.write_text(text.replace("  source: cuda-guide\n", "  source: nowhere\n", 1))
+    with pytest.raises(SpecError, match="sm_limits.source"):
+        sk.load_gpu(str(path))
+
+
+def test_uncalibrated_spec_says_so():
+    """H200 ranks with its measured.tune; H100 (no measured section) with the defaults, and says it."""
+    assert params_of("h200").calibrated
+    r = tune.rank("triton_matmul", [BIG], gpu="h100", m=1024, n=1024, k=1024)
+    assert not r.calibrated and "uncalibrated" in r.report()
+
+
+# ---- occupancy ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("warps, smem, regs, blocks, limiter", [
+    # registers: ceil(32 * 255 / 256) * 256 = 8192 a warp, x 4 warps = 32768; 65536 / 32768 = 2
+    (4, 0, 255, 2, 3),
+    # shared memory: 233,472 / (100,000 + 1,024 reserved) = 2.31 -> 2 (registers would allow 65536 / 4096 = 16)
+    (4, 100_000, 32, 2, 2),
+    # warps: 64 / 16 = 4 (registers: ceil(32 * 24 / 256) * 256 = 768 a warp, x 16 = 12288 -> 5)
+    (16, 0, 24, 4, 1),
+    # blocks: 32 a SM (warps 64 / 1, registers 65536 / 1024 = 64, shared memory 233,472 / 1,024 = 228)
+    (1, 0, 32, 32, 0),
+])
+def test_programs_per_sm_by_hand(warps, smem, regs, blocks, limiter):
+    """Occupancy on an H200 from warps, shared memory (with the 1 KB reserved per block) and registers."""
+    got, why = programs_per_sm(H200, warps, smem, regs)
+    assert (int(got), int(why)) == (blocks, limiter)
+
+
+def test_gemm_resources_and_waves_by_hand():
+    """128x128x64, 8 warps, 3 stages on an H200: wgmma, 98,304 B of shared memory, 111 registers, 2 programs an SM,
+    and a 4096^3 GEMM in 4 waves."""
+    assert matmul.REGISTER_BASE["wgmma"] == (19.0, 0.43)  # the compiles' least squares the model uses
+    t = table("triton_matmul", BIG)
+    res = matmul.resources(t, H200, 2.0, 2.0, 4096, 4096)
+    assert bool(res["wgmma"][0])  # 8 warps = 2 warpgroups, BLOCK_M 128 = 2 x 64 rows
+    assert res["smem"][0] == 98_304  # 3 stages x (128 + 128) x 64 x 2 B; epilogue 128 x 128 x 2 = 32,768 is less
+    assert res["regs"][0] == 111  # ceil(19 + 128*128/256 + 0.43 * (256*64/256)) = ceil(110.52)
+    # shared memory: 233,472 / (98,304 + 1,024) = 2.35 -> 2; registers: ceil(32*111/256)*256*8 = 28,672 -> 2
+    assert res["occupancy"][0] == 2
+    parts = matmul.model(t, 4096, 4096, 4096, H200, params_of("h200"), 2.0, 2.0)
+    assert parts["programs"][0] == 1024  # ceil(4096/128) * ceil(4096/128) = 32 * 32
+    assert parts["k_steps"][0] == 64  # ceil(4096 / 64)
+    assert parts["waves"][0] == 4  # ceil(1024 / (132 SMs * 2)) = ceil(3.88)
+
+
+@pytest.mark.parametrize("m, n, k, bm, bn, bk, split_k, programs, steps", [
+    (1000, 1000, 1000, 128, 64, 32, 1, 128, 32),  # ceil(1000/128)=8 x ceil(1000/64)=16; ceil(1000/32)=32
+    (1000, 1000, 1000, 128, 64, 32, 2, 256, 16),  # x 2 splits; ceil(ceil(1000/2)/32) = ceil(500/32) = 16
+    (64, 8192, 100, 16, 256, 128, 1, 128, 1),  # 4 x 32; one (masked) k-step of 128
+])
+def test_tile_counts_by_hand(m, n, k, bm, bn, bk, split_k, programs, steps):
+    """programs = ceil(m/BM) * ceil(n/BN) * SPLIT_K; k-steps = ceil(ceil(k/SPLIT_K)/BK)."""
+    c = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "SPLIT_K": split_k, "num_warps": 4, "num_stages": 2}
+    parts = matmul.model(table("triton_matmul", c), m, n, k, H200, params_of("h200"), 2.0, 2.0)
+    assert (parts["programs"][0], parts["k_steps"][0]) == (programs, steps)
+
+
+@pytest.mark.parametrize("bm, warps, gpu, wgmma", [
+    (64, 4, "h200", True),  # one warpgroup, 64 rows
+    (32, 4, "h200", False),  # fewer rows than wgmma's 64: mma.sync
+    (128, 2, "h200", False),  # two warps fill no warpgroup
+    (128, 8, "a100", False),  # no wgmma before Hopper
+])
+def test_instruction_choice(bm, warps, gpu, wgmma):
+    """wgmma where the GPU has it, warps fill warpgroups of 4 and BLOCK_M fills 64 rows; mma.sync else."""
+    t = table("triton_matmul", {"BLOCK_M": bm, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": warps})
+    assert bool(matmul.uses_wgmma(t, limits_of(gpu))[0]) is wgmma
+
+
+def test_unaligned_operands_have_one_buffer():
+    """k not a multiple of 16: A (row stride k) is loaded through registers into one buffer; B keeps its 3 stages."""
+    t = table("triton_matmul", BIG)
+    res = matmul.resources(t, H200, 2.0, 2.0, n=4096, k=4095)
+    assert res["smem"][0] == 128 * 64 * 2 + 3 * 64 * 128 * 2  # 16,384 + 49,152 = 65,536
+
+
+def test_dram_bytes_by_hand():
+    """Both operands fit the L2's share: each read once; else B is swept once per GROUP_M group, as far as it misses."""
+    t = table("triton_matmul", BIG)
+    # 1024^3: A + B = 2 * 1024*1024*2 = 4,194,304 <= 31,457,280 (half of 60 MiB); C = 2,097,152
+    assert matmul.dram_bytes(t, 1024, 1024, 1024, H200, 2.0, 2.0)[0] == 6_291_456
+    # 8192^3, GROUP_M 8: the A panel 8 * 128 * 8192 * 2 = 16,777,216 fits the share (A read once, 134,217,728);
+    # B misses 1 - (31,457,280 - 16,777,216) / 134,217,728 = 0.890625 of itself on each of the 8 groups after the
+    # first: 134,217,728 * (1 + 7 * 0.890625) = 970,981,376; C = 134,217,728
+    assert matmul.dram_bytes(t, 8192, 8192, 8192, H200, 2.0, 2.0)[0] == 134_217_728 + 970_981_376 + 134_217_728
+
+
+# ---- launch checks --------------------------------------------------------------------------------------------------
+
+
+def test_a_config_that_cannot_launch_gets_a_reason_with_numbers():
+    """3 stages of (128 + 256) x 128 bf16 tiles need 294,912 B; the H200 gives 232,448 per block: NaN, never ranked."""
+    too_big = {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 8, "num_stages": 3}
+    r = tune.rank("triton_matmul", [BIG, too_big], gpu="h200", m=4096, n=4096, k=4096)
+    assert math.isnan(r.seconds[1]) and np.isfinite(r.seconds[0])
+    assert "needs 294,912 B of shared memory, the h200-sxm gives 232,448 per block" in r.reasons[1]
+    assert r.reasons[0] is None and list(r.order) == [0]
+
+
+def test_too_many_threads_cannot_launch():
+    """64 warps are 2,048 threads; a block may have 1,024."""
+    r = tune.rank("triton_layernorm", [{"BLOCK_SIZE": 4096, "num_warps": 64}], rows=1024, cols=4096)
+    assert "needs 2,048 threads (64 warps), the h200-sxm gives 1,024 per block" in r.reasons[0]
+    assert math.isnan(r.seconds[0])
+
+
+def test_softmax_block_must_hold_a_row():
+    """The tutorial's softmax reads a row in one block: BLOCK_SIZE 1024 cannot do rows of 1,500."""
+    r = tune.rank("triton_softmax", [{"BLOCK_SIZE": 1024}, {"BLOCK_SIZE": 2048}], rows=4096, cols=1500)
+    assert "shorter than a row of 1500" in r.reasons[0] and r.reasons[1] is None
+
+
+def test_attention_shared_memory_reason():
+    """4 stages of K and V tiles of 128 x 128 and the 128 x 128 q tile: 4*2*128*128*2 + 128*128*2 = 294,912 B."""
+    c = {"BLOCK_M": 128, "BLOCK_N": 128, "num_warps": 8, "num_stages": 4}
+    r = tune.rank("triton_flash_attention", [c], batch=1, heads=8, seq_q=2048)
+    assert "needs 294,912 B of shared memory" in r.reasons[0]
+
+
+# ---- row kernels and attention by hand --------------------------------------------------------------------------
+
+
+def test_layernorm_chunks_occupancy_and_waves_by_hand():
+    """BLOCK_SIZE 1024, 4 warps: 8 elements a thread, ceil(24 + 3.3 * 8) = 51 registers, 9 programs an SM."""
+    assert (rows.REGISTER_BASE, rows.ELEMENT_REGISTERS) == (24.0, 3.3)
+    t = table("triton_layernorm", {"BLOCK_SIZE": 1024, "num_warps": 4})
+    res = rows.resources(t, H200)
+    assert res["regs"][0] == 51
+    # ceil(32 * 51 / 256) * 256 = 1,792 a warp, x 4 = 7,168: 65,536 / 7,168 = 9.14 -> 9 (warps would allow 16)
+    assert res["occupancy"][0] == 9
+    parts = rows.model("triton_layernorm", t, 10_000, 5_000, H200, params_of("h200"), 2.0, 1.0)
+    assert parts["chunks"][0] == 5  # ceil(5000 / 1024)
+    assert parts["waves"][0] == 9  # ceil(10,000 / (132 * 9)) = ceil(8.42)
+
+
+@pytest.mark.parametrize("sq, skv, causal, mean, top", [
+    (512, 512, False, 8, 8),  # 512 / 64 key blocks for every query block
+    (512, 512, True, 5, 8),  # query blocks of 128 reach keys 128, 256, 384, 512: 2, 4, 6, 8 blocks of 64
+])
+def test_attention_key_blocks_by_hand(sq, skv, causal, mean, top):
+    """Key blocks a query block loops over: all of them, or up to its diagonal with causal."""
+    m, t = attention.key_blocks(np.array([128.0]), np.array([64.0]), sq, skv, causal)
+    assert (m[0], t[0]) == (mean, top)
+
+
+def test_attention_causal_bottom_right_aligned():
+    """256 queries over 1024 keys, blocks of 128: the queries see keys up to 896 and 1024: 7 and 8 blocks."""
+    m, t = attention.key_blocks(np.array([128.0]), np.array([128.0]), 256, 1024, True)
+    assert (m[0], t[0]) == (7.5, 8)
+
+
+def test_attention_programs_by_hand():
+    """ceil(1000 / 128) = 8 query blocks x 2 * 16 (batch, heads) = 256 programs."""
+    c = {"BLOCK_M": 128, "BLOCK_N": 64, "num_warps": 4, "num_stages": 2}
+    r = tune.rank("triton_flash_attention", [c], batch=2, heads=16, seq_q=1000)
+    assert r.parts["programs"][0] == 256
+
+
+# ---- the Ranking API ------------------------------------------------------------------------------------------------
+
+
+def _three():
+    fast, slow = dict(BIG), {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 2, "num_stages": 2}
+    too_big = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "num_warps": 8, "num_stages": 4}
+    return [slow, too_big, fast]
+
+
+def test_ranking_api():
+    """seconds in the given order (NaN only where a config cannot launch), order, best, prune, top, frame, HTML."""
+    configs = _three()
+    r = tune.rank("triton_matmul", configs, gpu="h200", m=4096, n=4096, k=4096, dtype="bf16")
+    assert r.seconds.shape == (3,) and np.isnan(r.seconds).tolist() == [False, True, False]
+    assert r.reasons[1] is not None and r.reasons[0] is None and r.reasons[2] is None
+    assert list(r.order) == [2, 0]  # 128 x 128 tiles before 16 x 16 ones
+    assert r.best["BLOCK_M"] == 128 and r.best_seconds == r.seconds[2]
+    assert r.prune(0.25) == [configs[2]]  # ceil(0.25 * 2 launchable) = 1
+    assert r.prune(2) == [configs[2], configs[0]] and r.prune(1.0) == r.prune(2)
+    assert r.launchable == 2 and list(r.top(1)) == [2]
+    frame = r.to_frame()
+    assert list(frame["rank"].fillna(0)) == [2, 0, 1] and frame.loc[1, "reason"] == r.reasons[1]
+    assert "<table>" in r._repr_html_() and "cannot launch" in r._repr_html_()
+    assert repr(r).startswith("Ranking(triton_matmul on h200-sxm, m=4096, n=4096, k=4096: 3 configs, 2 can launch")
+    data = r.to_dict(top=1)
+    assert data["n_launchable"] == 2 and len(data["ranked"]) == 1 and data["cannot_launch"][0]["predicted_s"] is None
+
+
+def test_triton_configs_come_back_as_given():
+    """triton.Config objects are read by their attributes and prune returns the same objects."""
+    objs = [Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8}, num_warps=2, num_stages=2),
+            Config({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}, num_warps=8, num_stages=3)]
+    r = tune.rank("triton_matmul", objs, m=4096, n=4096, k=4096)
+    assert r.configs[1]["num_warps"] == 8 and r.configs[0]["num_stages"] == 2
+    assert r.prune(1)[0] is objs[1]
+
+
+def test_early_config_prune_plugs_into_autotune():
+    """Triton calls prune(configs, named_args, **kwargs): the shape is read from M, N, K; the fastest come back."""
+    objs = [Config({"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16}, 2, 2), Config({"BLOCK_M": 128, "BLOCK_N": 128,
+            "BLOCK_K": 64}, 8, 3), Config(
+        {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, 4, 3)]
+    prune = tune.early_config_prune("triton_matmul", gpu="h200", keep=2)
+    kept = prune(objs, {"a_ptr": object(), "M": 4096, "N": 4096, "K": 4096}, num_warps=None)
+    assert kept == tune.rank("triton_matmul", objs, m=4096, n=4096, k=4096).prune(2)
+    assert all(any(k is o for o in objs) for k in kept) and len(kept) == 2
+    fixed = tune.early_config_prune("matmul", keep=1, k=4096, m=lambda a: a["rows"])
+    assert fixed(objs, {"rows": 4096, "N": 4096}) == kept[:1]
+    with pytest.raises(ArgumentTypeError, match="argument 'K'"):
+        prune(objs, {"M": 4096, "N": 4096})
+    with pytest.raises(ArgumentTypeError, match="did you mean 'm'"):
+        tune.early_config_prune("triton_matmul", mm="M")
+
+
+def test_the_usual_spaces():
+    """The GEMM grid keeps the configs whose accumulators a thread holds are at most 128: 4*4 tile pairs, of which
+    3 exceed 128 at 4 warps (BM*BN > 16,384) and 1 at 8 warps (> 32,768): (13 + 15) x 3 BLOCK_K x 4 stages = 336."""
+    assert len(tune.triton_matmul_space()) == (13 + 15) * 3 * 4
+    assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 32 * c["num_warps"] for c in tune.triton_matmul_space())
+    # rows: BLOCK_SIZE / (32 * warps) <= 64 drops 4096 at 1 warp, 8192 at 1 and 2 warps: 6 x 5 - 3 = 27
+    assert len(tune.triton_row_space()) == 27
+    assert len(tune.triton_attention_space()) == 2 * 3 * 2 * 4
+
+
+@settings(max_examples=30, deadline=None)
+@given(k16=st.integers(1, 512), extra=st.integers(1, 64), m=st.integers(16, 8192), n16=st.integers(1, 512))
+def test_more_depth_is_never_faster(k16, extra, m, n16):
+    """With n and k multiples of 16 (the same specialization), a deeper k never predicts less time."""
+    configs = tune.triton_matmul_space(block_m=(64, 128), block_n=(64, 128), block_k=(32, 64), num_stages=(3,))
+    a = tune.rank("triton_matmul", configs, m=m, n=16 * n16, k=16 * k16).seconds
+    b = tune.rank("triton_matmul", configs, m=m, n=16 * n16, k=16 * (k16 + extra)).seconds
+    ok = np.isfinite(a)
+    assert np.array_equal(ok, np.isfinite(b)) and np.all(b[ok] >= a[ok])
+
+
+# ---- bad input ----------------------------------------------------------------------------------------------------
+
+
+def test_unknown_kernel_has_a_did_you_mean():
+    """An unknown kernel is a LookupError-based solkit error naming the nearest kernel."""
+    with pytest.raises(UnknownKernelError, match="did you mean 'triton_matmul'") as err:
+        tune.rank("triton_matmull", [BIG], m=1, n=1, k=1)
+    assert isinstance(err.value, LookupError) and isinstance(err.value, SolkitError)
+    with pytest.raises(ArgumentTypeError):
+        tune.rank(3, [BIG], m=1, n=1, k=1)
+
+
+@pytest.mark.parametrize("config, error, match", [
+    ({**BIG, "BLOCK_MM": 64}, ArgumentTypeError, "did you mean 'BLOCK_M'"),  # a misspelt key
+    ({**BIG, "num_warp": 4}, ArgumentTypeError, "did you mean 'num_warps'"),
+    ({"BLOCK_M": 64, "BLOCK_N": 64}, ShapeError, "lacks BLOCK_K"),
+    ({**BIG, "BLOCK_M": 64.5}, ShapeError, "must be a positive integer, got 64.5"),
+    ({**BIG, "BLOCK_M": "64"}, ArgumentTypeError, "must be a positive integer, got '64'"),
+    ({**BIG, "BLOCK_M": True}, ArgumentTypeError, "must be a positive integer"),
+    ({**BIG, "BLOCK_N": 96}, ShapeError, "must be a power of two .* got 96; the nearest are 64 and 128"),
+    ({**BIG, "num_warps": 6}, ShapeError, "power of two"),
+    ({**BIG, "BLOCK_K": 8}, ShapeError, "at least 16"),
+    ({**BIG, "num_stages": 0}, ShapeError, "positive integer, got 0"),
+])
+def test_bad_configs(config, error, match):
+    """Each config mistake is the right solkit error, naming the config's position and key."""
+    with pytest.raises(error, match=match):
+        tune.rank("triton_matmul", [BIG, config], m=1024, n=1024, k=1024)
+
+
+@pytest.mark.parametrize("shape, error, match", [
+    ({"m": -3, "n": 1024, "k": 1024}, ShapeError, "m must be a positive integer, got -3"),
+    ({"m": 10.5, "n": 1024, "k": 1024}, ShapeError, "m must be a positive integer"),
+    ({"m": [1, 2], "n": 1024, "k": 1024}, ShapeError, "one positive integer"),
+    ({"mm": 1, "n": 1024, "k": 1024}, ArgumentTypeError, "did you mean 'm'"),
+    ({"n": 1024, "k": 1024}, ArgumentTypeError, "missing a required argument: 'm'"),
+])
+def test_bad_shapes(shape, error, match):
+    """Shapes are positive integers named as the kernel names them."""
+    with pytest.raises(error, match=match):
+        tune.rank("triton_matmul", [BIG], **shape)
+
+
+def test_bad_config_lists_and_keeps():
+    """One config alone, an empty list, a keep of 0 or a bool are errors."""
+    with pytest.raises(ArgumentTypeError, match="wrap it in a list"):
+        tune.rank("triton_matmul", BIG, m=1, n=1, k=1)
+    with pytest.raises(ShapeError, match="at least one config"):
+        tune.rank("triton_matmul", [], m=1, n=1, k=1)
+    r = tune.rank("triton_matmul", [BIG], m=1024, n=1024, k=1024)
+    with pytest.raises(ShapeError, match="keep"):
+        r.prune(0)
+    with pytest.raises(ArgumentTypeError, match="keep"):
+        r.prune(True)
+    with pytest.raises(ArgumentTypeError, match="got the keyword 'gpus'; did you mean 'gpu'"):
+        tune.rank("triton_matmul", [BIG], gpus="h200", m=1, n=1, k=1)
+
+
+def test_public_api():
+    """solkit.tune's names."""
+    assert tune.__all__ == ["rank", "Ranking", "early_config_prune", "triton_matmul_space", "triton_row_space",
+                            "triton_attention_space", "KERNELS"]
+    assert set(tune.KERNELS) == {"triton_matmul", "triton_softmax", "triton_layernorm", "triton_flash_attention"}

@@ -1,0 +1,158 @@
+"""The committed H200 measurements of solkit.tune: their records, and the figures docs/tune.md claims from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from solkit import tune
+from solkit.calibration.manifest import manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+FILES = {"fit": "h200_tune_fit_seed3201.json", "validation": "h200_tune_validation_seed3202.json",
+         "test": "h200_tune_test_seed3203.json"}
+KERNEL = {"matmul": "triton_matmul", "layernorm": "triton_layernorm", "attention": "triton_flash_attention"}
+
+
+def _load(role: str) -> dict:
+    return json.loads((DATA / FILES[role]).read_text())
+
+
+def _shape(kernel: str, row: dict) -> dict:
+    if kernel == "matmul":
+        return {"m": row["m"], "n": row["n"], "k": row["k"]}
+    if kernel == "layernorm":
+        return {"rows": row["rows"], "cols": row["cols"]}
+    return {"batch": row["batch"], "heads": row["heads"], "seq_q": row["seq"], "head_dim": row["head_dim"],
+            "causal": row["causal"]}
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(x)).astype(float)
+
+
+def _scores(predicted: np.ndarray, measured: np.ndarray) -> tuple[float, float, float]:
+    """(measured time of the predicted best / measured best, the predicted best quarter's best / measured best,
+    Spearman's rank correlation), over the configs that ran."""
+    ok = np.isfinite(measured)
+    p, m = predicted[ok], measured[ok]
+    order = np.argsort(p, kind="stable")
+    quarter = order[: math.ceil(len(p) / 4)]
+    return m[order[0]] / m.min(), m[quarter].min() / m.min(), float(np.corrcoef(_ranks(p), _ranks(m))[0, 1])
+
+
+def _summary(role: str, kernel: str) -> tuple[int, int, int, float]:
+    """(shapes, predicted best within 10%, best quarter within 5%, median Spearman) of solkit.tune on a set."""
+    block = _load(role)["sets"][role][kernel]
+    top = quarter = 0
+    rho = []
+    for row in block["shapes"]:
+        measured = np.array([np.nan if s is None else s for s in row["seconds"]])
+        r = tune.rank(KERNEL[kernel], block["configs"], gpu="h200", **_shape(kernel, row))
+        assert np.array_equal(np.isnan(r.seconds), np.isnan(measured))  # the launch checks agree with the GPU
+        t, q, s = _scores(r.seconds, measured)
+        top, quarter = top + (t <= 1.10), quarter + (q <= 1.05)
+        rho.append(s)
+    return len(block["shapes"]), top, quarter, float(np.median(rho))
+
+
+def test_the_files_record_their_protocol():
+    """Each file names its set, seed, script and stack; the test draw names the commit it was measured after."""
+    for role, name in FILES.items():
+        raw = _load(role)
+        proto, env = raw["protocol"], raw["environment"]
+        assert list(raw["sets"]) == [role] and proto["script"] == "benchmarks/tune/measure_triton.py"
+        assert proto["seeds"][role] == manifest().entry(name).seed
+        assert (env["gpu_name"], env["triton_version"], env["torch_version"]) == ("NVIDIA H200", "3.6.0",
+                                                                                  "2.11.0+cu130")
+    assert _load("test")["protocol"]["after"] == manifest().entry(FILES["test"]).after == "58b55ce"
+    assert manifest().entry(FILES["test"]).role == "test" and manifest().entry(FILES["fit"]).fits == ("tune",)
+
+
+def test_every_kernel_was_checked_against_torch():
+    """One config per shape was compared with torch in fp32: bf16 outputs within 3e-3 (relative Frobenius)."""
+    for role in FILES:
+        for block in _load(role)["sets"][role].values():
+            assert all(row["check"]["rel_err"] < 3e-3 for row in block["shapes"])
+
+
+# docs/tune.md, "Accuracy on the H200": (shapes, best within 10%, quarter within 5%, median Spearman) per set
+CLAIMS = {
+    ("test", "matmul"): (40, 15, 40, 0.867), ("test", "layernorm"): (24, 11, 21, 0.787),
+    ("test", "attention"): (20, 16, 20, 0.758),
+    ("validation", "matmul"): (16, 11, 16, 0.814), ("validation", "layernorm"): (12, 5, 11, 0.771),
+    ("validation", "attention"): (10, 7, 10, 0.790),
+    ("fit", "matmul"): (24, 21, 23, 0.844), ("fit", "layernorm"): (18, 15, 16, 0.764),
+    ("fit", "attention"): (16, 15, 15, 0.734),
+}
+
+
+@pytest.mark.parametrize("role, kernel", list(CLAIMS))
+def test_docs_figures(role, kernel):
+    """The figures docs/tune.md prints for solkit.tune, recomputed from the committed data and the shipped spec."""
+    shapes, top, quarter, rho = CLAIMS[role, kernel]
+    got = _summary(role, kernel)
+    assert got[:3] == (shapes, top, quarter) and round(got[3], 3) == rho
+
+
+def _triton_model():
+    spec = importlib.util.spec_from_file_location("triton_perf_model", ROOT / "benchmarks/tune/triton_perf_model.py")
+    module = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    sys.modules[spec.name] = module  # its dataclass looks its module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
+
+
+def test_docs_figures_of_tritons_model():
+    """Triton's analytic GEMM model (the port) on the frozen test: 9 of 40 best within 10%, 34 of 40 quarters within
+    5%, median Spearman 0.385, as docs/tune.md prints."""
+    tpm = _triton_model()
+    raw = _load("test")
+    env, props = raw["environment"], raw["environment"]["triton_device_properties"]
+    dev = tpm.Device(props["multiprocessor_count"], float(env["nvidia_smi"].split(",")[2].split()[0]) * 1e3,
+                     props["mem_clock_rate"], props["mem_bus_width"], (9, 0), props["max_shared_mem"])
+    block = raw["sets"]["test"]["matmul"]
+    top = quarter = 0
+    rho = []
+    for row in block["shapes"]:
+        measured = np.array([np.nan if s is None else s for s in row["seconds"]])
+        predicted = np.array([tpm.estimate_matmul_time(dev, c["num_warps"], c["num_stages"], row["m"], row["n"],
+                                                       row["k"], c["BLOCK_M"], c["BLOCK_N"], c["BLOCK_K"], 1)
+                              for c in block["configs"]])
+        t, q, s = _scores(predicted, measured)
+        top, quarter = top + (t <= 1.10), quarter + (q <= 1.05)
+        rho.append(s)
+    assert (top, quarter, round(float(np.median(rho)), 3)) == (9, 34, 0.385)
+
+
+def test_docs_spread_and_time_saved():
+    """docs/tune.md: GEMM configs span 1.6x to 180x per test shape; the predicted quarter's share of the measured
+    benchmarking time is 10%, 16% and 20% (90%, 84%, 80% saved, mean over shapes); the best GEMM config measured
+    0.78x to 3.1x cuBLAS's time, median 1.08x."""
+    raw = _load("test")["sets"]["test"]
+    saved = {}
+    for kernel, block in raw.items():
+        shares = []
+        for row in block["shapes"]:
+            measured = np.array([np.nan if s is None else s for s in row["seconds"]])
+            r = tune.rank(KERNEL[kernel], block["configs"], gpu="h200", **_shape(kernel, row))
+            shares.append(np.sum(measured[r.top(0.25)]) / np.nansum(measured))
+        saved[kernel] = round(1 - float(np.mean(shares)), 2)
+    assert saved == {"matmul": 0.90, "layernorm": 0.84, "attention": 0.80}
+    rows = raw["matmul"]["shapes"]
+    spread = [np.nanmax(np.array(r["seconds"], float)) / np.nanmin(np.array(r["seconds"], float)) for r in rows]
+    assert (round(min(spread), 1), round(max(spread))) == (1.6, 180)
+    vs_cublas = [np.nanmin(np.array(r["seconds"], float)) / r["library_seconds"] for r in rows]
+    assert (round(min(vs_cublas), 2), round(max(vs_cublas), 1), round(float(np.median(vs_cublas)), 2)) == (0.78, 3.1,
+                                                                                                          1.08)
