@@ -303,6 +303,27 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
     assert loaded.kernel_latency_us == sk.load_gpu(SPEC).measured.kernel_latency_us
 
 
+def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit, fitted):
+    """fit --write's section has no measured.tune (solkit.tune's own fit): the file's is kept as it stood, and the fitted
+    host_captured_* are written (the committed values, since ``fitted`` is the committed fit)."""
+    import yaml
+
+    from solkit.calibration import measured_section, write_measured
+
+    copy = tmp_path / "h200-sxm.yaml"
+    copy.write_text(SPEC.read_text())
+    section = measured_section(sample_fit, fitted, "data/h200_sample_fit_run2.json")
+    assert "tune" not in section
+    text = write_measured(copy, section)
+    before, after = (yaml.safe_load(t)["measured"] for t in (SPEC.read_text(), text))
+    assert after["tune"] == before["tune"] and after["tune"]["l2_bandwidth_tb_s"] == 8.39  # the spec's own figure
+    assert sk.load_gpu(copy).measured.tune == sk.load_gpu(SPEC).measured.tune
+    for name in ("host_captured_launch_us", "host_captured_launch_training_us", "host_captured_call_us",
+                 "host_captured_module_us", "host_captured_program_us"):
+        assert after[name] == before[name], name
+    assert after["host_captured_program_us"] == 558.3  # the spec's own figure
+
+
 @pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",
                                   "h200_sample_test.json", "h200_sample_fit_seed2027.json",
                                   "h200_sample_validation_seed2027.json", "h200_sample_test_seed2027.json",
