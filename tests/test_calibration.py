@@ -179,19 +179,24 @@ def test_committed_spec_equals_the_fit(fitted):
 
 
 def test_committed_bank_equals_the_data():
-    """The shipped neighbour bank is rebuilt exactly from the committed measurements under the committed measured: section."""
+    """The shipped neighbour bank is rebuilt exactly from the committed measurements under the committed measured: section,
+    its "off" keys included."""
     import json
 
-    from solkit.calibration.neighbours import BANK_DATA, bank_document, bank_rows
+    from solkit.calibration.neighbours import BANK_DATA, bank_document, bank_rows, switched_off, validation_files
     from solkit.prediction import calibration
 
     gpu = sk.load_gpu(SPEC)
     assert gpu.measured.neighbours == "h200-sxm.neighbours.json"
-    rows = [r for path in BANK_DATA for r in bank_rows(load_measurements(DATA.parents[1] / path), gpu, calibration(gpu))]
+    named = [(path, bank_rows(load_measurements(DATA.parents[1] / path), gpu, calibration(gpu))) for path in BANK_DATA]
+    rows = [r for _, part in named for r in part]
     committed = json.loads(SPEC.with_name(gpu.measured.neighbours).read_text())
-    rebuilt = bank_document(rows, gpu.name, BANK_DATA)
+    off = switched_off(named, validation_files(), gpu, calibration(gpu))
+    rebuilt = bank_document(rows, gpu.name, BANK_DATA, off)
     assert committed["cases"] == rebuilt["cases"] == len(rows) > 10_000
     assert committed["keys"] == rebuilt["keys"]
+    # the per-key switch as fit --write computes it from the banked validation draws (about 2 s)
+    assert committed["off"] == rebuilt["off"] == sorted(off)
 
 
 def test_fit_uses_training_cases_only(mset, fitted):
