@@ -508,3 +508,16 @@ def test_outside_a_checkout_the_commands_ask_for_their_outputs(tmp_path, monkeyp
         assert err.startswith("python -m solkit.calibration: error: ") and err.count("\n") == 1, err
         assert words in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sampled_report_names_the_sets_outside_the_bank():
+    """The sampled report's header names, from the manifest's bank flags, the sets whose rows are not in-sample for the
+    correction: of a banked validation draw (cast, seed 2028) and a frozen test draw (SDPA, seed 2051), the test alone."""
+    from solkit.calibration.report import sampled_report
+
+    names = ("h200_cast_validation_seed2028.json", "h200_sdpa_test_seed2051.json")
+    sets = [(name, f"data/{name}", load_measurements(DATA.with_name(name))) for name in names]
+    text = sampled_report(sets, sk.load_gpu(SPEC), "hardware_specs/h200-sxm.yaml")
+    assert "Every set below but `h200_sdpa_test_seed2051.json` is in that bank, so its rows are in-sample" in text
+    only = sampled_report(sets[:1], sk.load_gpu(SPEC), "hardware_specs/h200-sxm.yaml")
+    assert "Every set below is in that bank, so its rows are in-sample" in only

@@ -8,11 +8,13 @@ worst predictions.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 import numpy as np
 
 from .data import MeasurementSet
+from .manifest import manifest
 from .metrics import CaseResult, evaluate, format_summary, measured_pairs, run_to_run, summarize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,6 +157,9 @@ def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", sp
     held out by set (``neighbours.holdout_by_set``).
     """
     fit = gpu.measured.fit if gpu.measured is not None else "(uncalibrated)"
+    banked = set(manifest().files(bank=True))
+    apart = [f"`{Path(path).name}`" for _, path, _ in sets if Path(path).name not in banked]
+    outside = (f"Every set below but {', '.join(apart)} is in that bank" if apart else "Every set below is in that bank")
     lines = [
         f"# solkit on randomly sampled {gpu.name} cases: fit, validation and frozen test sets",
         "",
@@ -163,9 +168,9 @@ def sampled_report(sets: "list[tuple[str, str, MeasurementSet]]", gpu: "GPU", sp
         "`benchmarks/measure_h200.py --sample SET`. A case's set follows from a hash of its id: fit (60%), validation "
         "(20%, for model choices), test (20%, measured once, after the model was frozen). "
         f"Predictions use `{spec}` ({fit}), with its neighbour correction (`solkit.prediction.neighbours`): each kernel's "
-        "body scaled by how its nearest measured kernels missed. Every set below but the frozen seed-2032 test "
-        "draws is in that bank, so their rows are in-sample for the correction: the honest figures are the frozen "
-        "test draws and the table of the correction held out by set at the end.",
+        f"body scaled by how its nearest measured kernels missed. {outside}, so its rows are in-sample for the "
+        "correction: the honest figures are the frozen test draws and the table of the correction held out by set at "
+        "the end.",
         "Error = exp(|log(predicted / measured)|) - 1; SOL fraction = T_SOL / measured (never above 1).",
         "",
     ]
