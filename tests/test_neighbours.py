@@ -150,7 +150,8 @@ def test_predict_applies_the_bank_to_the_kernel_body(tmp_path):
 
 def test_a_key_switched_off_is_not_corrected(tmp_path):
     """The bank file's "off" names calibration keys (op and last variant) whose entries are not loaded: the same GEMM
-    entry as above moves the body by 2^(16/16.5) unless "matmul" is off; another key's switch leaves it on."""
+    entry as above moves the body by 2^(16/16.5) unless "matmul" is off; another key's switch (the odd GEMMs') leaves it
+    on."""
     from solkit.prediction.bank import calibration_key
 
     assert calibration_key(KEY + "|misaligned+odd") == "matmul_odd" and calibration_key(KEY + "|") == "matmul"
@@ -162,15 +163,27 @@ def test_a_key_switched_off_is_not_corrected(tmp_path):
     physical = sk.load_gpu(without)
     floor = calibration(physical).launch_floor
     body = sk.predict(w, physical).seconds - floor
-    for i, (off, factor) in enumerate(((["matmul"], 1.0), (["matmul_odd", "silu"], 2 ** (16 / 16.5)))):
+    entry = {"features": [[round(x * STEP) for x in f]], "residuals": [math.log(2.0)]}
+    for i, (off, factor) in enumerate(((["matmul"], 1.0), (["matmul_odd"], 2 ** (16 / 16.5)))):
         folder = tmp_path / f"bank{i}"
         folder.mkdir()
         shutil.copy(SPEC, folder / "h200-sxm.yaml")
         doc = {"gpu": "h200-sxm", "source": "test", "off": off,
-               "keys": {KEY + "|": {"features": [[round(x * STEP) for x in f]], "residuals": [math.log(2.0)]}}}
+               "keys": {KEY + "|": entry, KEY + "|misaligned+odd": entry}}
         (folder / "h200-sxm.neighbours.json").write_text(json.dumps(doc))
         got = sk.predict(w, sk.load_gpu(folder / "h200-sxm.yaml")).seconds - floor
         assert got == pytest.approx(body * factor, rel=1e-12), off
+
+
+def test_a_switch_naming_no_key_of_the_bank_is_refused(tmp_path):
+    """An "off" name that is the calibration key of no entry (a typo would leave that correction on) is a SpecError
+    naming the field, with the near key."""
+    shutil.copy(SPEC, tmp_path / "h200-sxm.yaml")
+    doc = {"gpu": "h200-sxm", "source": "test", "off": ["matmull"],
+           "keys": {KEY + "|": {"features": [[0, 0, 0, 0]], "residuals": [0.1]}}}
+    (tmp_path / "h200-sxm.neighbours.json").write_text(json.dumps(doc))
+    with pytest.raises(SpecError, match=r"field 'off': 'matmull' is the calibration key of no entry.*did you mean 'matmul'"):
+        sk.predict(ops.matmul(64.0, 64.0, 64.0), sk.load_gpu(tmp_path / "h200-sxm.yaml"))
 
 
 def test_the_bound_holds_whatever_the_bank_says(tmp_path):

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Mapping, Optional
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 
+from .._validate import did_you_mean
 from ..errors import SpecError
 from .neighbours import Neighbours
 
@@ -57,7 +58,8 @@ def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
 
     Checked: JSON text; ``gpu`` (the spec name it was measured for, equal to ``gpu`` when given), ``source``
     and ``keys``; under each key as many integer feature rows, each as wide as its tag says (``WIDTHS``),
-    as residuals, each finite and at most ``MAX_RESIDUAL`` in size.
+    as residuals, each finite and at most ``MAX_RESIDUAL`` in size; each name in ``off`` the calibration key of
+    some entry.
     """
     p = Path(path)
     try:
@@ -91,4 +93,9 @@ def load_neighbours(path: Any, gpu: Optional[str] = None) -> Neighbours:
                             f"{sorted({len(r) for r in entry.features})} and {len(entry.residuals)} residuals")
         if calibration_key(key) not in off:
             banks[key] = (np.array(rows, dtype=np.int64), np.array(entry.residuals, dtype=float))
+    present = {calibration_key(key) for key in doc.keys}
+    for name in doc.off:  # a switch names a calibration key of this bank (a typo would leave its correction on)
+        if name not in present:
+            raise SpecError(f"{p}: field 'off': {name!r} is the calibration key of no entry of this bank (an op and its "
+                            f"last variant, e.g. 'matmul_skinny'){did_you_mean(name, sorted(present))}")
     return Neighbours(doc.source, banks, doc.gpu)
