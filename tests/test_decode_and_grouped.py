@@ -162,3 +162,6 @@ def test_the_switch_turns_off_a_key_the_correction_made_worse(slower, off):
     validation = _set([(m + 128.0, slower * model(m + 128.0)) for m in ms], "validation")
     named = [("bank", bank_rows(bank, gpu, physical)), ("validation", bank_rows(validation, gpu, physical))]
     assert switched_off(named, ["validation"], gpu, physical) == off
+    # the sets matched by file name: fit --write's --bank paths and the manifest's data/NAME need not name one folder
+    moved = [("data/bank.json", named[0][1]), ("./data/validation.json", named[1][1])]
+    assert switched_off(moved, ["data/validation.json"], gpu, physical) == off

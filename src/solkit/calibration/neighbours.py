@@ -120,7 +120,8 @@ def validation_files() -> tuple[str, ...]:
 
 def switched_off(named: Sequence[tuple[str, list[BankRow]]], validation: Sequence[str], gpu: Any, cal: Calibration
                  ) -> list[str]:
-    """The calibration keys whose correction did worse than the physical model on the ``validation`` sets of ``named``.
+    """The calibration keys whose correction did worse than the physical model on the ``validation`` sets of ``named``
+    (matched by file name, whatever folder either names).
 
     Each validation set's cases are predicted with a bank of every other set (``holdout_by_set``'s rule) and filed
     under their main kernel's calibration key; a key with at least MIN_SWITCH_CASES such cases whose mean
@@ -129,8 +130,9 @@ def switched_off(named: Sequence[tuple[str, list[BankRow]]], validation: Sequenc
     physical = cal.replace(neighbours=None)
     before: dict[str, list[float]] = {}
     after: dict[str, list[float]] = {}
+    judged = {Path(v).name for v in validation}  # by file name: "data/x.json", "./data/x.json" and a full path alike
     for i, (name, rows) in enumerate(named):
-        if name not in validation:
+        if Path(name).name not in judged:
             continue
         held = physical.replace(neighbours=bank_of([r for j, (_, other) in enumerate(named) if j != i for r in other]))
         for r in rows:
