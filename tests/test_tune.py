@@ -224,6 +224,25 @@ def test_layernorm_chunks_occupancy_and_waves_by_hand():
     assert parts["waves"][0] == 9  # ceil(10,000 / (132 * 9)) = ceil(8.42)
 
 
+def test_layernorm_reads_its_variance_pass_from_l2_by_hand():
+    """Three passes, the second (the variance) read back from the L2: with latency, issue and per-program costs set
+    to nothing and the L2 at twice the DRAM bandwidth, a program costs chunks * (2 + 1/2) DRAM passes' bytes.
+
+    BLOCK_SIZE 1024, 4 warps on 10^6 rows of 4096 (16-aligned): 9 programs an SM (above), 132 * 9 = 1,188 rows running,
+    4 chunks; one chunk's bytes at their share of DRAM = 1024 * 2 B * 1,188 / dram_bandwidth.
+    """
+    from dataclasses import replace
+
+    assert (rows.PASSES["triton_layernorm"], rows.L2_PASSES["triton_layernorm"]) == (3, 1)
+    assert (rows.PASSES["triton_softmax"], rows.L2_PASSES["triton_softmax"]) == (1, 0)
+    p = replace(params_of("h200"), row_latency=0.0, row_cycles=1e-9, thread_cycles=1e-9, program=0.0,
+                l2_bandwidth=2 * H200.dram_bandwidth)
+    t = table("triton_layernorm", {"BLOCK_SIZE": 1024, "num_warps": 4})
+    parts = rows.model("triton_layernorm", t, 1e6, 4096, H200, p, 2.0, 1.0)
+    one_pass = 1024 * 2.0 * 132 * 9 / H200.dram_bandwidth
+    assert parts["program_seconds"][0] == pytest.approx(4 * 2.5 * one_pass, rel=1e-9)
+
+
 @pytest.mark.parametrize("sq, skv, causal, mean, top", [
     (512, 512, False, 8, 8),  # 512 / 64 key blocks for every query block
     (512, 512, True, 5, 8),  # query blocks of 128 reach keys 128, 256, 384, 512: 2, 4, 6, 8 blocks of 64
