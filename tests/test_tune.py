@@ -118,6 +118,22 @@ def test_gemm_resources_and_waves_by_hand():
     assert parts["waves"][0] == 4  # ceil(1024 / (132 SMs * 2)) = ceil(3.88)
 
 
+def test_loop_overhead_is_shared_by_warpgroups_by_hand():
+    """The k-step's fixed cost over the program's warpgroups: 4 warps pay all of it, 8 warps (two warpgroups) half.
+
+    128x128x64, 3 stages, 1024^3: 8 x 8 = 64 programs on 132 SMs, one an SM, so both configs run one program an SM
+    and their MMA, L2 and latency terms are equal (a wgmma program's rate does not depend on its warps); with the loop
+    overhead set to 1 us, the 4-warp k-step is 1 us - 1 us / 2 = 0.5 us longer than the 8-warp one.
+    """
+    from dataclasses import replace
+
+    p = replace(params_of("h200"), kstep=1e-6)
+    t = table("triton_matmul", {**BIG, "num_warps": 4}, BIG)
+    parts = matmul.model(t, 1024, 1024, 1024, H200, p, 2.0, 2.0)
+    assert list(parts["programs"]) == [64, 64]  # ceil(1024/128)^2
+    assert parts["step_seconds"][0] - parts["step_seconds"][1] == pytest.approx(0.5e-6, rel=1e-9)
+
+
 @pytest.mark.parametrize("m, n, k, bm, bn, bk, split_k, programs, steps", [
     (1000, 1000, 1000, 128, 64, 32, 1, 128, 32),  # ceil(1000/128)=8 x ceil(1000/64)=16; ceil(1000/32)=32
     (1000, 1000, 1000, 128, 64, 32, 2, 256, 16),  # x 2 splits; ceil(ceil(1000/2)/32) = ceil(500/32) = 16
@@ -206,6 +222,25 @@ def test_layernorm_chunks_occupancy_and_waves_by_hand():
     parts = rows.model("triton_layernorm", t, 10_000, 5_000, H200, params_of("h200"), 2.0, 1.0)
     assert parts["chunks"][0] == 5  # ceil(5000 / 1024)
     assert parts["waves"][0] == 9  # ceil(10,000 / (132 * 9)) = ceil(8.42)
+
+
+def test_layernorm_reads_its_variance_pass_from_l2_by_hand():
+    """Three passes, the second (the variance) read back from the L2: with latency, issue and per-program costs set
+    to nothing and the L2 at twice the DRAM bandwidth, a program costs chunks * (2 + 1/2) DRAM passes' bytes.
+
+    BLOCK_SIZE 1024, 4 warps on 10^6 rows of 4096 (16-aligned): 9 programs an SM (above), 132 * 9 = 1,188 rows running,
+    4 chunks; one chunk's bytes at their share of DRAM = 1024 * 2 B * 1,188 / dram_bandwidth.
+    """
+    from dataclasses import replace
+
+    assert (rows.PASSES["triton_layernorm"], rows.L2_PASSES["triton_layernorm"]) == (3, 1)
+    assert (rows.PASSES["triton_softmax"], rows.L2_PASSES["triton_softmax"]) == (1, 0)
+    p = replace(params_of("h200"), row_latency=0.0, row_cycles=1e-9, thread_cycles=1e-9, program=0.0,
+                l2_bandwidth=2 * H200.dram_bandwidth)
+    t = table("triton_layernorm", {"BLOCK_SIZE": 1024, "num_warps": 4})
+    parts = rows.model("triton_layernorm", t, 1e6, 4096, H200, p, 2.0, 1.0)
+    one_pass = 1024 * 2.0 * 132 * 9 / H200.dram_bandwidth
+    assert parts["program_seconds"][0] == pytest.approx(4 * 2.5 * one_pass, rel=1e-9)
 
 
 @pytest.mark.parametrize("sq, skv, causal, mean, top", [

@@ -11,7 +11,8 @@ configs, each step in named dimensions:
   compiled kernels); registers per thread = acc + a share of the operand tiles + a base (acc = BLOCK_M * BLOCK_N /
   (32 * num_warps) fp32 accumulators); occupancy from both (``limits.programs_per_sm``); waves = ceil(programs /
   (SMs * occupancy)).
-- a k-step of one program takes the fitted loop overhead plus the longest of: its MMAs at the SM's tensor rate (times
+- a k-step of one program takes the fitted loop overhead over the program's warpgroups (num_warps / 4, at least 1:
+  one warpgroup's address arithmetic and barriers overlap another's MMAs) plus the longest of: its MMAs at the SM's tensor rate (times
   the instruction's fitted efficiency, times the warps' share of the SM's four sub-partitions for mma.sync, shared by
   the programs on the SM; mma.sync warps beyond the tile's (BLOCK_M / 16) * (BLOCK_N / 8) instructions repeat them);
   its (BLOCK_M + BLOCK_N) * BLOCK_K * e bytes from L2 at the fitted L2 bandwidth shared by every running program;
@@ -143,7 +144,9 @@ def model(t: Mapping[str, np.ndarray], m: float, n: float, k: float, lim: Limits
     t_scalar = res["scalar_loads"] * resident / (p.scalar_loads * lim.clock_hz)
     t_latency = p.load_latency / np.maximum(s - 1, 1)
     t_step = np.maximum(np.maximum(np.maximum(t_mma, t_l2), t_latency), t_scalar)
-    t_step = np.where(s > 1, t_step, t_step + p.load_latency) + p.kstep  # one stage: every load waits its latency
+    warpgroups = np.maximum(w / 4, 1.0)  # NB: one warpgroup's loop overhead overlaps another's MMAs, evenly
+    t_step = np.where(s > 1, t_step, t_step + p.load_latency)  # one stage: every load waits its latency
+    t_step = t_step + p.kstep / warpgroups
     t_store = bm * bn * e_out * running / lim.dram_bandwidth
     if n % 16:
         t_store = t_store + bm * bn * resident / (p.scalar_loads * lim.clock_hz)  # stored element by element

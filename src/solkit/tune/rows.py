@@ -9,8 +9,10 @@ arrays over configs:
   occupancy)).
 - one chunk costs the fitted row latency (a dependent load's issue to use) plus the larger of its min(BLOCK_SIZE, cols)
   * e bytes at the program's share of DRAM bandwidth (shared by every running program) and its BLOCK_SIZE elements'
-  instructions (the fitted SM cycles per element, masked lanes included, shared by the programs on the SM); a program
-  = passes * chunks of those, plus the fitted per-program cost (the reductions across warps, the row's statistics).
+  instructions (the fitted SM cycles per element, masked lanes included, shared by the programs on the SM); a pass that
+  reads the row back from the L2 (the LayerNorm's second, the variance: ``L2_PASSES``) takes its bytes at the fitted L2
+  bandwidth instead; a program = chunks * those passes, plus the fitted per-program cost (the reductions across warps,
+  the row's statistics).
 - DRAM bytes = x read once and y written once, plus the weights (``ops.layernorm`` / ``ops.softmax``'s counts): the
   later passes over a row hit the L2 (NB: the rows in flight are far below its size).
 - time = max(waves * program time, DRAM bytes / copy bandwidth) + the launch floor.
@@ -25,10 +27,12 @@ import numpy as np
 from .._display import fmt_value
 from .limits import Limits, Params, programs_per_sm
 
-__all__ = ["PASSES", "resources", "reasons", "model"]
+__all__ = ["PASSES", "L2_PASSES", "resources", "reasons", "model"]
 
 #: passes over a row per kernel
 PASSES: Mapping[str, int] = {"triton_layernorm": 3, "triton_softmax": 1}
+#: of those, the passes that only read the row back from the L2 (the LayerNorm's variance; its third pass writes y)
+L2_PASSES: Mapping[str, int] = {"triton_layernorm": 1, "triton_softmax": 0}
 #: registers per thread: a base and per element a thread holds (accumulators, loaded values and the loads in flight),
 #: as Triton 3.6's compiled LayerNorm kernels of the fit set report them (n_regs, within about 15)
 REGISTER_BASE = 24.0
@@ -83,8 +87,11 @@ def model(kernel: str, t: Mapping[str, np.ndarray], rows: float, cols: float, li
     t_l1 = moved * resident / (L1_BYTES_PER_CLOCK * lim.clock_hz)
     t_thread = held * p.thread_cycles / lim.clock_hz  # a thread's own elements, one after another
     t_chunk = p.row_latency + np.maximum(np.maximum(np.maximum(t_bytes, t_issue), t_thread), t_l1)
+    t_bytes_l2 = np.minimum(block, cols) * e * running / p.l2_bandwidth  # a pass that reads the row back from L2
+    t_chunk_l2 = p.row_latency + np.maximum(np.maximum(np.maximum(t_bytes_l2, t_issue), t_thread), t_l1)
     spill = 1 + 4.0 * res["spills"] / lim.regs_per_thread  # NB: as the GEMM's SPILL_COST
-    t_program = PASSES[kernel] * chunks * t_chunk * spill + p.program
+    l2 = L2_PASSES[kernel]
+    t_program = chunks * ((PASSES[kernel] - l2) * t_chunk + l2 * t_chunk_l2) * spill + p.program
     seconds = np.maximum(waves * t_program, dram / lim.dram_bandwidth) + lim.launch_floor
     return {"seconds": seconds, "programs": np.full(block.shape, rows), "waves": waves, "chunks": chunks,
             "dram_bytes": np.full(block.shape, dram), "program_seconds": t_program, **res}
