@@ -321,7 +321,7 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
     assert "tune" not in section
     text = write_measured(copy, section)
     before, after = (yaml.safe_load(t)["measured"] for t in (SPEC.read_text(), text))
-    assert after["tune"] == before["tune"] and after["tune"]["l2_bandwidth_tb_s"] == 8.39  # the spec's own figure
+    assert after["tune"] == before["tune"] and "l2_bandwidth_tb_s" in after["tune"]  # the spec's own section, whole
     assert sk.load_gpu(copy).measured.tune == sk.load_gpu(SPEC).measured.tune
     for name in ("host_captured_launch_us", "host_captured_launch_training_us", "host_captured_call_us",
                  "host_captured_module_us", "host_captured_program_us"):
