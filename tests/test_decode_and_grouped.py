@@ -107,8 +107,41 @@ def test_grouped_convs_have_their_own_key():
     grouped = ops.conv2d(4, 64, 16, 16, 128, kernel=3, padding=1, groups=4).kernels[0]
     dense = ops.conv2d(4, 64, 16, 16, 128, kernel=3, padding=1).kernels[0]
     flags = dict(kernel_terms(grouped, gpu, cal).variants)
-    assert flags["grouped"] and not flags["depthwise"] and [n for n, m in kernel_terms(grouped, gpu, cal).variants][-1] == "grouped"
+    assert flags["grouped"] and not flags["depthwise"] and [n for n, m in kernel_terms(grouped, gpu, cal).variants][-1] == "transformed"
     assert not dict(kernel_terms(dense, gpu, cal).variants)["grouped"]
+    # NCHW has no regrouping transforms: grouped is its last variant
+    nchw = ops.conv2d(4, 64, 16, 16, 128, kernel=3, padding=1, groups=4, layout="nchw").kernels[1]
+    assert [n for n, m in kernel_terms(nchw, gpu, cal).variants][-1] == "grouped"
+    assert not dict(kernel_terms(nchw, gpu, cal).variants).get("transformed", False)
+
+
+def test_grouped_nhwc_conv_pays_cudnns_regrouping_transforms():
+    """A grouped NHWC conv: 5 more launches and helper bytes of 2 x its own bytes; a dense one neither."""
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    # x [4,64,16,16], w [128,16,3,3], y [4,128,16,16], bf16: (4*64*256 + 128*16*9 + 4*128*256) * 2 B
+    # = (65536 + 18432 + 131072) * 2 = 430080 B; helper = 2 x 430080 = 860160 B
+    k = ops.conv2d(4, 64, 16, 16, 128, kernel=3, padding=1, groups=4).kernels[0]
+    t = kernel_terms(k, gpu, cal)
+    assert dict(t.variants)["transformed"]
+    assert t.helper_bytes == pytest.approx(860160.0, rel=1e-12)
+    assert t.launches == 1 + 5
+    dense = kernel_terms(ops.conv2d(4, 64, 16, 16, 128, kernel=3, padding=1).kernels[0], gpu, cal)
+    assert not dict(dense.variants)["transformed"] and dense.helper_bytes == 0.0 and dense.launches == 1
+
+
+def test_narrow_channel_rows_slow_an_nchw_transform():
+    """cuDNN's NCHW transforms: 8 bf16 channels (16-byte rows) move as slowly as 48-byte rows, 3x; 64 channels at 1x."""
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    # x [2,8,32,32] bf16 -> nhwc: 2*8*32*32 = 16384 elements, read and written: 2 * 16384 * 2 B = 65536 B;
+    # rows of 8 * 2 = 16 B < 48 B: t_memory = 65536 / copy bandwidth * 48 / 16
+    narrow = ops.conv2d(2, 8, 32, 32, 64, kernel=5, padding=2, layout="nchw").kernels[0]
+    assert narrow.kind == "layout" and narrow.rows is not None and narrow.rows.width == 8
+    assert kernel_terms(narrow, gpu, cal).t_memory == pytest.approx(65536.0 / cal.copy_bandwidth * 3.0, rel=1e-12)
+    # 64 channels: 128-byte rows, no slowdown; 2*64*32*32 * 2 B * 2 = 524288 B
+    wide = ops.conv2d(2, 64, 32, 32, 64, kernel=5, padding=2, layout="nchw").kernels[0]
+    assert kernel_terms(wide, gpu, cal).t_memory == pytest.approx(524288.0 / cal.copy_bandwidth, rel=1e-12)
 
 
 @pytest.mark.parametrize("family", sampling.MIXES["weak"])

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from .._num import all_, minimum, where
 from .._validate import checked_call, broadcast, dim
-from ..workload import Gemm, Kernel, Workload
+from ..workload import Gemm, Kernel, Rows, Workload
 from ..stacks.torch211 import FEW_CHANNEL_BYTES
 from ._common import check_fits, check_window, divisible, element_bytes, extent, single
 from .matmul import gemm, gemm_backward
@@ -76,10 +76,15 @@ def _conv_kernel(name: str, cs: _Shape, dtype: str, read: Any, written: Any, lay
                   op="conv2d")
 
 
-def _transform(name: str, elements: Any, dtype: str, present: Any = 1.0) -> Kernel:
-    """An NCHW <-> NHWC transform: reads and writes ``elements`` (times ``present``: 0 where a sweep needs none)."""
+def _transform(name: str, elements: Any, dtype: str, present: Any = 1.0, channels: Any = None) -> Kernel:
+    """An NCHW <-> NHWC transform: reads and writes ``elements`` (times ``present``: 0 where a sweep needs none).
+
+    ``channels``: the channel count of the tensor it transposes; its rows (``Rows``: one per pixel, ``channels``
+    wide) are what the NHWC side reads or writes contiguously (the predictor reads their width; counts unchanged).
+    """
     moved = elements * element_bytes(dtype) * present
-    return Kernel(name, "layout", dtype, bytes_read=moved, bytes_written=moved, op="layout_transform")
+    rows = None if channels is None else Rows(elements / channels, channels)
+    return Kernel(name, "layout", dtype, bytes_read=moved, bytes_written=moved, op="layout_transform", rows=rows)
 
 
 def _unfold(name: str, cs: _Shape, dtype: str) -> Kernel:
@@ -117,8 +122,8 @@ def _conv2d_backward(label: str, **a: Any) -> Workload:
         return Workload.of(f"{label} backward", ((dgrad, 1), (wgrad, 1)))
     present = where(cs.direct_nchw, 0.0, 1.0)
     return Workload.of(f"{label} backward", (
-        (_transform(f"{label} dy nchw->nhwc", cs.y, dtype, present), 1), (dgrad, 1), (wgrad, 1),
-        (_transform(f"{label} dx nhwc->nchw", cs.x, dtype, present), 1),
+        (_transform(f"{label} dy nchw->nhwc", cs.y, dtype, present, cs.k), 1), (dgrad, 1), (wgrad, 1),
+        (_transform(f"{label} dx nhwc->nchw", cs.x, dtype, present, cs.c), 1),
     ))
 
 
@@ -142,7 +147,8 @@ _CONV_PARAMS = dict(
     "conv2d",
     params=_CONV_PARAMS,
     kinds=("conv", "layout", "im2col", "gemm"),
-    keys=("conv2d", "conv2d_grouped", "conv2d_depthwise", "conv2d_nativedw", "conv2d_unaligned"),
+    keys=("conv2d", "conv2d_grouped", "conv2d_depthwise", "conv2d_nativedw", "conv2d_unaligned",
+          "conv2d_transformed"),
     aten=("aten::convolution", "aten::_convolution", "aten::conv2d", "aten::cudnn_convolution"),
     aten_backward=("aten::convolution_backward",),
     backward=_conv2d_backward,
@@ -196,9 +202,9 @@ def conv2d(
             return single("conv2d (nchw, few channels)", conv.renamed("conv (nchw direct, few channels)"))
         present = where(cs.direct_nchw | few, 0.0, 1.0)  # a sweep: transforms only where needed
         return Workload.of("conv2d (nchw)", (
-            (_transform("nchw->nhwc (x)", cs.x_read, dtype, present), 1),
+            (_transform("nchw->nhwc (x)", cs.x_read, dtype, present, cs.c), 1),
             (conv, 1),
-            (_transform("nhwc->nchw (y)", cs.y, dtype, present), 1),
+            (_transform("nhwc->nchw (y)", cs.y, dtype, present, cs.k), 1),
         ))
     g = cs.gemm
     # cols [N*Ho*Wo, C*R*S]; per group cols [N*Ho*Wo, (C/g)*R*S] @ w [(C/g)*R*S, K/g] -> y [N*Ho*Wo, K/g]

@@ -27,10 +27,12 @@ import numpy as np
 from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, product, result, where
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
-from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
+from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE,
+                               CUDNN_GROUPED_NHWC, CUDNN_PAD,
                                CUDNN_SDPA_ARCHITECTURES, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS, DEPTHWISE_OUTPUT_MACS,
                                FEW_INDEX_OPS, FEW_INDICES,
-                               LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
+                               LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, TRANSFORM_ROW_BYTES, UNALIGNED_OK,
+                               WARP_BATCH_ROW, WIDE_ROW,
                                WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
 from ..workload import Kernel
 from .gpu import matmul_rate
@@ -160,6 +162,15 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 padded = unaligned & not_(small) & (g.k != c)
                 helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
                 launches = kernel.launches + where(padded, extra, 0.0)
+            if g.layout == "nhwc":
+                # a grouped NHWC conv: cuDNN regroups x, w and y in its generic tensor transforms (each read and
+                # written: 2 x the conv's bytes, at this variant's memory efficiency) and clears its workspace first
+                # NB: some grouped shapes run a direct kernel instead (no transforms); not told apart here
+                transformed = grouped & not_(small)
+                extra, per_byte = CUDNN_GROUPED_NHWC
+                variants.append(("transformed", transformed))
+                helper_bytes = helper_bytes + where(transformed, per_byte * nbytes, 0.0)
+                launches = launches + where(transformed, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
             uneven: Any = False
             if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
@@ -198,6 +209,11 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
     r = kernel.rows
+    if r is not None and kernel.kind == "layout":
+        # an NCHW <-> NHWC transform: each pixel's channels one contiguous row on the NHWC side; a row narrower
+        # than TRANSFORM_ROW_BYTES moves as slowly as one that wide (short rows waste the DRAM sectors they touch)
+        t_memory = t_memory * maximum(1.0, TRANSFORM_ROW_BYTES / (r.width * PRECISIONS[kernel.precision]))
+        r = None
     if r is not None:
         waves = ceil(r.number / (gpu.sm_count * ROW_BLOCKS_PER_SM))
         block_bytes = nbytes / maximum(r.number, 1.0)

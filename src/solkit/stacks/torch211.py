@@ -11,7 +11,8 @@ from typing import Mapping
 
 __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_OPS", "WIDE_ROW", "WIDE_ROW_BYTES",
            "WIDE_ROW_THREADS", "WARP_BATCH_ROW", "FEW_INDICES", "FEW_INDEX_OPS", "ROW_VECTOR", "MIN_SPLIT_K",
-           "CONV_K_TILE_BYTES", "FEW_CHANNEL_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
+           "CONV_K_TILE_BYTES", "TRANSFORM_ROW_BYTES", "FEW_CHANNEL_BYTES", "SERIAL_K", "LEGACY_PRECISIONS",
+           "UNALIGNED_OK", "SKINNY", "CUDNN_PAD", "CUDNN_GROUPED_NHWC",
            "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
@@ -68,13 +69,24 @@ SKINNY = 16
 FEW_CHANNEL_BYTES = 16
 
 #: an implicit-GEMM conv loads each filter tap's channels in k-tiles of this many bytes (C = 8 bf16 channels
-#: of a 7x7 filter compute as 32)
-CONV_K_TILE_BYTES = 64
+#: of a 7x7 filter compute as 64). Read off the kernel census of the H200 fit draws: most of cuDNN's fprop kernels
+#: step k by 64 elements (sm90 xmma tilesize...x64, cutlass 64x64_64x5), fewer by 32 (256x64_32x4, ...x32)
+CONV_K_TILE_BYTES = 128
+#: cuDNN's NCHW <-> NHWC transforms (nchwToNhwcKernel, nhwcToNchwKernel) move a pixel's channels as one contiguous
+#: row on the NHWC side; a row narrower than this many bytes takes as long as one this wide. Read off the kernel
+#: census of the H200 fit draws (34 NCHW dense convs, transforms of 2 MB or more): 16-byte rows (8 bf16 channels)
+#: ran at 0.59-0.71 TB/s, 30-32-byte rows at 1.0-1.2 TB/s, rows of 80 bytes or more at 1.7-2.6 TB/s
+TRANSFORM_ROW_BYTES = 48
 #: (launches, helper bytes per byte the conv reads) cuDNN adds to pad a forward conv's unaligned channels, per layout.
 #: Seen on an H200 in the sampled convs with unaligned channels of at least 16 bytes and filters larger than 1x1:
 #: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
 #: tensorTransformGeneric (w) beside the layout transforms (whose x transform pads x; w's few bytes are not counted)
 CUDNN_PAD: Mapping[str, tuple[float, float]] = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
+#: (launches, helper bytes per byte the conv moves) cuDNN adds around a grouped NHWC conv (1 < groups < C): its
+#: generic tensorTransform kernels regroup x, w and y (each read and written once) and memsets clear the
+#: workspace. Seen in the kernel census of the H200 fit draws: two or three memsets and three or four
+#: tensorTransformGeneric copies in 20 of the 28 grouped NHWC convs (the rest ran direct kernels)
+CUDNN_GROUPED_NHWC: tuple[float, float] = (5.0, 2.0)
 
 # ---- scaled_dot_product_attention (sdp_utils.cpp) ----------------------------------------------
 
