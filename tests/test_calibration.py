@@ -314,7 +314,7 @@ def test_writer_keeps_the_rest_of_the_file(tmp_path, sample_fit, fitted):
                                   "h200_sample_test_seed2032.json", "h200_sdpa_test_seed2032.json",
                                   "h200_weak_fit_seed2050.json", "h200_weak_validation_seed2050.json",
                                   "h200_weak_test_seed2051.json", "h200_sample_test_seed2051.json",
-                                  "h200_sdpa_test_seed2051.json"])
+                                  "h200_sdpa_test_seed2051.json", "h200_conv_test_seed2052.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")
@@ -330,6 +330,7 @@ def test_t_sol_never_above_a_sampled_measurement(name):
     ("h200_sdpa_test_seed2032.json", 2032, 200, "2026-12-01T06:07:52", ["sdpa"]),  # after commit 2e97ee8
     ("h200_sample_test_seed2051.json", 2051, 600, "2026-12-02T03:16:40", None),  # after commit b201423
     ("h200_sdpa_test_seed2051.json", 2051, 120, "2026-12-02T03:16:40", ["sdpa"]),  # after commit b201423
+    ("h200_conv_test_seed2052.json", 2052, 180, "2026-12-02T04:31:05", ["conv_dense", "conv_grouped"]),  # after bf15e3e
 ])
 def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen, families):
     """Each test file holds the sampler's test set of its seed, every case ran, measured after its model was frozen."""
@@ -365,7 +366,8 @@ def test_the_weak_test_draw_is_the_sampled_test_set_cut_by_its_budget():
     assert ran == drawn[:293] and test.meta["skipped"] == drawn[293:]  # 293 + 57 = 350
 
 
-FROZEN_TESTS = ("h200_sample_test_seed2051.json", "h200_sdpa_test_seed2051.json", "h200_weak_test_seed2051.json")
+FROZEN_TESTS = ("h200_sample_test_seed2051.json", "h200_sdpa_test_seed2051.json", "h200_weak_test_seed2051.json",
+                "h200_conv_test_seed2052.json")
 
 
 def test_frozen_tests_are_in_no_fit_and_no_bank():

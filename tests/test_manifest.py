@@ -50,6 +50,8 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_weak_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sample_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sdpa_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    # cdc84de: "The conv frozen test draw, seed 2052: 180 convs ... measured on an H200 after bf15e3e froze the model"
+    ("h200_conv_test_seed2052.json", "test", 2052, "bf15e3e", "cdc84de"),
     # 75cec87: "the weak families' fit (450) and validation (180) draws, seed 2050"
     ("h200_weak_fit_seed2050.json", "fit", 2050, None, "75cec87"),
     ("h200_weak_validation_seed2050.json", "validation", 2050, None, "75cec87"),
@@ -73,11 +75,12 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2051 (kernels: the default mix, SDPA and issue 31's weak families),
-    2042 (steps), 2036 (collectives), 2037 (2-GPU steps); no cast test is frozen (seed 2028's is spent)."""
+    2052 (convs), 2042 (steps), 2036 (collectives), 2037 (2-GPU steps); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
     assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2051.json"
     assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2051.json"
+    assert m.newest_test("kernels", "conv").file == "h200_conv_test_seed2052.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
@@ -117,7 +120,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 56  # 26 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 57  # 27 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
     # + 2 serving files + 3 tune files
 
 
@@ -125,7 +128,7 @@ def test_sampled_sets_roles_follow_the_sampler():
     """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
     fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
     families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
-                "weak": "weak"}
+                "weak": "weak", "conv_dense,conv_grouped": "conv"}
     allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":
