@@ -50,6 +50,9 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_weak_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sample_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sdpa_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    # cdc84de: "The conv frozen test draw, seed 2052: 180 convs ... measured on an H200 after bf15e3e froze the model";
+    # spent: the model it tested was not shipped (a choice made on it)
+    ("h200_conv_test_seed2052.json", "spent", 2052, "bf15e3e", "cdc84de"),
     # 75cec87: "the weak families' fit (450) and validation (180) draws, seed 2050"
     ("h200_weak_fit_seed2050.json", "fit", 2050, None, "75cec87"),
     ("h200_weak_validation_seed2050.json", "validation", 2050, None, "75cec87"),
@@ -117,7 +120,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 57  # 26 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 58  # 27 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
     # + 2 serving files + 4 tune files
 
 
@@ -125,7 +128,7 @@ def test_sampled_sets_roles_follow_the_sampler():
     """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
     fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
     families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
-                "weak": "weak"}
+                "weak": "weak", "conv_dense,conv_grouped": "conv"}
     allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":
