@@ -195,6 +195,15 @@ def test_too_many_threads_cannot_launch():
     assert math.isnan(r.seconds[0])
 
 
+def test_pruning_a_ranking_of_which_none_can_launch_says_why():
+    """2,048 threads in a block of at most 1,024: nothing to time, so prune refuses as best does (not an empty list
+    handed to Triton's autotuner)."""
+    r = tune.rank("triton_layernorm", [{"BLOCK_SIZE": 4096, "num_warps": 64}], rows=1024, cols=4096)
+    for call in (lambda: r.prune(), lambda: r.best):
+        with pytest.raises(ShapeError, match="none of the 1 configs can launch on the h200-sxm: needs 2,048 threads"):
+            call()
+
+
 def test_softmax_block_must_hold_a_row():
     """The tutorial's softmax reads a row in one block: BLOCK_SIZE 1024 cannot do rows of 1,500."""
     r = tune.rank("triton_softmax", [{"BLOCK_SIZE": 1024}, {"BLOCK_SIZE": 2048}], rows=4096, cols=1500)

@@ -61,7 +61,7 @@ def _grouped_backward(label: str, group_sizes: tuple[float, ...], n: Any, k: Any
         dtype=precision("precision of A and B"),
         out_dtype=precision("precision of C (default: the input's; fp8 -> bf16)", optional=True),
     ),
-    keys=("matmul",),
+    keys=("matmul", "matmul_grouped"),
     kinds=("gemm",),
     aten=("aten::_grouped_mm",),
     backward=_grouped_backward,

@@ -112,6 +112,9 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
         if g is not None and kernel.kind == "gemm":
             if g.groups is not None:  # a grouped GEMM: tiles summed over its groups, no split-K
                 t_mat, wave, tiles = ragged_gemm_time(g.groups, g.batch / len(g.groups), rate, gpu.sm_count)
+                # its own variant: torch's grouped kernel is not cuBLAS's batched GEMM, so it borrows no batched GEMM's
+                # neighbour correction (nothing grouped is banked: c = 0 until measured)
+                variants.append(("grouped", True))
             else:
                 t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
@@ -161,13 +164,14 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
                 launches = kernel.launches + where(padded, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
-            uneven: Any = False
+            spread: Any = 0.0  # how unequal a varlen batch's keys are: 1 - shortest / longest (0: all alike)
             if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
                 heads: Any = g.batch / len(g.groups)  # work items per query tile of a sequence
                 t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, gpu.sm_count,
                                                                           g.split)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
-                uneven = len({n for _, n, _ in g.groups}) > 1  # tiles of sequences with more keys take longer
+                keys = [n for _, n, _ in g.groups]  # tiles of sequences with more keys take longer
+                spread = 1.0 - min(keys) / max(keys)
             else:
                 t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
@@ -188,12 +192,14 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                     block_bytes = where(decode, nbytes / items, 0.0)
                     launches = kernel.launches + where(split_d, 1.0, 0.0)
                     variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
-            if any_((causal | uneven) & not_(split)):
+            tailed = (causal | (spread > 0.0)) & not_(split)
+            if any_(tailed):
                 # causal query tiles do unequal work (tile i sees i+1 key blocks), as do a varlen batch's tiles of unequal
                 # sequences: the SMs finish unevenly and the longest tile (all n keys) ends last, on average CAUSAL_TAIL
-                # of it after the balanced time
+                # of it after the balanced time (a varlen batch without a causal mask: that share of it times the
+                # spread, so that one key fewer in one sequence moves the time by as little)
                 longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / gpu.sm_count)
-                t_mat = where((causal | uneven) & not_(split), t_mat + CAUSAL_TAIL * longest, t_mat)
+                t_mat = where(tailed, t_mat + CAUSAL_TAIL * where(causal, 1.0, spread) * longest, t_mat)
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)

@@ -213,7 +213,7 @@ def ragged_attention_compute_time(groups: Any, per_group: Any, t_flat: Any, sms:
     64) * per_group decide the split-KV count (``flash_splits``, key blocks of the longest sequence); work = sum ceil(m_i / tile) * per_group * splits over the SMs; wave efficiency = work / (ceil(work /
     SMs) * SMs); padding = sum ceil(m_i / tile) * tile * n_i / sum m_i * n_i (the queries padded to the tile,
     weighted by each sequence's keys). Seconds = t_flat * padding / wave efficiency: every wave costs the mean tile
-    (NB: unequal tiles finish unevenly; ``prediction.kernel`` adds the longest tile's tail, as for causal).
+    (NB: unequal tiles finish unevenly; ``prediction.kernel`` adds the longest tile's tail times the keys' spread; causal, all of it).
     With equal sequences this is ``attention_compute_time`` of the padded call.
     """
     m, n, d = _columns(groups)

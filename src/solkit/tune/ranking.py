@@ -86,7 +86,9 @@ class Ranking:
 
     def prune(self, keep: Any = 0.25) -> list[Any]:
         """The fastest ``keep`` configs (a share in (0, 1] of those that can launch, rounded up; or a count),
-        fastest first, as the caller gave them (a ``triton.Config`` stays one): what an autotuner should time."""
+        fastest first, as the caller gave them (a ``triton.Config`` stays one): what an autotuner should time.
+        ``ShapeError`` if none can launch (an autotuner handed no config fails far from the cause)."""
+        self._best_index()
         return [self.given[i] for i in self.top(keep)]
 
     def rows(self) -> list[dict[str, Any]]:
