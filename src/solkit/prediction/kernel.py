@@ -181,7 +181,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             variants += [("splitkv", split), ("causal", causal)]
             if op == "cudnn_attention":
                 # cuDNN's decode kernel (a work item's queries fit one tile): each item streams its KV head's K and V
-                # from DRAM, split over the keys where few items have many keys (a reduction kernel follows)
+                # from DRAM, split over the keys where few items have many keys (a reduction kernel follows).
+                # NB: a varlen batch's items all take its longest sequence's keys here (the split, the waves)
                 decode = (g.m <= CUDNN_DECODE_ROWS) & not_(causal)
                 if any_(decode):
                     splits, items = decode_items(g.batch, g.n, g.k, gpu.sm_count, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS)
