@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import solkit as sk
 from solkit import tune
-from solkit.errors import (ArgumentTypeError, MissingFigureError, ShapeError, SolkitError, SpecError,
+from solkit.errors import (ArgumentTypeError, MissingFigureError, OptionError, ShapeError, SolkitError, SpecError,
                            UnknownKernelError)
 from solkit.tune import attention, matmul, rows
 from solkit.tune.configs import as_configs, config_table
@@ -413,3 +413,13 @@ def test_public_api():
     assert tune.__all__ == ["rank", "Ranking", "early_config_prune", "triton_matmul_space", "triton_row_space",
                             "triton_attention_space", "KERNELS"]
     assert set(tune.KERNELS) == {"triton_matmul", "triton_softmax", "triton_layernorm", "triton_flash_attention"}
+
+
+def test_fp64_dots_are_refused_not_ranked_with_the_bf16_model():
+    """An fp64 GEMM or attention runs DMMA/FMA instructions, not the wgmma the model describes: an OptionError (a
+    ValueError) naming dtype; a row kernel in fp64 (no dot) is still ranked."""
+    with pytest.raises(OptionError, match=r"dtype='fp64': triton_matmul's model is of tensor-core dots") as err:
+        tune.rank("triton_matmul", [BIG], gpu="h200", dtype="fp64", m=4096, n=4096, k=4096)
+    assert isinstance(err.value, ValueError)
+    r = tune.rank("triton_layernorm", [{"BLOCK_SIZE": 4096, "num_warps": 8}], dtype="fp64", rows=1024, cols=4096)
+    assert np.isfinite(r.seconds[0])

@@ -6,7 +6,7 @@ import itertools
 from typing import Any, Callable, Iterable, Mapping
 
 from .._validate import checked_call, shown
-from ..errors import ArgumentTypeError
+from ..errors import ArgumentTypeError, OptionError
 from ..hardware import as_gpu
 from ..precision import normalize
 from .configs import as_configs, config_table, kernel_name, listed
@@ -31,12 +31,20 @@ def rank(kernel: str, configs: Iterable[Any], gpu: Any = "h200", dtype: Any = "b
     dims = shape_of(name, shape)
     spec = as_gpu(gpu)
     precision = normalize(dtype)
+    if precision in UNMODELLED_DOTS and name in DOT_KERNELS:
+        raise OptionError(f"dtype={dtype!r}: {name}'s model is of tensor-core dots (wgmma, mma.sync in bf16, fp16, fp8, "
+                          f"tf32, int8); {precision} dots run other instructions, which solkit.tune does not model")
     lim = limits_of(spec, precision)
     params = params_of(spec)
     parts, reasons = predict(name, config_table(name, checked), dims, lim, params, precision)
     return Ranking(kernel=name, gpu=spec.name, dtype=precision, shape=dims, configs=tuple(checked), given=given,
                    seconds=parts.pop("seconds"), reasons=tuple(reasons), parts=parts, calibrated=params.calibrated,
                    source=params.source)
+
+
+#: the kernels whose time is a tensor-core dot's, and the precisions whose dots those models do not describe
+DOT_KERNELS = ("triton_matmul", "triton_flash_attention")
+UNMODELLED_DOTS = ("fp64",)
 
 
 #: the shape argument names Triton's tutorials give each kernel (what early_config_prune reads by default)
