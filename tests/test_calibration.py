@@ -340,7 +340,7 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
                                   "h200_sample_test_seed2032.json", "h200_sdpa_test_seed2032.json",
                                   "h200_weak_fit_seed2050.json", "h200_weak_validation_seed2050.json",
                                   "h200_weak_test_seed2051.json", "h200_sample_test_seed2051.json",
-                                  "h200_sdpa_test_seed2051.json"])
+                                  "h200_sdpa_test_seed2051.json", "h200_conv_test_seed2052.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")

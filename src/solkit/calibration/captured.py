@@ -90,12 +90,7 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
     for case in steps.cases:
         if not case.ok or (only is not None and case.id not in only):
             continue
-        key = json.dumps(case.hf_config, sort_keys=True)
-        if key not in models:
-            from ..capture.hf import hf_model
-
-            models[key] = hf_model(case.hf_config, case.family)
-        w = captured_workload(case, models[key])
+        w = captured_workload(case, _model_of(case, models))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
             p = predict(w, gpu, warn=False, host_probe_us=case.probe_us)
@@ -105,6 +100,16 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
                                 case.profile.kernels if case.profile else None, case.peak_memory_bytes,
                                 int(recipe.memory.peak)))
     return out
+
+
+def _model_of(case: StepCase, models: dict[str, Any]) -> Any:
+    """The ``CapturedModel`` of ``case``'s config, built once per distinct config (``models``: the ones built)."""
+    key = json.dumps(case.hf_config, sort_keys=True)
+    if key not in models:
+        from ..capture.hf import hf_model
+
+        models[key] = hf_model(case.hf_config, case.family)
+    return models[key]
 
 
 def host_counts(names: Sequence[str]) -> "HostCounts":
@@ -122,12 +127,7 @@ def host_counts(names: Sequence[str]) -> "HostCounts":
         for case in steps.cases:
             if not case.ok or case.host_ms is None or case.wall_ms is None:
                 continue
-            key = json.dumps(case.hf_config, sort_keys=True)
-            if key not in models:
-                from ..capture.hf import hf_model
-
-                models[key] = hf_model(case.hf_config, case.family)
-            w = captured_workload(case, models[key])
+            w = captured_workload(case, _model_of(case, models))
             recipe: Any = w.recipe
             counted = recipe.host_calls
             rows.append(HostCount(file=name, id=case.id, family=case.family, mode=case.mode, training=recipe.training,

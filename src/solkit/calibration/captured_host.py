@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._files import read_json
 from ..errors import SpecError
+from ..hardware.parameters import PARAMETERS
 from .data import MAX_DATA_BYTES
 from .manifest import data_path, manifest
 from .programs import nonnegative_least_squares
@@ -37,9 +38,13 @@ __all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "load_host_counts", "fit_ro
 COUNTS_FILE = "h200_captured_host_counts.json"
 #: a fitted case's program reads the device at most this often (module docstring)
 MAX_SYNCS = 1
-#: the parameters ``fit_captured_host`` returns, in the order of its columns
-CAPTURED_HOST_PARAMETERS = ("host_captured_program", "host_captured_launch", "host_captured_launch_training",
-                            "host_captured_call", "host_captured_module")
+#: the parameters ``fit_captured_host`` returns, in the order of its columns (the spec's, ``hardware.parameters``)
+CAPTURED_HOST_PARAMETERS = tuple(p.name for p in PARAMETERS if p.name.startswith("host_captured_"))
+#: what each parameter counts in a row (the columns of the fit)
+_COLUMNS = {"host_captured_launch": lambda r: r.launches * (not r.training),
+            "host_captured_launch_training": lambda r: r.launches * r.training,
+            "host_captured_call": lambda r: float(r.silent), "host_captured_module": lambda r: float(r.modules),
+            "host_captured_program": lambda r: float(r.preamble)}
 
 
 class HostCount(BaseModel):
@@ -96,8 +101,7 @@ def fit_captured_host(rows: Sequence[HostCount], reference_probe: float) -> dict
                         f"without stalls, got {len(rows)}")
     if not (isinstance(reference_probe, float) and math.isfinite(reference_probe) and reference_probe > 0):
         raise SpecError(f"fit_captured_host: reference_probe must be a positive number of seconds, got {reference_probe!r}")
-    x = np.array([[float(r.preamble), r.launches * (not r.training), r.launches * r.training, r.silent, r.modules]
-                  for r in rows])
+    x = np.array([[_COLUMNS[name](r) for name in CAPTURED_HOST_PARAMETERS] for r in rows])
     y = np.array([r.host_ms * 1e-3 * reference_probe / (r.probe_us * 1e-6) for r in rows  # type: ignore[operator]
                   ])
     coef = nonnegative_least_squares(x / y[:, None], np.ones(len(y)))  # relative error: each row over its host time

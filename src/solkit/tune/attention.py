@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, programs_per_sm
+from .limits import Limits, Params, block_reasons, programs_per_sm
 
 __all__ = ["key_blocks", "resources", "reasons", "model"]
 
@@ -72,14 +72,8 @@ def reasons(t: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], lim: Lim
     """Why each config cannot launch (None where it can)."""
     out: list[str | None] = []
     for i in range(len(res["smem"])):
-        why = []
-        if res["smem"][i] > lim.smem_per_block:
-            why.append(f"needs {int(res['smem'][i]):,} B of shared memory, the {lim.gpu} gives "
-                       f"{int(lim.smem_per_block):,} per block ({fmt_value(t['num_stages'][i])} stages of K and V "
-                       f"tiles of {fmt_value(t['BLOCK_N'][i])} x {fmt_value(head_dim)})")
-        if res["threads"][i] > lim.threads_per_block:
-            why.append(f"needs {int(res['threads'][i]):,} threads ({fmt_value(t['num_warps'][i])} warps), the "
-                       f"{lim.gpu} gives {lim.threads_per_block:,} per block")
+        why = block_reasons(res, i, lim, t["num_warps"][i], f"{fmt_value(t['num_stages'][i])} stages of K and V "
+                            f"tiles of {fmt_value(t['BLOCK_N'][i])} x {fmt_value(head_dim)}")
         out.append("; ".join(why) or None)
     return out
 

@@ -8,10 +8,11 @@ without them gets ``DEFAULT_PARAMS`` and the ranking says it is uncalibrated.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
+from .._display import fmt_value
 from ..errors import MissingFigureError
 from ..hardware import as_gpu
 
@@ -131,3 +132,16 @@ def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.n
         np.floor(lim.regs_per_sm / (warps * per_warp)),
     ])
     return limits.min(axis=0), limits.argmin(axis=0)
+
+
+def block_reasons(res: Mapping[str, Any], i: int, lim: Limits, warps: Any, tiles: str = "") -> list[str]:
+    """Why config ``i`` cannot launch as a block: shared memory over the block's share (``tiles``: what the stages
+    hold, in words), threads over the block's limit."""
+    why = []
+    if "smem" in res and res["smem"][i] > lim.smem_per_block:
+        why.append(f"needs {int(res['smem'][i]):,} B of shared memory, the {lim.gpu} gives {int(lim.smem_per_block):,} "
+                   f"per block" + (f" ({tiles})" if tiles else ""))
+    if res["threads"][i] > lim.threads_per_block:
+        why.append(f"needs {int(res['threads'][i]):,} threads ({fmt_value(warps)} warps), the {lim.gpu} gives "
+                   f"{lim.threads_per_block:,} per block")
+    return why

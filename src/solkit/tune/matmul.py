@@ -30,7 +30,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, programs_per_sm
+from .limits import Limits, Params, block_reasons, programs_per_sm
 
 __all__ = ["resources", "reasons", "dram_bytes", "model", "REGISTER_BASE", "L2_SHARE"]
 
@@ -86,14 +86,9 @@ def reasons(t: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], lim: Lim
     """Why each config cannot launch (None where it can): shared memory, threads, registers per block."""
     out: list[str | None] = []
     for i in range(len(res["smem"])):
-        why = []
-        if res["smem"][i] > lim.smem_per_block:
-            why.append(f"needs {int(res['smem'][i]):,} B of shared memory, the {lim.gpu} gives {int(lim.smem_per_block):,}"
-                       f" per block ({fmt_value(t['num_stages'][i])} stages of ({fmt_value(t['BLOCK_M'][i])} + "
-                       f"{fmt_value(t['BLOCK_N'][i])}) x {fmt_value(t['BLOCK_K'][i])} tiles)")
-        if res["threads"][i] > lim.threads_per_block:
-            why.append(f"needs {int(res['threads'][i]):,} threads ({fmt_value(t['num_warps'][i])} warps), the "
-                       f"{lim.gpu} gives {lim.threads_per_block:,} per block")
+        why = block_reasons(res, i, lim, t["num_warps"][i], f"{fmt_value(t['num_stages'][i])} stages of "
+                            f"({fmt_value(t['BLOCK_M'][i])} + {fmt_value(t['BLOCK_N'][i])}) x "
+                            f"{fmt_value(t['BLOCK_K'][i])} tiles")
         if not why and res["occupancy"][i] < 1:
             why.append(f"needs {int(res['regs'][i])} registers a thread for {int(res['threads'][i])} threads, the "
                        f"{lim.gpu} gives {lim.regs_per_block:,} per block")

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, programs_per_sm
+from .limits import Limits, Params, block_reasons, programs_per_sm
 
 __all__ = ["PASSES", "L2_PASSES", "resources", "reasons", "model"]
 
@@ -57,10 +57,7 @@ def reasons(kernel: str, t: Mapping[str, np.ndarray], res: Mapping[str, np.ndarr
     """Why each config cannot run (None where it can): threads per block, and a softmax block shorter than a row."""
     out: list[str | None] = []
     for i in range(len(res["threads"])):
-        why = []
-        if res["threads"][i] > lim.threads_per_block:
-            why.append(f"needs {int(res['threads'][i]):,} threads ({fmt_value(t['num_warps'][i])} warps), the "
-                       f"{lim.gpu} gives {lim.threads_per_block:,} per block")
+        why = block_reasons(res, i, lim, t["num_warps"][i])
         if kernel == "triton_softmax" and t["BLOCK_SIZE"][i] < cols:
             why.append(f"BLOCK_SIZE {fmt_value(t['BLOCK_SIZE'][i])} is shorter than a row of {fmt_value(cols)}: "
                        "the tutorial's softmax holds a whole row in one block")
