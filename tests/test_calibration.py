@@ -326,7 +326,6 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
     for name in ("host_captured_launch_us", "host_captured_launch_training_us", "host_captured_call_us",
                  "host_captured_module_us", "host_captured_program_us"):
         assert after[name] == before[name], name
-    assert after["host_captured_program_us"] == 558.3  # the spec's own figure
 
 
 @pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",

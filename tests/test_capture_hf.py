@@ -453,6 +453,90 @@ def test_captured_programs_launch_the_h200_profiles_kernels_per_group(name):
     assert sum(captured.values()) + sum(library.values()) == len(profile.kernels)
 
 
+# ---- the captured families' traces (data/profiles/captured: seed-2046 steps measured again and profiled) ----------
+
+CAPTURED_TRACES = PROFILES / "captured"
+#: the profile's name of a captured group where a trace records no shapes of tensor lists (index's indices) or names
+#: the in-place implementation (index_put_'s)
+_SAME_PROFILED = {"aten::index (unmodeled)": "gather", "aten::_index_put_impl_ (unmodeled)": "aten::index_put_ (unmodeled)"}
+#: what transformers 5.17 (measured) runs per MoE layer beyond 5.24 (captured), and less: its expert-parallel
+#: sentinel mask (a ge, a clamp_ and three masked_fill_); 5.24 on the capture's CPU fakes takes its CPU branch, a
+#: float histc whose counts are cast for the cumsum (one copy more)
+MOE_517_PER_LAYER = {"aten::ge (unmodeled)": 1, "aten::clamp_ (unmodeled)": 1, "pointwise": 3, "copy": -1}
+
+
+def _captured_trace_cases():
+    return [c for c in json.loads((CAPTURED_TRACES / "manifest.json").read_text())["cases"]
+            if (CAPTURED_TRACES / f"{c['id']}.json.gz").exists()]
+
+
+@functools.lru_cache(maxsize=None)
+def _captured_pair(case_id):
+    """(captured Workload, loaded profile, the case) of a trace of data/profiles/captured."""
+    from solkit.calibration.captured import captured_workload
+    from solkit.calibration.programs import StepCase
+    from solkit.profile import load_profile
+
+    case = next(c for c in _captured_trace_cases() if c["id"] == case_id)
+    return (captured_workload(StepCase.model_validate(case)), load_profile(CAPTURED_TRACES / f"{case_id}.json.gz", "h200"),
+            case)
+
+
+@pytest.mark.parametrize("case_id", [c["id"] for c in _captured_trace_cases() if c["mode"] != "train"])
+def test_captured_families_launch_their_traces_kernels_per_group(case_id):
+    """The captured families' inference traces (a Mixtral-shaped MoE's prefill and decode, GPT-2 medium's and Qwen2's
+    decodes): every op group launches as the profiler counted, once the libraries' split kernels are set apart, the
+    rotary table's bmm of transformers 5.17 counted as 5.24's multiply, and the MoE's per-layer differences between
+    the two versions named (MOE_517_PER_LAYER); the routing's sort, top-k, histc and grouped GEMMs included."""
+    w, profile, case = _captured_pair(case_id)
+    captured = _captured_groups(w)
+    profiled, library, rotary = _profiled_groups(profile)
+    renamed: Counter = Counter()
+    for group, n in profiled.items():
+        renamed[_SAME_PROFILED.get(group, group)] += n
+    profiled = renamed
+    if rotary:
+        profiled["matmul"] -= rotary
+        profiled["pointwise"] += rotary
+    if case["family"] == "mixtral":
+        layers = case["hf_config"]["num_hidden_layers"]
+        for group, per_layer in MOE_517_PER_LAYER.items():
+            profiled[group] -= per_layer * layers
+    assert set(library) <= {"matmul", "attention"}
+    assert +captured == +profiled
+    assert sum(captured.values()) + sum(library.values()) + sum(n * case["hf_config"]["num_hidden_layers"] for n in
+                                                                 (MOE_517_PER_LAYER.values() if case["family"] ==
+                                                                  "mixtral" else ())) == len(profile.kernels)
+
+
+@pytest.mark.parametrize("case_id", [c["id"] for c in _captured_trace_cases() if c["family"] == "mixtral"])
+def test_a_moes_routing_launches_as_its_traces(case_id):
+    """The MoE's routing in every traced step, training too (AMP over fp32 experts: ATen's fallback): its sorts, top-ks
+    and histcs launch the profiler's kernels (a small sort's arange, which the profiler shows as the call before it,
+    counted with it; histc's zero-fill likewise): the 6,792 ids of a 6 x 566 step's top-2 take cub's 11 launches, the
+    772 or 3,280 ids of the others the small sort's 2, a router's top-2 of 8 experts 2, histc 2."""
+    w, profile, case = _captured_pair(case_id)
+    captured = _routing([(k.name.split(" ")[0], k.launches * n) for k, n in w.counted])
+    profiled = _routing([(c.op.removeprefix("aten::"), float(len(c.kernels))) for c in profile.calls])
+    tokens = case["batch"] * (case["seq"] or 1) * case["hf_config"]["num_experts_per_tok"]
+    layers = case["hf_config"]["num_hidden_layers"]
+    assert profiled["sort"] == layers * (11 if tokens > 4096 else 2)  # 4 layers: 44 or 8
+    assert profiled["topk"] == profiled["histc"] == layers * 2  # 8
+    assert captured == profiled
+
+
+def _routing(calls) -> Counter:
+    """Kernels of the sort, topk and histc calls in ``calls`` ((op, kernels) in program order), an arange just before a
+    sort counted with the sort, a fill_ just before a histc with the histc."""
+    out: Counter = Counter()
+    for (op, kernels), (after, _) in zip(calls, calls[1:] + [("", 0.0)]):
+        if op in ("sort", "topk", "histc"):
+            out[op] += kernels
+        elif (op, after) in (("arange", "sort"), ("fill_", "histc")):
+            out[after] += kernels
+    return out
+
+
 #: an op the profiler names otherwise than the capture records it (the same kernel): the capture sees a call whole,
 #: the profiler its innermost op (a cast's copy_, linear's mm under inference mode, an accumulation's in-place add_)
 _INNERMOST = {"_to_copy": "copy_", "clone": "copy_", "linear": "mm", "layer_norm": "native_layer_norm",

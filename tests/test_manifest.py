@@ -156,7 +156,7 @@ def test_only_the_profiler_traces_stay_out_of_the_wheel():
     """shipped: false exactly for data/profiles, which pyproject's wheel excludes."""
     kept_out = {e.file for e in manifest().entries if not e.shipped}
     assert kept_out == {e.file for e in manifest().entries if e.file.startswith("profiles/")}
-    assert len(kept_out) == 21  # 8 files in profiles/ + 7 in profiles/steps + 6 in profiles/parallel
+    assert len(kept_out) == 28  # 8 files in profiles/ + 7 in profiles/steps + 7 in profiles/captured + 6 in profiles/parallel
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"/data/profiles"' in pyproject and '"data" = "solkit/data"' in pyproject
 

@@ -10,7 +10,9 @@ Per case (``GRID``, most important first): build the model from its config (rand
 ``--steps`` steps one at a time (CUDA events around the step, ``torch.cuda.synchronize()`` before it; host time
 with ``time.perf_counter`` around the call; the quietest block's medians are kept: a shared host's noisy spells
 slow whole blocks), measure the memory of the first timed step. Before the blocks, a launch probe: the host
-time per launch of 2,000 small ``torch.add`` calls (median of 5), the host's speed at that moment. Once every case
+time per launch of 2,000 small ``torch.add`` calls (median of 5), the host's speed at that moment, and the same
+probe again just before each block (``probe_us_blocks``), and a module probe (the host time per forward of a tiny
+eager module stack, ``probe_module_us``: Python-heavy work). Once every case
 is timed, a second pass builds each case again and profiles ONE step with ``torch.profiler``, summarised with
 ``benchmarks/profiling/trace_stats.py``: no case is timed after a profiler session, because one session leaves
 every later launch of the process about 1.5x slower on the host (``host_noise.py``, data/h200_host_noise.jsonl).
@@ -543,6 +545,27 @@ def launch_probe(torch: Any, launches: int = 2000, repeats: int = 5) -> float:
     return statistics.median(per)
 
 
+def module_probe(torch: Any, calls: int = 300, repeats: int = 5) -> float:
+    """Median over ``repeats`` of the host seconds per forward of a tiny eager module stack (Linear, LayerNorm, GELU,
+    Linear on a [4, 64] input: four launches and four modules' Python), ``calls`` forwards each: the host's speed at
+    Python-heavy work, recorded beside the launch probe (the host rule does not read it)."""
+    block = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.LayerNorm(64), torch.nn.GELU(),
+                                torch.nn.Linear(64, 64)).cuda()
+    x = torch.ones(4, 64, device="cuda")
+    with torch.inference_mode():
+        for _ in range(30):
+            block(x)
+        torch.cuda.synchronize()
+        per = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                block(x)
+            per.append((time.perf_counter() - t0) / calls)
+            torch.cuda.synchronize()
+    return statistics.median(per)
+
+
 class Runner:
     def __init__(self, torch: Any, args: argparse.Namespace, dev: str, tmp: str) -> None:
         self.torch = torch
@@ -588,13 +611,17 @@ class Runner:
         r["memory_after_warmup_bytes"] = int(torch.cuda.memory_allocated()) if self.cuda else None
 
         r["probe_us"] = round(launch_probe(torch) * 1e6, 3) if self.cuda else None
+        r["probe_module_us"] = round(module_probe(torch) * 1e6, 3) if self.cuda else None
         wall: list[float] = []
         host: list[float] = []
         blocks: list[tuple[float, float]] = []  # (wall, host) medians of each block of steps
         r["memory_before_bytes"] = r["peak_memory_bytes"] = None
+        probes: list[float] = []  # the launch probe again just before each block (the host's speed then)
         for b in range(args.blocks):
             if b:
                 time.sleep(args.block_pause_s)  # a shared host's noisy spells last about a second: step out of one
+            if self.cuda:
+                probes.append(round(launch_probe(torch) * 1e6, 3))
             wall_b: list[float] = []
             host_b: list[float] = []
             for i in range(args.steps):
@@ -633,6 +660,7 @@ class Runner:
         r["host_ms_all"] = [round(x, 4) for x in host]
         r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
         r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
+        r["probe_us_blocks"] = probes or None
         r["memory_reserved_bytes"] = int(torch.cuda.memory_reserved()) if self.cuda else None
         r.update(bench.finish())
         return r
@@ -902,7 +930,10 @@ def main(argv: list[str] | None = None) -> int:
                        "(memory_before_bytes) before it, max_memory_allocated() after it (peak_memory_bytes)"
                        if dev == "cuda" else None),
             "probe": ("probe_us: before the blocks, the median of 5 repeats of the host time per launch of 2,000 "
-                      "torch.add(a, b, out=c) calls on 1,024 floats" if dev == "cuda" else None),
+                      "torch.add(a, b, out=c) calls on 1,024 floats; probe_us_blocks: the same probe again just "
+                      "before each block (after its pause), in block order; probe_module_us: before the blocks, the median of 5 repeats "
+                      "of the host time per forward of 300 forwards of a tiny eager module stack (Linear, LayerNorm, "
+                      "GELU, Linear on [4, 64] under inference_mode)" if dev == "cuda" else None),
             "profiler": ("after every case is timed, a second pass builds each case again (warm-up as above) and "
                          "profiles one step (no timing ever follows a profiler session in the process): one step under torch.profiler.profile(activities=[CPU, CUDA], record_shapes=False), "
                          "torch.cuda.synchronize() before and after the step inside it; chrome trace summarised "

@@ -25,8 +25,15 @@ with the kernels it launches (``Launch.kernels``, read off the H200 profiles: ``
 - ``type_as`` (whole under inference mode): the cast ``_to_copy`` it makes;
 - ``arange`` (its factory form, which has no out tensor to read the dtype of): as ``arange.start_out`` with the
   output as out;
+- a mixture of experts' routing (read off the H200 traces of a Mixtral-shaped MoE): ``sort`` of a slice of at most
+  4,096 elements an ``arange`` of one slice's indices (copied into each slice where there are several), then the
+  sort (its values' copy a memcpy); of one longer slice cub's
+  radix sort (3 launches and one pass per byte of the key); ``topk`` of sorted values (k > 1) over slices shorter than
+  400 elements (a router's experts) 2 launches (the selection, then the k sorted); ``histc`` with its range given the
+  histogram's zero-fill, then the op;
 - ``_grouped_mm`` (a mixture of experts' expert GEMMs) in bfloat16: one grouped kernel (``ops.grouped_matmul``, or its
-  weight gradient's kernel for a grouped reduction, through the ATen adapter); each expert takes an equal share of the
+  weight gradient's kernel for a grouped reduction, through the ATen adapter), launched after a kernel that prepares
+  the groups' pointers (2 launches); each expert takes an equal share of the
   grouped dimension (NB: balanced top-k routing, as solkit's closed form assumes; the rows left over by an uneven split
   go to the first experts, so the totals are exact). Off bfloat16, ATen's fallback: a batched GEMM of equal groups,
   one GEMM launch per expert.
@@ -40,9 +47,10 @@ import math
 from typing import NamedTuple, Optional
 
 from ..stacks.torch211 import (CUB_SCAN_LAUNCHES, EMBEDDING_BACKWARD_DIRECT, EMBEDDING_BACKWARD_SORT_LAUNCHES,
-                               LAYERNORM_BACKWARD_LAUNCHES, SDPA_BACKWARD_LAUNCHES, SDPA_DROPOUT_LAUNCHES,
-                               SDPA_GQA_BACKWARD_LAUNCHES)
-from .encode import SCALAR_NUMBERS, TraceArgs
+                               GROUPED_MM_LAUNCHES, LAYERNORM_BACKWARD_LAUNCHES, SDPA_BACKWARD_LAUNCHES,
+                               SDPA_DROPOUT_LAUNCHES, SDPA_GQA_BACKWARD_LAUNCHES, SMALL_SORT, SORT_CUB_LAUNCHES,
+                               TOPK_SINGLE_BLOCK, TOPK_SORTED_LAUNCHES)
+from .encode import DTYPE_NAMES, SCALAR_NUMBERS, TraceArgs
 from .record import Event, Output
 
 #: C++ dtype name -> c10::ScalarType number
@@ -154,8 +162,8 @@ def _grouped(e: Event) -> list[Launch]:
     if launches is None:
         return []
     fallback = e.trace.dtypes[0] != "c10::BFloat16"
-    if not fallback:  # one grouped kernel: ops.grouped_matmul through the ATen adapter
-        return [Launch(e.op, e.trace)]
+    if not fallback:  # one grouped kernel (ops.grouped_matmul through the ATen adapter) after its pointers' kernel
+        return [Launch(e.op, e.trace, kernels=float(GROUPED_MM_LAUNCHES))]
     return [x._replace(per_group=fallback) for x in launches]
 
 
@@ -255,6 +263,53 @@ def _diff(e: Event) -> list[Launch]:
     return out
 
 
+#: C++ dtype name -> bytes per element
+_ITEMSIZE = {name: dtype.itemsize for dtype, name in DTYPE_NAMES.items()}
+
+
+def _sort(e: Event) -> list[Launch]:
+    """sort(self, dim, descending) or sort.stable(self, stable, dim, descending): a short slice sorted in place after an
+    arange of its indices; one long slice by cub's radix sort; several long slices (a segmented sort) as one launch."""
+    t = e.trace
+    shape = tuple(t.shapes[0])
+    if not shape or len(e.outputs) < 2:
+        return [Launch(e.op, t)]
+    dim_arg = t.concrete[2] if len(t.concrete) > 3 else t.concrete[1]  # sort.stable's schema puts stable first
+    dim = int(dim_arg or -1) % len(shape)
+    if shape[dim] <= SMALL_SORT:  # the indices: one slice's arange, copied into every slice (a memcpy for one)
+        indices = e.outputs[1]
+        arange = Launch("aten::arange", TraceArgs(((), (), (), (shape[dim],)), ("Scalar", "Scalar", "Scalar", indices.dtype),
+                                                  ("0", str(shape[dim]), "1", ""), ((), (), (), (1,))))
+        spread = tuple(1 if i == dim else 0 for i in range(len(shape)))  # the arange expanded over the slices
+        fill = _copy(shape, indices.dtype, shape, indices.dtype, src_strides=spread) if _numel(shape) > shape[dim] else []
+        return [arange, *fill, Launch(e.op, t)]
+    if _numel(shape) == shape[dim] and t.dtypes[0] in _ITEMSIZE:
+        return [Launch(e.op, t, kernels=float(SORT_CUB_LAUNCHES + _ITEMSIZE[t.dtypes[0]]))]
+    return [Launch(e.op, t)]
+
+
+def _topk(e: Event) -> list[Launch]:
+    """topk(self, k, dim, largest, sorted): over short slices, the single-block selection, then the k sorted (k > 1)."""
+    t = e.trace
+    shape = tuple(t.shapes[0])
+    k = int(t.concrete[1] or 1)
+    dim = int(t.concrete[2] or -1) % len(shape) if shape else 0
+    ordered = (t.concrete[4] or "True") == "True"
+    if shape and ordered and k > 1 and shape[dim] < TOPK_SINGLE_BLOCK:
+        return [Launch(e.op, t, kernels=float(TOPK_SORTED_LAUNCHES))]
+    return [Launch(e.op, t)]
+
+
+def _histc(e: Event) -> list[Launch]:
+    """histc(self, bins, min, max) with min < max: the histogram zero-filled, then the op (ATen finds the range of an
+    unset one first: left as the op alone)."""
+    t = e.trace
+    low, high = (float(t.concrete[i] or 0) for i in (2, 3))
+    if e.outputs and low < high:
+        return [_fill(e.outputs[0]), Launch(e.op, t)]
+    return [Launch(e.op, t)]
+
+
 def _backward_copy(e: Event) -> list[Launch]:
     """slice_backward, select_backward, constant_pad_nd: a zero-filled output, the smaller tensor copied into it."""
     t = e.trace
@@ -329,5 +384,11 @@ def launched(e: Event) -> list[Launch]:
         return [_cast(t.shapes[0], t.dtypes[0], t.strides[0], e.outputs[0].dtype)]
     if op == "aten::_grouped_mm":
         return _grouped(e) or [Launch(op, t)]
+    if op == "aten::sort" and len(t.concrete) > 2:
+        return _sort(e)
+    if op == "aten::topk" and len(t.concrete) > 4:
+        return _topk(e)
+    if op == "aten::histc" and len(t.concrete) > 3:
+        return _histc(e)
     return [Launch(op, t)]
 

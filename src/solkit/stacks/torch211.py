@@ -16,6 +16,8 @@ __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_O
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
            "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES",
+           "SMALL_SORT", "SORT_CUB_LAUNCHES", "TOPK_SINGLE_BLOCK", "TOPK_SORTED_LAUNCHES",
+           "GROUPED_MM_LAUNCHES",
            "CUDNN_DECODE_ROWS", "CUDNN_SPLIT_ITEMS", "CUDNN_SPLIT_KEYS", "CUDNN_DECODE_WIDE", "DEPTHWISE_OUTPUT_MACS"]
 
 #: the versions, as the H200 spec's ``measured.stack`` records them (a test holds the two equal)
@@ -112,6 +114,23 @@ EMBEDDING_BACKWARD_SORT_LAUNCHES = 19
 CUB_SCAN_LAUNCHES = 2
 #: native_layer_norm_backward's launches: the input's gradient, then gamma's and beta's (a column reduction)
 LAYERNORM_BACKWARD_LAUNCHES = 2
+
+# ---- a mixture of experts' routing (H200 traces of a Mixtral-shaped MoE: data/profiles/steps/d2046-mixtral-*) ------
+
+#: sort sorts a slice of at most this many elements in place (Sort.cpp: should_use_small_sort): its indices filled by
+#: an arange kernel, then one sort kernel (radixSortKVInPlace, bitonic for short slices); the values' copy is a memcpy
+SMALL_SORT = 4096
+#: a longer slice (of a tensor of one slice) goes to cub's radix sort: the reverse-index fill, cub's histogram and
+#: exclusive sum, then one one-sweep pass per byte of the key (8-bit digits): 11 launches for int64 keys (4 of 4
+#: calls of 6,792 experts' ids). NB: read off int64 keys; other key widths take their bytes' passes
+SORT_CUB_LAUNCHES = 3
+#: topk of sorted values (k > 1) over slices shorter than this: ATen's single-block gatherTopK, then the k results
+#: sorted in place (2 launches; TensorTopK.cu's multi-block path starts at 400 elements a slice for the most slices)
+TOPK_SINGLE_BLOCK = 400
+TOPK_SORTED_LAUNCHES = 2
+#: a grouped GEMM in bfloat16 on Hopper: prepare_grouped_gemm_data (the groups' pointers and sizes from the offsets),
+#: then the CUTLASS grouped kernel
+GROUPED_MM_LAUNCHES = 2
 
 # ---- torch.optim's multi_tensor_apply (MultiTensorApply.cuh) ------------------------------------
 
