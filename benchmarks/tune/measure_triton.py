@@ -43,15 +43,17 @@ SCRIPT_VERSION = "1.0"
 
 #: the seed of each set: shapes and configs are drawn with it (the test set's configs are new too). NB: the first test
 #: draw was seed 3203 (40 GEMM, 24 LayerNorm, 20 attention shapes), measured after 58b55ce and spent once the model
-#: changed after it; the script as of d41e511 draws it. The test draw now is seed 3204, smaller, to fit one device call
-SEEDS = {"fit": 3201, "validation": 3202, "test": 3204}
+#: changed after it; the script as of d41e511 draws it. The second, seed 3204 (24 / 12 / 10 shapes, measured after
+#: 3cc53f3), was spent when the model's shared-memory and unaligned-load terms were chosen looking at it; the script
+#: as of 3d2a4e2 draws it. The test draw now is seed 3205
+SEEDS = {"fit": 3201, "validation": 3202, "test": 3205}
 #: the set whose seed draws a set's configs (validation reuses the fit's configs on new shapes: half the compiles)
 CONFIG_SET = {"fit": "fit", "validation": "fit", "test": "test"}
 #: shapes per set and kernel, configs per set and kernel
 COUNTS = {
     "fit": {"matmul": (24, 36), "layernorm": (18, 30), "attention": (16, 24)},
     "validation": {"matmul": (16, 36), "layernorm": (12, 30), "attention": (10, 24)},
-    "test": {"matmul": (24, 36), "layernorm": (12, 30), "attention": (10, 24)},
+    "test": {"matmul": (40, 36), "layernorm": (16, 30), "attention": (14, 24)},
 }
 
 #: the declared shape spaces

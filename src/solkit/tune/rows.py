@@ -25,7 +25,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, block_reasons, programs_per_sm
+from .limits import Limits, Params, block_reasons, programs_per_sm, registers, spill_factor
 
 __all__ = ["PASSES", "L2_PASSES", "resources", "reasons", "model"]
 
@@ -45,10 +45,10 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits) -> dict[str, np.ndarray]
     """Each config's registers per thread, threads and occupancy."""
     held = t["BLOCK_SIZE"] / (32 * t["num_warps"])
     wanted = REGISTER_BASE + ELEMENT_REGISTERS * held
-    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
+    regs, spills = registers(lim, t["num_warps"], wanted)
     smem = 4.0 * t["num_warps"]  # one fp32 partial per warp for the reductions across warps
     occupancy, limiter = programs_per_sm(lim, t["num_warps"], smem, regs)
-    return {"regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0), "smem": smem,
+    return {"regs": regs, "spills": spills, "smem": smem,
             "threads": 32 * t["num_warps"], "occupancy": occupancy, "limiter": limiter}
 
 
@@ -86,7 +86,7 @@ def model(kernel: str, t: Mapping[str, np.ndarray], rows: float, cols: float, li
     t_chunk = p.row_latency + np.maximum(np.maximum(np.maximum(t_bytes, t_issue), t_thread), t_l1)
     t_bytes_l2 = np.minimum(block, cols) * e * running / p.l2_bandwidth  # a pass that reads the row back from L2
     t_chunk_l2 = p.row_latency + np.maximum(np.maximum(np.maximum(t_bytes_l2, t_issue), t_thread), t_l1)
-    spill = 1 + 4.0 * res["spills"] / lim.regs_per_thread  # NB: as the GEMM's SPILL_COST
+    spill = spill_factor(lim, res["spills"])
     l2 = L2_PASSES[kernel]
     t_program = chunks * ((PASSES[kernel] - l2) * t_chunk + l2 * t_chunk_l2) * spill + p.program
     seconds = np.maximum(waves * t_program, dram / lim.dram_bandwidth) + lim.launch_floor
