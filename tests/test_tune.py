@@ -285,6 +285,27 @@ def test_layernorm_reads_its_variance_pass_from_l2_by_hand():
     assert parts["program_seconds"][0] == pytest.approx(4 * 2.5 * one_pass, rel=1e-9)
 
 
+def test_layernorm_rereads_miss_the_l2_when_the_rows_in_flight_overflow_it_by_hand():
+    """The passes after the first find the row in the L2 only as far as the rows in flight fit its share.
+
+    BLOCK_SIZE 1024, 4 warps on 10^6 rows of 16384: 1,188 rows running (9 an SM, as above), 1,188 * 16384 * 2 B =
+    38,928,384 B in flight against half the 60 MB L2, 31,457,280 B: a share hit = 80/99 of the re-reads find it. Costs
+    as above (the L2 at twice DRAM's bandwidth): per chunk, the mean pass 1, the variance pass hit/2 + (1 - hit), the
+    last pass 1 (y out) + (1 - hit) (x again): 4 - 1.5 * 80/99 = 276/99 DRAM passes; 16 chunks. The DRAM bytes add the
+    two re-reads' misses: 2 * (19/99) * 10^6 * 16384 * 2 B.
+    """
+    from dataclasses import replace
+
+    p = replace(params_of("h200"), row_latency=0.0, row_cycles=1e-9, thread_cycles=1e-9, program=0.0,
+                l2_bandwidth=2 * H200.dram_bandwidth)
+    t = table("triton_layernorm", {"BLOCK_SIZE": 1024, "num_warps": 4})
+    base = (2 * 1e6 * 16384 + 2 * 16384) * 2.0  # ops.layernorm's bytes: x, y, gamma, beta
+    parts = rows.model("triton_layernorm", t, 1e6, 16384, H200, p, 2.0, base)
+    one_pass = 1024 * 2.0 * 1188 / H200.dram_bandwidth
+    assert parts["program_seconds"][0] == pytest.approx(16 * 276 / 99 * one_pass, rel=1e-9)
+    assert parts["dram_bytes"][0] == pytest.approx(base + 2 * 19 / 99 * 1e6 * 16384 * 2, rel=1e-12)
+
+
 @pytest.mark.parametrize("sq, skv, causal, mean, top", [
     (512, 512, False, 8, 8),  # 512 / 64 key blocks for every query block
     (512, 512, True, 5, 8),  # query blocks of 128 reach keys 128, 256, 384, 512: 2, 4, 6, 8 blocks of 64

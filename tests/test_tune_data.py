@@ -90,13 +90,13 @@ def test_every_kernel_was_checked_against_torch():
 # docs/tune.md, "Accuracy on the H200": (shapes, best within 10%, quarter within 5%, median Spearman) per set, under
 # the shipped model (frozen at 3cc53f3); "spent" is seed 3203, the first test draw, scored under the model of now
 CLAIMS = {
-    ("test", "matmul"): (24, 21, 23, 0.874), ("test", "layernorm"): (12, 7, 12, 0.733),
+    ("test", "matmul"): (24, 21, 23, 0.876), ("test", "layernorm"): (12, 7, 12, 0.733),
     ("test", "attention"): (10, 7, 10, 0.728),
-    ("spent", "matmul"): (40, 22, 40, 0.878), ("spent", "layernorm"): (24, 16, 23, 0.803),
+    ("spent", "matmul"): (40, 22, 40, 0.882), ("spent", "layernorm"): (24, 16, 23, 0.803),
     ("spent", "attention"): (20, 15, 20, 0.752),
-    ("validation", "matmul"): (16, 12, 16, 0.845), ("validation", "layernorm"): (12, 6, 11, 0.772),
+    ("validation", "matmul"): (16, 12, 16, 0.841), ("validation", "layernorm"): (12, 6, 12, 0.773),
     ("validation", "attention"): (10, 5, 10, 0.768),
-    ("fit", "matmul"): (24, 18, 24, 0.841), ("fit", "layernorm"): (18, 15, 17, 0.775),
+    ("fit", "matmul"): (24, 18, 24, 0.841), ("fit", "layernorm"): (18, 15, 17, 0.783),
     ("fit", "attention"): (16, 15, 15, 0.743),
 }
 

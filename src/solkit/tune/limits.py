@@ -17,7 +17,7 @@ from ..errors import MissingFigureError
 from ..hardware import as_gpu
 
 __all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "register_cap",
-           "registers", "spill_factor", "SPILL_COST", "KB"]
+           "registers", "spill_factor", "SPILL_COST", "L2_SHARE", "SMEM_BYTES_PER_CLOCK", "KB"]
 
 KB = 1024  # the CUDA guide's KB
 
@@ -135,6 +135,11 @@ def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.n
     return limits.min(axis=0), limits.argmin(axis=0)
 
 
+#: the share of the L2 that holds distinct lines (NB: an H100/H200 L2 is two partitions that may each hold a line)
+L2_SHARE = 0.5
+#: bytes one SM's L1 and shared memory serve per clock (NB: a lead, the H100 whitepaper's 33 TB/s of L1 over 132 SMs
+#: at 1.98 GHz)
+SMEM_BYTES_PER_CLOCK = 128.0
 #: how much a program's steps slow per spilled register, as a share of the registers a thread may hold (NB: a round
 #: figure, not fitted: every kernel here spills by the same rule)
 SPILL_COST = 4.0

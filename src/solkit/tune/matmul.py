@@ -34,7 +34,8 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, block_reasons, programs_per_sm, registers, spill_factor
+from .limits import (L2_SHARE, SMEM_BYTES_PER_CLOCK, Limits, Params, block_reasons, programs_per_sm,
+                     registers, spill_factor)
 
 __all__ = ["resources", "reasons", "dram_bytes", "model", "REGISTER_BASE", "L2_SHARE"]
 
@@ -44,13 +45,8 @@ REGISTER_BASE: Mapping[str, tuple[float, float]] = {"wgmma": (19.0, 0.43), "mma.
 #: registers per element a thread loads one by one, and per such element and stage in flight (the same least squares
 #: over the fit set's compiles of shapes whose n or k is not a multiple of 16)
 UNALIGNED_REGISTERS = (1.4, 0.12)
-#: the share of the L2 that holds distinct lines (NB: an H100/H200 L2 is two partitions that may each hold a line)
-L2_SHARE = 0.5
 
 
-#: shared-memory bytes one SM serves per clock (NB: a lead, the H100 whitepaper's 33 TB/s of L1 and shared memory
-#: over 132 SMs at 1.98 GHz, as ``rows.L1_BYTES_PER_CLOCK``)
-SMEM_BYTES_PER_CLOCK = 128.0
 
 
 def warp_grid(bm: np.ndarray, bn: np.ndarray, units: np.ndarray, wg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
