@@ -37,7 +37,7 @@ from .._display import fmt_value
 from .limits import (L2_SHARE, SMEM_BYTES_PER_CLOCK, Limits, Params, block_reasons, programs_per_sm,
                      registers, spill_factor)
 
-__all__ = ["resources", "reasons", "dram_bytes", "model", "REGISTER_BASE", "L2_SHARE"]
+__all__ = ["resources", "reasons", "dram_bytes", "model", "warp_grid", "smem_bytes_per_step", "REGISTER_BASE", "L2_SHARE"]
 
 #: registers per thread beyond the accumulators: base and share of the operand tile per thread, per instruction, as
 #: Triton 3.6's compiled kernels of the fit set report them (n_regs; least squares, within 6 registers for wgmma)
