@@ -120,8 +120,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 58  # 27 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
-    # + 2 serving files + 4 tune files
+    assert checked == 59  # 27 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
+    # + 2 serving files + 5 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

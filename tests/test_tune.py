@@ -13,7 +13,7 @@ import solkit as sk
 from solkit import tune
 from solkit.errors import (ArgumentTypeError, MissingFigureError, OptionError, ShapeError, SolkitError, SpecError,
                            UnknownKernelError)
-from solkit.tune import attention, matmul, rows
+from solkit.tune import attention, limits, matmul, rows
 from solkit.tune.configs import as_configs, config_table
 from solkit.tune.limits import limits_of, params_of, programs_per_sm
 
@@ -118,20 +118,53 @@ def test_gemm_resources_and_waves_by_hand():
     assert parts["waves"][0] == 4  # ceil(1024 / (132 SMs * 2)) = ceil(3.88)
 
 
-def test_loop_overhead_is_shared_by_warpgroups_by_hand():
-    """The k-step's fixed cost over the program's warpgroups: 4 warps pay all of it, 8 warps (two warpgroups) half.
+@pytest.mark.parametrize("warps, cap", [
+    (2, 255), (4, 255),  # 65536 / 4 warps = 16384 a warp = 512 a thread: the 255 a thread is the bound
+    (8, 255),  # 65536 / 8 = 8192 a warp (32 units of 256) = 256 a thread > 255
+    (16, 128),  # 65536 / 16 = 4096 a warp = 128 a thread
+    (32, 64),  # 65536 / 32 = 2048 a warp = 64 a thread
+])
+def test_register_cap_by_hand(warps, cap):
+    """ptxas keeps a block within the 64 K registers a cc 9.0 block may have: min(255, 65536 / warps / 32)."""
+    assert limits.register_cap(H200, warps) == cap
 
-    128x128x64, 3 stages, 1024^3: 8 x 8 = 64 programs on 132 SMs, one an SM, so both configs run one program an SM
-    and their MMA, L2 and latency terms are equal (a wgmma program's rate does not depend on its warps); with the loop
-    overhead set to 1 us, the 4-warp k-step is 1 us - 1 us / 2 = 0.5 us longer than the 8-warp one.
-    """
-    from dataclasses import replace
 
-    p = replace(params_of("h200"), kstep=1e-6)
-    t = table("triton_matmul", {**BIG, "num_warps": 4}, BIG)
-    parts = matmul.model(t, 1024, 1024, 1024, H200, p, 2.0, 2.0)
-    assert list(parts["programs"]) == [64, 64]  # ceil(1024/128)^2
-    assert parts["step_seconds"][0] - parts["step_seconds"][1] == pytest.approx(0.5e-6, rel=1e-9)
+def test_registers_beyond_the_cap_spill_and_the_config_still_launches():
+    """256 x 256 x 64, 16 warps, 2 stages: 256*256 / 512 = 128 accumulators + 19 + 0.43 * (512*64 / 512 = 64) =
+    174.52 wanted, over the cap of 128 at 16 warps, so it holds 128 and spills 46.52; 2 * 512 * 64 * 2 = 131,072 B of
+    shared memory fits the 232,448, so it launches, one program an SM (16 warps x 4096 = 65,536 registers), slower by
+    the spill factor 1 + 4 * 46.52 / 255."""
+    cfg = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 16, "num_stages": 2}
+    res = matmul.resources(table("triton_matmul", cfg), H200, 2.0, 2.0)
+    assert (res["regs"][0], res["spills"][0], res["smem"][0], res["occupancy"][0]) == (128, pytest.approx(46.52),
+                                                                                        131_072, 1)
+    r = tune.rank("triton_matmul", [cfg], gpu="h200", m=4096, n=4096, k=4096)
+    assert r.reasons == (None,) and np.isfinite(r.seconds[0])
+    assert limits.spill_factor(H200, 46.5) == pytest.approx(1 + 4 * 46.5 / 255)
+
+
+@pytest.mark.parametrize("bm, bn, warps, wg, grid", [
+    (64, 64, 8, True, (1, 2)),  # two warpgroups, 64 rows: the second splits BLOCK_N
+    (128, 64, 8, True, (2, 1)),  # 128 rows: a warpgroup each 64
+    (256, 128, 4, True, (1, 1)),  # one warpgroup does it all
+    (16, 64, 8, False, (1, 8)),  # one m16 row of tiles: every warp takes a column of 8
+    (128, 128, 4, False, (2, 2)),  # 8 row tiles vs 16 column tiles: split n, then m on the tie (8 vs 8)
+])
+def test_warp_grid_by_hand(bm, bn, warps, wg, grid):
+    """Triton's warps per tile for its dot: wgmma in warpgroups of 64 rows, mma.sync in m16n8 tiles."""
+    units = warps / 4 if wg else warps
+    wm, wn = matmul.warp_grid(np.array([bm], float), np.array([bn], float), np.array([units]), np.array([wg]))
+    assert (wm[0], wn[0]) == grid
+
+
+def test_shared_memory_traffic_by_hand():
+    """A k-step's shared-memory bytes: 64 x 64 x 64 with 8 warps (wgmma, warpgroups side by side along n): A read by
+    both, 2 * 64*64, B once, 64*64, plus both tiles written, (64 + 64) * 64: 20,480 elements = 40,960 B; the same tile
+    with 4 warps reads A once: 16,384 elements = 32,768 B."""
+    cfgs = table("triton_matmul", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 8},
+                 {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 64, "num_warps": 4})
+    got = matmul.smem_bytes_per_step(cfgs, matmul.uses_wgmma(cfgs, H200), 2.0)
+    assert list(got) == [40_960, 32_768]
 
 
 @pytest.mark.parametrize("m, n, k, bm, bn, bk, split_k, programs, steps", [
@@ -250,6 +283,27 @@ def test_layernorm_reads_its_variance_pass_from_l2_by_hand():
     parts = rows.model("triton_layernorm", t, 1e6, 4096, H200, p, 2.0, 1.0)
     one_pass = 1024 * 2.0 * 132 * 9 / H200.dram_bandwidth
     assert parts["program_seconds"][0] == pytest.approx(4 * 2.5 * one_pass, rel=1e-9)
+
+
+def test_layernorm_rereads_miss_the_l2_when_the_rows_in_flight_overflow_it_by_hand():
+    """The passes after the first find the row in the L2 only as far as the rows in flight fit its share.
+
+    BLOCK_SIZE 1024, 4 warps on 10^6 rows of 16384: 1,188 rows running (9 an SM, as above), 1,188 * 16384 * 2 B =
+    38,928,384 B in flight against half the 60 MB L2, 31,457,280 B: a share hit = 80/99 of the re-reads find it. Costs
+    as above (the L2 at twice DRAM's bandwidth): per chunk, the mean pass 1, the variance pass hit/2 + (1 - hit), the
+    last pass 1 (y out) + (1 - hit) (x again): 4 - 1.5 * 80/99 = 276/99 DRAM passes; 16 chunks. The DRAM bytes add the
+    two re-reads' misses: 2 * (19/99) * 10^6 * 16384 * 2 B.
+    """
+    from dataclasses import replace
+
+    p = replace(params_of("h200"), row_latency=0.0, row_cycles=1e-9, thread_cycles=1e-9, program=0.0,
+                l2_bandwidth=2 * H200.dram_bandwidth)
+    t = table("triton_layernorm", {"BLOCK_SIZE": 1024, "num_warps": 4})
+    base = (2 * 1e6 * 16384 + 2 * 16384) * 2.0  # ops.layernorm's bytes: x, y, gamma, beta
+    parts = rows.model("triton_layernorm", t, 1e6, 16384, H200, p, 2.0, base)
+    one_pass = 1024 * 2.0 * 1188 / H200.dram_bandwidth
+    assert parts["program_seconds"][0] == pytest.approx(16 * 276 / 99 * one_pass, rel=1e-9)
+    assert parts["dram_bytes"][0] == pytest.approx(base + 2 * 19 / 99 * 1e6 * 16384 * 2, rel=1e-12)
 
 
 @pytest.mark.parametrize("sq, skv, causal, mean, top", [

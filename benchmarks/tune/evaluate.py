@@ -32,7 +32,8 @@ from solkit.tune.configs import config_table  # noqa: E402
 from solkit.tune.limits import Params, limits_of, params_of  # noqa: E402
 from solkit.tune.models import predict  # noqa: E402
 
-KERNEL = {"matmul": "triton_matmul", "layernorm": "triton_layernorm", "attention": "triton_flash_attention"}
+KERNEL = {"matmul": "triton_matmul", "layernorm": "triton_layernorm", "attention": "triton_flash_attention",
+          "softmax": "triton_softmax"}
 #: the fitted parameters and the bounds of the search (SI units)
 FITTED = ("wgmma_efficiency", "mma_sync_efficiency", "l2_bandwidth", "load_latency", "program", "row_latency",
           "softmax_cycles", "scalar_loads", "row_cycles", "kstep", "thread_cycles")
@@ -46,7 +47,7 @@ BOUNDS = {"wgmma_efficiency": (0.2, 1.0), "mma_sync_efficiency": (0.05, 1.0), "l
 def full_config(kernel: str, c: dict[str, int]) -> dict[str, int]:
     if kernel == "matmul":
         return {"SPLIT_K": 1, **c}
-    if kernel == "layernorm":
+    if kernel in ("layernorm", "softmax"):
         return {"num_stages": 3, **c}
     return dict(c)
 
@@ -54,7 +55,7 @@ def full_config(kernel: str, c: dict[str, int]) -> dict[str, int]:
 def shape_args(kernel: str, row: dict[str, Any]) -> dict[str, Any]:
     if kernel == "matmul":
         return {"m": float(row["m"]), "n": float(row["n"]), "k": float(row["k"])}
-    if kernel == "layernorm":
+    if kernel in ("layernorm", "softmax"):
         return {"rows": float(row["rows"]), "cols": float(row["cols"])}
     return {"batch": float(row["batch"]), "heads": float(row["heads"]), "seq_q": float(row["seq"]),
             "seq_kv": float(row["seq"]), "head_dim": float(row["head_dim"]), "causal": bool(row["causal"])}
@@ -151,11 +152,19 @@ def score(data: dict[str, Any], set_name: str, params: Params) -> dict[str, Any]
     return summary
 
 
-def loss(data: dict[str, Any], params: Params, lim: Any, kernels: tuple[str, ...]) -> float:  # noqa: D417
-    """Mean over shapes of: the mean |log(pred / measured) - its median over the shape's configs| (the ranking's
+def _fit_cases(data: dict[str, Any] | list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, np.ndarray],
+                                                                          np.ndarray]]:
+    """The cases of the files fitted on: every set of each (a fit set, or a spent test draw fitted on)."""
+    files = data if isinstance(data, list) else [data]
+    return [c for d in files for s in d["sets"] for c in cases(d, s)]
+
+
+def loss(data: dict[str, Any] | list[dict[str, Any]], params: Params, lim: Any,
+         kernels: tuple[str, ...]) -> float:  # noqa: D417
+    """Mean over the fitted files' shapes of: the mean |log(pred / measured) - its median over the shape's configs| (the ranking's
     error), a quarter of |that median| (the level's), and the log of the top-1 ratio."""
     total, count = 0.0, 0
-    for kernel, row, table, meas in cases(data, "fit"):
+    for kernel, row, table, meas in _fit_cases(data):
         if kernel not in kernels:
             continue
         pred = predicted(kernel, row, table, params, lim)
@@ -168,7 +177,7 @@ def loss(data: dict[str, Any], params: Params, lim: Any, kernels: tuple[str, ...
     return total / max(count, 1)
 
 
-def fit(data: dict[str, Any], rounds: int = 14) -> Params:
+def fit(data: dict[str, Any] | list[dict[str, Any]], rounds: int = 14) -> Params:
     """Coordinate descent in log space within BOUNDS from two starts (the lower loss wins): each parameter tried
     times and over a step that shrinks each round; a change is kept only where the loss falls."""
     lim = limits_of("h200")
@@ -181,7 +190,7 @@ def fit(data: dict[str, Any], rounds: int = 14) -> Params:
     return min(results, key=lambda r: r[1])[0]
 
 
-def _descend(data: dict[str, Any], best: Params, rounds: int, lim: Any, kernels: tuple[str, ...]) -> tuple[Params, float]:
+def _descend(data: dict[str, Any] | list[dict[str, Any]], best: Params, rounds: int, lim: Any, kernels: tuple[str, ...]) -> tuple[Params, float]:
     best_loss = loss(data, best, lim, kernels)
     print(f"start loss {best_loss:.4f}", file=sys.stderr)
     step = math.log(4.0)
@@ -204,14 +213,15 @@ def _descend(data: dict[str, Any], best: Params, rounds: int, lim: Any, kernels:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("verb", choices=("fit", "score"))
-    ap.add_argument("data", nargs="+", help="measure_triton.py files (fit: the first holds the fit set)")
+    ap.add_argument("data", nargs="+", help="measure_triton.py files (fit: the first --fit-on of them are fitted on)")
+    ap.add_argument("--fit-on", type=int, default=1, help="fit: how many of the files, from the first, to fit on")
     args = ap.parse_args()
     files = []
     for path in args.data:
         with open(path) as f:
             files.append(json.load(f))
     if args.verb == "fit":
-        p = fit(files[0])
+        p = fit(files[: args.fit_on])
         print(json.dumps({n: getattr(p, n) for n in FITTED}, indent=1))
         for data in files:
             for s in data["sets"]:

@@ -26,7 +26,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, block_reasons, programs_per_sm
+from .limits import Limits, Params, block_reasons, programs_per_sm, registers, spill_factor
 
 __all__ = ["key_blocks", "resources", "reasons", "model"]
 
@@ -34,8 +34,6 @@ __all__ = ["key_blocks", "resources", "reasons", "model"]
 #: bf16 probabilities), as Triton 3.6's compiled kernels of the fit set report them (n_regs, within about 8)
 REGISTER_BASE = 40.0
 SCORE_REGISTERS = 1.6
-#: how much a step slows per spilled register (as a share of the 255 a thread may use): NB a round figure
-SPILL_COST = 4.0
 
 
 def key_blocks(block_m: np.ndarray, block_n: np.ndarray, seq_q: float, seq_kv: float, causal: bool,
@@ -61,9 +59,9 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits, head_dim: float, e: floa
     buffers = np.where(wg, s, np.maximum(s - 1, 1))
     smem = buffers * 2 * bn * head_dim * e + bm * head_dim * e
     wanted = REGISTER_BASE + (bm * head_dim + SCORE_REGISTERS * bm * bn) / (32 * w)
-    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
+    regs, spills = registers(lim, w, wanted)
     occupancy, limiter = programs_per_sm(lim, w, smem, regs)
-    return {"wgmma": wg, "smem": smem, "regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0),
+    return {"wgmma": wg, "smem": smem, "regs": regs, "spills": spills,
             "threads": 32 * w, "occupancy": occupancy, "limiter": limiter}
 
 
@@ -96,7 +94,7 @@ def model(t: Mapping[str, np.ndarray], batch: float, heads: float, seq_q: float,
     t_compute = np.maximum(t_mma, t_soft) + np.minimum(t_mma, t_soft) / resident
     t_l2 = 2 * bn * head_dim * e * running / p.l2_bandwidth
     t_latency = p.load_latency / np.maximum(s - 1, 1)
-    spill = 1 + SPILL_COST * res["spills"] / lim.regs_per_thread
+    spill = spill_factor(lim, res["spills"])
     t_step = np.maximum(np.maximum(t_compute, t_l2), t_latency)
     t_step = (np.where(s > 1, t_step, t_step + p.load_latency) + p.kstep) * spill  # one stage: every load waits its latency
     t_fixed = p.load_latency + bm * head_dim * e * running / lim.dram_bandwidth + p.program

@@ -16,7 +16,8 @@ from .._display import fmt_value
 from ..errors import MissingFigureError
 from ..hardware import as_gpu
 
-__all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "KB"]
+__all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "register_cap",
+           "registers", "spill_factor", "SPILL_COST", "L2_SHARE", "SMEM_BYTES_PER_CLOCK", "KB"]
 
 KB = 1024  # the CUDA guide's KB
 
@@ -132,6 +133,41 @@ def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.n
         np.floor(lim.regs_per_sm / (warps * per_warp)),
     ])
     return limits.min(axis=0), limits.argmin(axis=0)
+
+
+#: the share of the L2 that holds distinct lines (NB: an H100/H200 L2 is two partitions that may each hold a line)
+L2_SHARE = 0.5
+#: bytes one SM's L1 and shared memory serve per clock (NB: a lead, the H100 whitepaper's 33 TB/s of L1 over 132 SMs
+#: at 1.98 GHz)
+SMEM_BYTES_PER_CLOCK = 128.0
+#: how much a program's steps slow per spilled register, as a share of the registers a thread may hold (NB: a round
+#: figure, not fitted: every kernel here spills by the same rule)
+SPILL_COST = 4.0
+
+
+def register_cap(lim: Limits, warps: Any) -> np.ndarray:
+    """Registers a thread of a ``warps``-warp program may hold: the one register rule of every kernel here.
+
+    Triton declares each kernel's block size to ptxas (``.maxntid`` = 32 * num_warps, the PTX ISA's performance-tuning
+    directive; the CUDA C++ Programming Guide's launch bounds), so ptxas keeps a block within the registers a block may
+    have and spills the rest: cap = min(regs_per_thread, floor(regs_per_block / warps / unit) * unit / 32), registers
+    allocated per warp in units of ``reg_unit``. On cc 9.0 (64 K per block, 255 per thread, units of 256): 255 up to
+    8 warps, 128 at 16, 64 at 32. A config therefore never fails to launch for registers; it spills.
+    """
+    per_warp = np.floor(lim.regs_per_block / np.asarray(warps, float) / lim.reg_unit) * lim.reg_unit
+    return np.minimum(float(lim.regs_per_thread), np.floor(per_warp / 32))
+
+
+def registers(lim: Limits, warps: Any, wanted: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(registers a thread holds, registers it spills) for ``wanted`` registers a thread, by ``register_cap``."""
+    cap = register_cap(lim, warps)
+    wanted = np.asarray(wanted, float)
+    return np.minimum(np.ceil(wanted), cap), np.maximum(wanted - cap, 0.0)
+
+
+def spill_factor(lim: Limits, spills: Any) -> np.ndarray:
+    """How much spilled registers slow a program's steps: 1 + SPILL_COST * spills / regs_per_thread."""
+    return 1 + SPILL_COST * np.asarray(spills, float) / lim.regs_per_thread
 
 
 def block_reasons(res: Mapping[str, Any], i: int, lim: Limits, warps: Any, tiles: str = "") -> list[str]:

@@ -11,12 +11,16 @@ configs, each step in named dimensions:
   compiled kernels); registers per thread = acc + a share of the operand tiles + a base (acc = BLOCK_M * BLOCK_N /
   (32 * num_warps) fp32 accumulators); occupancy from both (``limits.programs_per_sm``); waves = ceil(programs /
   (SMs * occupancy)).
-- a k-step of one program takes the fitted loop overhead over the program's warpgroups (num_warps / 4, at least 1:
-  one warpgroup's address arithmetic and barriers overlap another's MMAs) plus the longest of: its MMAs at the SM's tensor rate (times
+- registers beyond ``limits.register_cap`` (255 a thread up to 8 warps on cc 9.0) spill; spills slow the steps
+  (``limits.spill_factor``): no config fails to launch for registers.
+- a k-step of one program takes the fitted loop overhead plus the longest of: its MMAs at the SM's tensor rate (times
   the instruction's fitted efficiency, times the warps' share of the SM's four sub-partitions for mma.sync, shared by
   the programs on the SM; mma.sync warps beyond the tile's (BLOCK_M / 16) * (BLOCK_N / 8) instructions repeat them);
   its (BLOCK_M + BLOCK_N) * BLOCK_K * e bytes from L2 at the fitted L2 bandwidth shared by every running program;
-  and the load latency over the num_stages - 1 loads in flight. A program adds the pipeline's fill (one load latency),
+  its shared-memory traffic (the tiles written in and read by the MMAs as Triton lays its warps,
+  ``smem_bytes_per_step``) at the SM's shared-memory bandwidth, shared by the programs on the SM; and the load
+  latency over the num_stages - 1 loads in flight. An operand not known to be 16-aligned adds its element-by-element
+  loads (it has one buffer, so they cannot overlap the MMAs). A program adds the pipeline's fill (one load latency),
   the epilogue's store of its tile at its share of DRAM bandwidth, and the fitted per-program cost.
 - the whole grid's DRAM bytes: A and B re-read as the L2 (half of it: NB, the two partitions hold a line twice) fails to
   hold them under GROUP_M ordering (``dram_bytes``), plus C once (SPLIT_K > 1: read and written per split).
@@ -30,20 +34,48 @@ from typing import Any, Mapping
 import numpy as np
 
 from .._display import fmt_value
-from .limits import Limits, Params, block_reasons, programs_per_sm
+from .limits import (L2_SHARE, SMEM_BYTES_PER_CLOCK, Limits, Params, block_reasons, programs_per_sm,
+                     registers, spill_factor)
 
-__all__ = ["resources", "reasons", "dram_bytes", "model", "REGISTER_BASE", "L2_SHARE"]
+__all__ = ["resources", "reasons", "dram_bytes", "model", "warp_grid", "smem_bytes_per_step", "REGISTER_BASE", "L2_SHARE"]
 
 #: registers per thread beyond the accumulators: base and share of the operand tile per thread, per instruction, as
 #: Triton 3.6's compiled kernels of the fit set report them (n_regs; least squares, within 6 registers for wgmma)
 REGISTER_BASE: Mapping[str, tuple[float, float]] = {"wgmma": (19.0, 0.43), "mma.sync": (36.0, 0.35)}
-#: how much a step slows per spilled register (as a share of the register file a thread may use): NB a round figure
-SPILL_COST = 4.0
 #: registers per element a thread loads one by one, and per such element and stage in flight (the same least squares
 #: over the fit set's compiles of shapes whose n or k is not a multiple of 16)
 UNALIGNED_REGISTERS = (1.4, 0.12)
-#: the share of the L2 that holds distinct lines (NB: an H100/H200 L2 is two partitions that may each hold a line)
-L2_SHARE = 0.5
+
+
+
+
+def warp_grid(bm: np.ndarray, bn: np.ndarray, units: np.ndarray, wg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """How Triton 3.6 lays a dot's ``units`` over the tile, (along BLOCK_M, along BLOCK_N) (its warpsPerTile).
+
+    wgmma (``units`` = warpgroups, 64 rows each): split BLOCK_M while it has more than 64 rows per unit, then
+    BLOCK_N. mma.sync (``units`` = warps, m16n8 tiles): split the side with more tiles per warp, BLOCK_M first on a
+    tie, while it has 16 rows per warp to give.
+    """
+    wm, wn = np.ones(np.shape(bm)), np.ones(np.shape(bm))
+    for _ in range(int(np.log2(max(float(np.max(units)), 1.0))) + 1):
+        more = wm * wn < units
+        split_m = np.where(wg, bm > 64 * wm, (bm / (16 * wm) >= bn / (8 * wn)) & (wm < bm / 16))
+        wm = np.where(more & split_m, 2 * wm, wm)
+        wn = np.where(more & ~split_m, 2 * wn, wn)
+    return wm, wn
+
+
+def smem_bytes_per_step(t: Mapping[str, np.ndarray], wg: np.ndarray, e: float) -> np.ndarray:
+    """Shared-memory bytes one k-step of a program moves: its A and B tiles written in, and read by the MMAs.
+
+    wgmma reads both operands from shared memory: each warpgroup its A rows (BLOCK_M / wm of them) once, and B once
+    per 64-row instruction, so A is read wn times and B BLOCK_M / 64 times. mma.sync loads each warp's fragments:
+    A once per warp column (wn), B once per warp row (wm).
+    """
+    bm, bn, bk, w = t["BLOCK_M"], t["BLOCK_N"], t["BLOCK_K"], t["num_warps"]
+    wm, wn = warp_grid(bm, bn, np.where(wg, w / 4, w), wg)
+    reads = np.where(wg, wn * bm * bk + np.maximum(bm / 64, 1.0) * bk * bn, wn * bm * bk + wm * bk * bn)
+    return (reads + (bm + bn) * bk) * e
 
 
 def uses_wgmma(t: Mapping[str, np.ndarray], lim: Limits) -> np.ndarray:
@@ -75,23 +107,20 @@ def resources(t: Mapping[str, np.ndarray], lim: Limits, e_in: float, e_out: floa
     loose = ((0 if a_async else bm * bk) + (0 if b_async else bk * bn)) / (32 * w)  # such elements per thread
     staged = loose * (UNALIGNED_REGISTERS[0] + UNALIGNED_REGISTERS[1] * np.maximum(s - 1, 0))
     wanted = base + acc + share * operand + staged
-    regs = np.minimum(np.ceil(wanted), lim.regs_per_thread)
+    regs, spills = registers(lim, w, wanted)
     occupancy, limiter = programs_per_sm(lim, w, smem, regs)
     scalar = ((0 if a_async else bm * bk) + (0 if b_async else bk * bn)) * np.ones(bm.shape)
-    return {"wgmma": wg, "smem": smem, "regs": regs, "spills": np.maximum(wanted - lim.regs_per_thread, 0.0),
+    return {"wgmma": wg, "smem": smem, "regs": regs, "spills": spills,
             "threads": 32 * w, "occupancy": occupancy, "limiter": limiter, "scalar_loads": scalar}
 
 
 def reasons(t: Mapping[str, np.ndarray], res: Mapping[str, np.ndarray], lim: Limits) -> list[str | None]:
-    """Why each config cannot launch (None where it can): shared memory, threads, registers per block."""
+    """Why each config cannot launch (None where it can): shared memory, threads (registers spill: ``register_cap``)."""
     out: list[str | None] = []
     for i in range(len(res["smem"])):
         why = block_reasons(res, i, lim, t["num_warps"][i], f"{fmt_value(t['num_stages'][i])} stages of "
                             f"({fmt_value(t['BLOCK_M'][i])} + {fmt_value(t['BLOCK_N'][i])}) x "
                             f"{fmt_value(t['BLOCK_K'][i])} tiles")
-        if not why and res["occupancy"][i] < 1:
-            why.append(f"needs {int(res['regs'][i])} registers a thread for {int(res['threads'][i])} threads, the "
-                       f"{lim.gpu} gives {lim.regs_per_block:,} per block")
         out.append("; ".join(why) or None)
     return out
 
@@ -136,16 +165,19 @@ def model(t: Mapping[str, np.ndarray], m: float, n: float, k: float, lim: Limits
     rate = lim.peak_per_sm * eff * warp_share / resident * working / w  # FLOP/s of one program
     t_mma = 2 * bm * bn * bk / rate
     t_l2 = (bm + bn) * bk * e_in * running / p.l2_bandwidth
-    t_scalar = res["scalar_loads"] * resident / (p.scalar_loads * lim.clock_hz)
     t_latency = p.load_latency / np.maximum(s - 1, 1)
-    t_step = np.maximum(np.maximum(np.maximum(t_mma, t_l2), t_latency), t_scalar)
-    warpgroups = np.maximum(w / 4, 1.0)  # NB: one warpgroup's loop overhead overlaps another's MMAs, evenly
+    t_smem = smem_bytes_per_step(t, res["wgmma"], e_in) * resident / (SMEM_BYTES_PER_CLOCK * lim.clock_hz)
+    # an operand loaded element by element has one shared buffer: its loads and stores into shared memory wait for
+    # the previous step's MMAs to release it, so they add to the step (the SM's load units: a warp per sub-partition)
+    lanes = np.minimum(1.0, resident * w / 4)
+    t_scalar = res["scalar_loads"] * resident / (p.scalar_loads * lim.clock_hz * lanes)
+    t_step = np.maximum(np.maximum(np.maximum(t_mma, t_l2), t_latency), t_smem) + t_scalar
     t_step = np.where(s > 1, t_step, t_step + p.load_latency)  # one stage: every load waits its latency
-    t_step = t_step + p.kstep / warpgroups
+    t_step = t_step + p.kstep
     t_store = bm * bn * e_out * running / lim.dram_bandwidth
     if n % 16:
         t_store = t_store + bm * bn * resident / (p.scalar_loads * lim.clock_hz)  # stored element by element
-    spill = 1 + SPILL_COST * res["spills"] / lim.regs_per_thread  # NB: spills slow each step in proportion
+    spill = spill_factor(lim, res["spills"])
     t_program = steps * t_step * spill + p.load_latency + t_store + p.program
     dram = dram_bytes(t, m, n, k, lim, e_in, e_out)
     seconds = np.maximum(waves * t_program, dram / lim.dram_bandwidth) + lim.launch_floor
