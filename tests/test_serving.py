@@ -192,3 +192,38 @@ def test_the_old_default_figures_are_the_estimate_less_generates_host_work():
     prefill = float(sk.predict(GPT2.prefill(batch=4, seq=300, kernels="eager"), "h200", warn=False).seconds)
     assert e.tpot - e.host_tpot == pytest.approx(np.mean(steps), rel=1e-12)
     assert e.ttft - e.host_ttft == pytest.approx(prefill, rel=1e-12)
+
+
+def _evaluate():
+    """benchmarks/serving/evaluate.py, the script that writes the serving report."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "serving" / "evaluate.py"
+    spec = importlib.util.spec_from_file_location("serving_evaluate", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_frozen_serving_figures_are_the_datas():
+    """The seed-3004 frozen test's table in data/h200_serving.md, and the medians docs/many-gpus.md quotes, are what
+    evaluate.py computes from the measured file with today's model (the model frozen at bc018d1)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ev = _evaluate()
+    doc = json.loads((root / "data" / "h200_serving_test_seed3004.json").read_text())
+    assert doc["frozen_by_commit"] == "bc018d1" and doc["seed"] == 3004
+    summary = ev.table(ev.predictions(doc, False))
+    report = (root / "data" / "h200_serving.md").read_text()
+    for line in ev.markdown(summary).splitlines()[2:]:
+        assert line in report, line
+    overall = {r["engine"]: r for r in summary if r["family"] == "all"}
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    e, s = overall["hf-eager"], overall["hf-static"]
+    assert (f"hf-eager {e['ttft_median']:.1%} off at the median in TTFT and {e['tpot_median']:.1%} in TPOT, "
+            f"hf-static {s['ttft_median']:.1%} and {s['tpot_median']:.1%}") in page
+    assert sum(r["cases"] for r in overall.values()) == 11

@@ -26,7 +26,6 @@ import numpy as np
 
 import solkit as sk
 from solkit import models, planning
-from solkit.stacks import transformers517 as hf
 
 
 def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False) -> list[dict[str, Any]]:
@@ -108,7 +107,10 @@ def fit(rows: list[dict[str, Any]], scale: float) -> dict[str, Any]:
     request, token, layer = lad(a, y)
     static_token = statistics.median(resid(r, "tpot") / scale for r in static)
     cache = statistics.median((resid(r, "ttft") / scale - request) / r["layers"] - layer for r in static)
-    us = lambda v: round(float(v) * 1e6, 1)  # noqa: E731 - a unit
+
+    def us(v: Any) -> float:
+        return round(float(v) * 1e6, 1)
+
     return {"GENERATE_REQUEST_US": {"hf-eager": us(request), "hf-static": us(request)},
             "GENERATE_TOKEN_US": {"hf-eager": us(token), "hf-static": us(static_token)},
             "GENERATE_LAYER_US": us(layer), "STATIC_CACHE_LAYER_US": us(cache),

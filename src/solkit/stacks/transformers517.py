@@ -7,8 +7,9 @@ layers, which pins the per-step figure apart from the per-layer one). Each case'
 what ``predict`` counted beyond an eager forward's preamble and per-layer Python (the spec's ``host_program`` and
 ``host_layer``, which generate's figures replace; the per-launch host time stays predict's); one least-absolute-
 deviations fit gives the eager figures, medians the static ones. The frozen test draws (seeds 3002, spent, and 3004)
-are never fitted on. Fitted without a launch probe (with each case's probe the held-out static cases were 3-4x worse);
-``FIT_PROBE_US`` is the seed-3001 host's probe, and a caller's probe (``host_probe_us``) scales the figures by it.
+are never fitted on. Fitted without a launch probe (with each case's probe the held-out static cases were worse:
+``data/h200_serving.md``); ``FIT_PROBE_US`` is the seed-3001 host's probe, and a caller's probe (``host_probe_us``)
+scales the figures by it.
 NB: one stack on one host; another transformers would be another module.
 """
 
