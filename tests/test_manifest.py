@@ -100,6 +100,8 @@ def _own_record(name: str) -> dict:
                 "seed": proto["seeds"][proto["role"]]}
     if "engines" in raw and "environment" in raw:  # benchmarks/serving/generate.py: its seed and GPU, no date
         return {"gpu": raw["environment"]["gpu"], "gpus": 1, "seed": raw["seed"]}
+    if "families" in raw and "environment" in raw:  # benchmarks/serving/profile_decode.py: its GPU, no seed, no date
+        return {"gpu": raw["environment"]["gpu"], "gpus": 1}
     command = raw.get("command") or []
     seed = int(command[command.index("--draw") + 1]) if "--draw" in command else None
     if "env" in raw and "gpu" in raw["env"]:
@@ -120,8 +122,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 59  # 27 kernel files + 11 step files + 4 captured-step files + 5 collectives files + 5 split-step files
-    # + 2 serving files + 5 tune files
+    assert checked == 63  # 27 kernel files + 11 step files + 5 captured-step files + 5 collectives files + 5 split-step files
+    # + 5 serving files (4 draws, 1 decode profile) + 5 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -89,22 +89,26 @@ def test_a_system_and_its_name_serve_one_gpu_by_default():
 
 
 def test_engines_host_figures_by_hand():
-    """hf-eager adds generate's per-request and per-token host figures; hf-static the static cache's per layer; fused none."""
+    """Each eager forward in generate runs generate's preamble and per-layer Python in place of the closed form's
+    (the H200 spec: host_program 2,255.8 us, host_layer 60.9 us); hf-static adds the static cache's per layer; fused none."""
+    closed = 2255.8 + 60.9 * 12  # 2,986.6 us: GPT-2's 12 layers, as predict counts an eager forward
     eager = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="hf-eager")
-    assert eager.host_ttft == pytest.approx(5626.5e-6)  # GENERATE_REQUEST_US
-    assert eager.host_tpot == pytest.approx(2242.7e-6)  # GENERATE_TOKEN_US["hf-eager"]
+    assert eager.host_ttft == pytest.approx((3230.4 + 357.3 * 12 - closed) * 1e-6)  # 4,531.4 us
+    assert eager.host_tpot == pytest.approx((858.9 + 357.3 * 12 - closed) * 1e-6)  # 2,159.9 us
     static = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="hf-static")
-    assert static.host_ttft == pytest.approx((5626.5 + 351.8 * 12) * 1e-6)  # 9,848.1 us over GPT-2's 12 layers
-    assert static.host_tpot == pytest.approx(857.6e-6)
+    assert static.host_ttft == pytest.approx((3230.4 + (382.0 + 357.3) * 12 - closed) * 1e-6)  # 9,115.4 us
+    assert static.host_tpot == pytest.approx(903.3e-6)  # the compiled step: no closed-form host time to replace
     fused = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, engine="fused")
     assert fused.host_ttft == fused.host_tpot == 0.0
-    assert (hf.GENERATE_TOKEN_US["hf-eager"], hf.STATIC_CACHE_LAYER_US) == (2242.7, 351.8)
+    assert (hf.GENERATE_TOKEN_US["hf-eager"], hf.GENERATE_LAYER_US, hf.STATIC_CACHE_LAYER_US) == (858.9, 357.3, 382.0)
 
 
 def test_a_probe_scales_generates_host_figures():
-    """host_probe_us twice the fit host's doubles generate's figures."""
+    """host_probe_us twice the fit host's doubles generate's figures; the closed form's replaced part scales as predict
+    scales it (16.48 over the spec's 5.67 us)."""
     e = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, host_probe_us=2 * hf.FIT_PROBE_US)
-    assert e.host_tpot == pytest.approx(2 * 2242.7e-6)
+    # 2 x (858.9 + 357.3 x 12) - 2,986.6 x 16.48 / 5.67 = 10,293.0 - 8,680.6 = 1,612.4 us
+    assert e.host_tpot == pytest.approx((2 * (858.9 + 357.3 * 12) - (2255.8 + 60.9 * 12) * 16.48 / 5.67) * 1e-6)
 
 
 def test_the_static_engine_attends_over_the_whole_preallocated_cache():
@@ -188,3 +192,38 @@ def test_the_old_default_figures_are_the_estimate_less_generates_host_work():
     prefill = float(sk.predict(GPT2.prefill(batch=4, seq=300, kernels="eager"), "h200", warn=False).seconds)
     assert e.tpot - e.host_tpot == pytest.approx(np.mean(steps), rel=1e-12)
     assert e.ttft - e.host_ttft == pytest.approx(prefill, rel=1e-12)
+
+
+def _evaluate():
+    """benchmarks/serving/evaluate.py, the script that writes the serving report."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "serving" / "evaluate.py"
+    spec = importlib.util.spec_from_file_location("serving_evaluate", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_frozen_serving_figures_are_the_datas():
+    """The seed-3004 frozen test's table in data/h200_serving.md, and the medians docs/many-gpus.md quotes, are what
+    evaluate.py computes from the measured file with today's model (the model frozen at bc018d1)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ev = _evaluate()
+    doc = json.loads((root / "data" / "h200_serving_test_seed3004.json").read_text())
+    assert doc["frozen_by_commit"] == "bc018d1" and doc["seed"] == 3004
+    summary = ev.table(ev.predictions(doc, False))
+    report = (root / "data" / "h200_serving.md").read_text()
+    for line in ev.markdown(summary).splitlines()[2:]:
+        assert line in report, line
+    overall = {r["engine"]: r for r in summary if r["family"] == "all"}
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    e, s = overall["hf-eager"], overall["hf-static"]
+    assert (f"hf-eager {e['ttft_median']:.1%} off at the median in TTFT and {e['tpot_median']:.1%} in TPOT, "
+            f"hf-static {s['ttft_median']:.1%} and {s['tpot_median']:.1%}") in page
+    assert sum(r["cases"] for r in overall.values()) == 11

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """solkit's serving predictions against ``generate.py``'s measurements: fit the engines' host figures, or report.
 
-    python benchmarks/serving/evaluate.py data/h200_serving_fit_seed3001.json --fit     # the figures to freeze
-    python benchmarks/serving/evaluate.py data/h200_serving_test_seed3002.json --markdown  # the frozen report
+    python benchmarks/serving/evaluate.py data/h200_serving_fit_seed3001.json data/h200_serving_fit_seed3003.json \
+        --profile data/h200_serving_decode_profile.json --fit                              # the figures to freeze
+    python benchmarks/serving/evaluate.py data/h200_serving_test_seed3004.json --markdown  # the frozen report
 
 Each measured case is predicted by ``planning.inference(model, "h200", batch, prompt, output, engine=...)``, the
 model built by ``models.from_hf_config`` from the case's recorded config, as a user calls it: without a launch probe
-(``--probe`` passes the host's recorded one as ``host_probe_us``; on the fit draw it over-predicts the eager steps and
-makes generate's per-token figure negative, so the figures are fitted without it). ``--fit``: each figure of ``stacks.transformers517`` is the median over
-the draw's cases of measured minus predicted without that figure (generate's host work per token from TPOT, per
-request from the eager TTFT, the static cache's per layer from the static TTFT less the per-request figure), in the
-fit host's probe units. The report: per family and engine, the median and p90 of exp(|log(pred / meas)|) - 1.
+(``--probe`` passes the draw's recorded one, ``--case-probe`` each case's: diagnoses, not the protocol). ``--fit``
+(``fit``'s docstring): the figures of ``stacks.transformers517`` from the pooled fit files and the profile's timings
+(the full models and their 2-layer cuts). The report: per family and engine, the median and p90 of
+exp(|log(pred / meas)|) - 1.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ import numpy as np
 
 import solkit as sk
 from solkit import models, planning
-from solkit.stacks import transformers517 as hf
 
 
 def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False) -> list[dict[str, Any]]:
-    """One row per measured case: measured and predicted TTFT and TPOT, and the host figures inside the prediction."""
+    """One row per measured case: measured and predicted TTFT and TPOT, the host figures inside the prediction, and
+    what predict counted of an eager forward's preamble and per-layer Python (``closed``, which generate's replace)."""
     gpu = sk.load_gpu("h200")
     built: dict[str, Any] = {}
     rows = []
@@ -38,31 +38,83 @@ def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False) -> l
     for cid, c in doc["cases"].items():
         if c.get("status") != "ok":
             continue
-        if c["family"] not in built:
-            built[c["family"]] = models.from_hf_config(c["model"]["hf_config"])
-        m = built[c["family"]]
+        key = (c["family"], c.get("layers"))
+        if key not in built:
+            config = dict(c["model"]["hf_config"])
+            if c.get("layers") is not None:  # the profile's layer sweep: the family with its layers cut
+                config.update({k: c["layers"] for k in LAYER_KEYS if k in config})
+                if config.get("layer_types"):
+                    config["layer_types"] = config["layer_types"][:c["layers"]]
+            built[key] = models.from_hf_config(config)
+        m = built[key]
+        used = c["case_probe_us"] if case_probe else probe_us
         e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"], engine=c["engine"],
-                               host_probe_us=c["case_probe_us"] if case_probe else probe_us)
+                               host_probe_us=used)
         rows.append({"id": cid, "family": c["family"], "engine": c["engine"], "layers": m.layers,
                      "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(e.ttft),
-                     "tpot_pred": float(e.tpot), "host_ttft": float(e.host_ttft), "host_tpot": float(e.host_tpot)})
+                     "tpot_pred": float(e.tpot), "host_ttft": float(e.host_ttft), "host_tpot": float(e.host_tpot),
+                     "closed": planning._closed_forward_host(gpu, m.layers, used)})
     return rows
 
 
-def fit(rows: list[dict[str, Any]], scale: float) -> dict[str, Any]:
-    """The medians that become ``stacks.transformers517``'s figures (us, in the fit host's probe units)."""
-    def us(values: list[float]) -> float:
-        return round(statistics.median(values) * 1e6 / scale, 1)
+LAYER_KEYS = ("num_hidden_layers", "n_layer")
 
+
+def profile_doc(path: str, configs: dict[str, Any]) -> dict[str, Any]:
+    """``profile_decode.py``'s timings as hf-eager cases (the full model and its cut to a few layers; the configs are
+    the draws' own): fit data, measured by the same TTFT / TPOT protocol at one shape."""
+    with open(path) as f:
+        prof = json.load(f)
+    cases = {}
+    for family, rec in prof["families"].items():
+        for label in ("full", "few"):
+            t = rec[label]
+            cases[f"profile-{family}-{label}"] = {
+                "status": "ok", "family": family, "engine": "hf-eager", "batch": prof["batch"], "prompt": prof["prompt"],
+                "output": prof["tokens"], "ttft_s": t["ttft_s"], "tpot_s": t["tpot_s"], "case_probe_us": rec[f"{label}_probe_us"],
+                "layers": t["layers"] if label == "few" else None, "model": {"hf_config": configs[family]}}
+    return {"host_probe_us": None, "cases": cases}
+
+
+def lad(a: np.ndarray, y: np.ndarray, rounds: int = 200) -> np.ndarray:
+    """Least absolute deviations (the median's regression), by iteratively reweighted least squares."""
+    w = np.ones(len(y))
+    x = np.zeros(a.shape[1])
+    for _ in range(rounds):
+        root = np.sqrt(w)
+        x = np.linalg.lstsq(a * root[:, None], y * root, rcond=None)[0]
+        w = 1.0 / np.maximum(np.abs(y - a @ x), 1e-6)
+    return x
+
+
+def fit(rows: list[dict[str, Any]], scale: float) -> dict[str, Any]:
+    """The figures of ``stacks.transformers517`` (us, in the fit host's probe units), from each case's residual: measured
+    less what predict counted beyond an eager forward's preamble and per-layer Python (``closed``).
+
+    hf-eager: TTFT residual = request + layer x layers, TPOT residual = token + layer x layers, one least-absolute-
+    deviations fit over both (the layer figure shared: one forward's Python per layer, prefill or decode step);
+    hf-static: the per-token figure is the median TPOT residual (its compiled step has no closed-form host time), the
+    static cache's per-layer figure the median of (TTFT residual - request) / layers - layer."""
     eager = [r for r in rows if r["engine"] == "hf-eager"]
     static = [r for r in rows if r["engine"] == "hf-static"]
-    request = us([r["ttft_meas"] - (r["ttft_pred"] - r["host_ttft"]) for r in eager])
-    token = {e: us([r["tpot_meas"] - (r["tpot_pred"] - r["host_tpot"]) for r in rows if r["engine"] == e])
-             for e in ("hf-eager", "hf-static")}
-    layer = us([(r["ttft_meas"] - (r["ttft_pred"] - r["host_ttft"]) - request * 1e-6 * scale) / r["layers"]
-                for r in static])
-    return {"GENERATE_REQUEST_US": {"hf-eager": request, "hf-static": request}, "GENERATE_TOKEN_US": token,
-            "STATIC_CACHE_LAYER_US": layer, "cases": {"hf-eager": len(eager), "hf-static": len(static)}}
+
+    def resid(r: dict[str, Any], what: str) -> float:
+        closed = r["closed"] if (what == "ttft" or r["engine"] == "hf-eager") else 0.0
+        return r[f"{what}_meas"] - (r[f"{what}_pred"] - r[f"host_{what}"]) + closed
+
+    a = np.array([[1.0, 0.0, r["layers"]] for r in eager] + [[0.0, 1.0, r["layers"]] for r in eager])
+    y = np.array([resid(r, "ttft") for r in eager] + [resid(r, "tpot") for r in eager]) / scale
+    request, token, layer = lad(a, y)
+    static_token = statistics.median(resid(r, "tpot") / scale for r in static)
+    cache = statistics.median((resid(r, "ttft") / scale - request) / r["layers"] - layer for r in static)
+
+    def us(v: Any) -> float:
+        return round(float(v) * 1e6, 1)
+
+    return {"GENERATE_REQUEST_US": {"hf-eager": us(request), "hf-static": us(request)},
+            "GENERATE_TOKEN_US": {"hf-eager": us(token), "hf-static": us(static_token)},
+            "GENERATE_LAYER_US": us(layer), "STATIC_CACHE_LAYER_US": us(cache),
+            "cases": {"hf-eager": len(eager), "hf-static": len(static)}}
 
 
 def error(pred: float, meas: float) -> float:
@@ -102,7 +154,8 @@ def markdown(summary: list[dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("data")
+    ap.add_argument("data", nargs="+", help="one or more generate.py files (pooled)")
+    ap.add_argument("--profile", help="profile_decode.py's file: its timings join the cases (fit data only)")
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--probe", action="store_true", help="predict with the recorded launch probe (host_probe_us)")
     ap.add_argument("--case-probe", action="store_true", help="predict each case with the probe taken just before it "
@@ -110,13 +163,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
     args = ap.parse_args(argv)
-    with open(args.data) as f:
-        doc = json.load(f)
     probe = args.probe
-    rows = predictions(doc, probe, args.case_probe)
+    rows: list[dict[str, Any]] = []
+    docs = []
+    for path in args.data:
+        with open(path) as f:
+            docs.append(json.load(f))
+        rows += predictions(docs[-1], probe, args.case_probe)
+    if args.profile:
+        configs = {c["family"]: c["model"]["hf_config"] for d in docs for c in d["cases"].values() if "model" in c}
+        rows += predictions(profile_doc(args.profile, configs), False, args.case_probe)
     if args.fit:
-        scale = (doc["host_probe_us"] / hf.FIT_PROBE_US) if probe else 1.0
-        print(json.dumps(fit(rows, scale), indent=1))
+        if probe or args.case_probe:
+            raise SystemExit("--fit fits without a probe (the figures are in the fit hosts' units: the module's docstring)")
+        print(json.dumps(fit(rows, 1.0), indent=1))
     if args.cases:
         for r in rows:
             print(f"{r['id']:42s} TTFT {r['ttft_pred'] / r['ttft_meas']:.2f}  TPOT {r['tpot_pred'] / r['tpot_meas']:.2f}")

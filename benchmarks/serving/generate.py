@@ -72,16 +72,16 @@ def log(msg: str) -> None:
     print(f"[{elapsed():6.1f}s] {msg}", file=sys.stderr, flush=True)
 
 
-def draw(seed: int, count: int) -> list[dict[str, Any]]:
+def draw(seed: int, count: int, static_cases: int = STATIC_CASES) -> list[dict[str, Any]]:
     """``count`` cases drawn at random (seeded): family and engine uniformly, sizes log-uniform; at most
-    ``STATIC_CASES`` static ones; ordered so each (family, engine) comes early (a budget cut keeps coverage)."""
+    ``static_cases`` static ones; ordered so each (family, engine) comes early (a budget cut keeps coverage)."""
     rng = random.Random(seed)
     out: list[dict[str, Any]] = []
     while len(out) < count:
         family = sorted(SPACE)[rng.randrange(len(SPACE))]
         engine = ENGINES[rng.randrange(len(ENGINES))]
         sizes = {k: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi))))) for k, (lo, hi) in SPACE[family].items()}
-        if engine == "hf-static" and sum(c["engine"] == engine for c in out) >= STATIC_CASES:
+        if engine == "hf-static" and sum(c["engine"] == engine for c in out) >= static_cases:
             continue
         case = {"id": f"d{seed}-{family}-{engine}-b{sizes['batch']}-p{sizes['prompt']}-o{sizes['output']}",
                 "family": family, "engine": engine, **sizes}
@@ -173,6 +173,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--count", type=int, default=18)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--budget-s", type=float, default=330.0)
+    ap.add_argument("--static-cases", type=int, default=STATIC_CASES,
+                    help="at most this many hf-static cases (5 for the seeds 3001 and 3002)")
     ap.add_argument("--small", action="store_true")
     return ap.parse_args(argv)
 
@@ -183,10 +185,10 @@ def main(argv: list[str] | None = None) -> int:
 
     os.makedirs(args.out, exist_ok=True)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    cases = draw(args.draw, args.count)
+    cases = draw(args.draw, args.count, args.static_cases)
     probe = steps.launch_probe(torch) if dev == "cuda" else None
     doc: dict[str, Any] = {"protocol": __doc__, "seed": args.draw, "space": {k: dict(v) for k, v in SPACE.items()},
-                           "engines": list(ENGINES), "repeats": args.repeats, "small": args.small,
+                           "engines": list(ENGINES), "repeats": args.repeats, "static_cases": args.static_cases, "count": args.count, "small": args.small,
                            "environment": steps.environment(torch, dev), "host_probe_us": probe and probe * 1e6,
                            "cases": {c["id"]: {**c, "status": "pending"} for c in cases}}
     models: dict[str, Any] = {}

@@ -63,6 +63,7 @@ from .models.footprint import memory
 from .models.parallel import shard
 from .precision import normalize, storage_bytes
 from .prediction import predict
+from .prediction.gpu import calibration
 from .splits import SplitResult
 from .splits import search as search_splits
 from .stacks import transformers517 as hf
@@ -108,7 +109,7 @@ class InferenceEstimate:
     tp: int = 1
     comm_ttft: Any = 0.0  # s of TTFT in the tensor-parallel collectives
     comm_tpot: Any = 0.0  # s of TPOT in the tensor-parallel collectives
-    host_ttft: Any = 0.0  # s of TTFT in the engine's host work beyond the launches (generate's)
+    host_ttft: Any = 0.0  # s of TTFT in the engine's host work beyond what predict counted (generate's, net)
     host_tpot: Any = 0.0  # s of TPOT likewise
     cost_per_request: Cost | None = None  # latency / batch on tp GPUs
     cost_per_token: Cost | None = None  # latency / (batch x output) on tp GPUs
@@ -256,7 +257,7 @@ def inference(model: Transformer | CapturedModel, gpu: GPULike, batch: Dim = 1, 
     if n_tp > 1:
         comm_ttft = predict(tp_collectives(model, b, p, n_tp, dtype, rows=b), system, warn=False).seconds
         comm_tpot = predict(tp_collectives(model, b, 1, n_tp, dtype), system, warn=False).seconds
-    host_ttft, host_tpot = _generate_host(name, model.layers, probe)
+    host_ttft, host_tpot = _generate_host(name, model.layers, probe, g, host_probe_us)
     ttft = result(ttft + comm_ttft + host_ttft)
     tpot = result(tpot + comm_tpot + host_tpot)
     latency = result(ttft + n * tpot)
@@ -278,12 +279,34 @@ def _probe(host_probe_us: Any) -> float:
     return float(host_probe_us) / hf.FIT_PROBE_US
 
 
-def _generate_host(engine: str, layers: int, scale: float) -> tuple[float, float]:
-    """(per request, per token) host seconds of ``engine`` beyond its launches (``stacks.transformers517``)."""
+def _generate_host(engine: str, layers: int, scale: float, g: Any, host_probe_us: Any,
+                   captured: bool = False) -> tuple[float, float]:
+    """(per request, per token) host seconds of ``engine`` beyond what ``predict`` counted (``stacks.transformers517``).
+
+    Each eager forward inside ``generate`` (the prefill; with ``hf-eager`` every decode step too) runs generate's own
+    preamble and Python per layer (``GENERATE_REQUEST_US`` or ``GENERATE_TOKEN_US``, ``GENERATE_LAYER_US``) in place of
+    the closed form's (``host_program`` + ``host_layer`` per layer, which ``predict`` added): the difference is returned.
+    A captured program counted its modules' Python itself: generate's preamble replaces only its ``host_captured_program``.
+    NB: added to the step as if its host time were all exposed (generate's steps are host-bound but for long prefills).
+    """
     if engine == "fused":
         return 0.0, 0.0
-    request = hf.GENERATE_REQUEST_US[engine] + (hf.STATIC_CACHE_LAYER_US * layers if engine == "hf-static" else 0.0)
-    return request * 1e-6 * scale, hf.GENERATE_TOKEN_US[engine] * 1e-6 * scale
+    if captured:
+        forward = -float(calibration(g).host_captured_program)
+    else:
+        forward = hf.GENERATE_LAYER_US * layers * 1e-6 * scale - _closed_forward_host(g, layers, host_probe_us)
+    request = (hf.GENERATE_REQUEST_US[engine] + (hf.STATIC_CACHE_LAYER_US * layers if engine == "hf-static" else 0.0)) \
+        * 1e-6 * scale + forward
+    token = hf.GENERATE_TOKEN_US[engine] * 1e-6 * scale + (forward if engine == "hf-eager" else 0.0)
+    return request, token
+
+
+def _closed_forward_host(g: Any, layers: int, host_probe_us: Any) -> float:
+    """Seconds of an eager forward's preamble and per-layer Python as ``predict`` counts them on ``g`` (its spec's
+    ``host_program`` + ``host_layer`` per layer, scaled by the caller's probe as ``predict`` scales them)."""
+    cal = calibration(g)
+    f = 1.0 if host_probe_us is None or not cal.host_probe else float(host_probe_us) * 1e-6 / cal.host_probe
+    return float((cal.host_program + cal.host_layer * layers) * f)
 
 
 def _assumptions(engine: str, tp: int, gpu: str) -> tuple[str, ...]:
@@ -314,7 +337,7 @@ def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: A
     contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
     tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False).seconds)
                           for c in contexts]))
-    host_ttft, host_tpot = _generate_host(name, model.layers, 1.0)
+    host_ttft, host_tpot = _generate_host(name, model.layers, 1.0, g, None, captured=True)
     ttft, tpot = ttft + host_ttft, tpot + host_tpot
     latency = ttft + n * tpot
     footprint = model.memory(batch=b, seq=p + n, gpu=g, dtype=dtype)
