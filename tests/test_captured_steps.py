@@ -58,3 +58,23 @@ def test_captured_steps_predict_and_hold_memory():
     for r in rows:
         assert math.isfinite(r.predicted) and r.predicted > 0 and r.memory_captured > 0
         assert r.memory_error is not None and r.memory_error < 0.10  # measured: 2.5%, 5.3%, 4.5% at commit time
+
+
+def test_the_docs_quote_the_newest_frozen_tests_report():
+    """README's and accuracy.md's captured-programs figures are the generated report's (data/h200_captured.md) row
+    for the newest frozen test: per family and all, median / p90 and the memory median."""
+    newest = captured_files("test")[-1]
+    report = (DATA / "h200_captured.md").read_text().split(f"## {newest}: test", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(" *"): [c.strip() for c in line.split("|")[3:7]]
+            for line in report.splitlines() if line.startswith("| **")}
+    n, median, p90, memory = rows["all"]
+    seed = newest.split("seed")[1].split(".")[0]
+    readme = (DATA.parent / "README.md").read_text()
+    assert f"({n} cases, seed {seed}) | {median} / {p90} (peak memory {memory} median) |" in readme
+    accuracy = (DATA.parent / "docs" / "accuracy.md").read_text().split(f"frozen test, seed {seed} |", 1)[1]
+    assert f"| **all** | {n} | **{median} / {p90}** | **{memory}** |" in accuracy.split("\n\n", 1)[0]
+    names = {"bert-large": "BERT-large", "gemma": "Gemma-2B", "gpt2-medium": "GPT-2 medium", "mistral": "Mistral (4 layers)",
+             "mixtral": "Mixtral-shaped MoE", "qwen2": "Qwen2.5-0.5B", "qwen3": "Qwen3-0.6B"}
+    for family, name in names.items():
+        n, median, p90, memory = rows[family]
+        assert f"| {name} | {n} | {median} / {p90} | {memory} |" in accuracy.split("\n\n", 1)[0], family
