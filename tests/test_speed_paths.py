@@ -46,3 +46,41 @@ def test_off_is_the_remainders_test(d):
         for odd in ([np.inf, 8.0], [np.nan, 16.0]):
             assert np.array_equal(off(np.array(odd), d), np.array(odd) % d != 0)
     assert off(24.0, 8.0) is False and off(20.0, 8.0) is True  # a scalar: Python's own %
+
+
+@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed"])
+def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
+    """The tile search over a sweep (fewest units of 64x64 tile-waves, multiplied once; split-K on the elements whose
+    largest tiles leave SMs idle) gives each element's seconds and largest-tile count of the one-shape path exactly,
+    on random 3-D shapes (m, n, k uniform in 1..65535) and on batched, conv-like (no split-K), small
+    (mostly split-K), k-only and crossed sweeps."""
+    rng = np.random.default_rng(len(draw))
+    size = 4000
+
+    def sizes(high: int) -> np.ndarray:
+        return rng.integers(1, high + 1, size).astype(float)
+
+    m, n, k = sizes(65535), sizes(65535), sizes(65535)
+    batch: object = 1.0
+    split_k = True
+    if draw == "batched":
+        batch = sizes(16)
+    elif draw == "conv_like":
+        k, batch, split_k = np.ceil(sizes(1024) / 32) * 32 * 9, 3.0, False  # channels padded to a 32-wide k tile, 3x3
+    elif draw == "small":
+        m, n = sizes(300), sizes(300)
+    elif draw == "k_alone":
+        m, n = 4096.0, 1000.0  # type: ignore[assignment]
+    elif draw == "crossed":
+        m, n, k = m[:60, None], n[None, :70], 4096.0  # type: ignore[assignment]
+    rate, sms = 989.4e12, 132
+    seconds, efficiency, largest = tiles.gemm_time(m, n, k, batch, rate, sms, split_k)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (m, n, k, batch)))
+    assert seconds.shape == efficiency.shape == largest.shape == shape
+    flat = [np.broadcast_to(x, shape).reshape(-1) for x in (m, n, k, batch)]
+    for i, (mi, ni, ki, bi) in enumerate(zip(*flat)):
+        want = tiles._gemm_compute_time_one(float(mi), float(ni), float(ki), float(bi), rate, sms, split_k)
+        assert seconds.flat[i] == want[0] and largest.flat[i] == want[2]
+        assert efficiency.flat[i] == pytest.approx(want[1], rel=1e-12)
+    if draw == "small":  # the split-K regime was exercised: some element's best tile split k
+        assert np.any(largest < sms)

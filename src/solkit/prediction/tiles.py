@@ -48,44 +48,84 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
 
     ``split_k=False`` (cuDNN's implicit-GEMM convs): split = 1 always.
 
-    A sweep computes the same numbers in two regimes: a grid of at least SMs tiles splits
-    nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
-    (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
+    A sweep computes the same numbers in two regimes: where every tile's grid has at least SMs tiles
+    nothing splits, and the seconds are the fewest units (ceil(tiles / SMs) x TM*TN / 64^2) times
+    2*64*64*k / (rate / SMs), multiplied once (bit for bit each tile's own product, the best taken);
+    the elements whose largest tiles leave SMs idle take every tile in both regimes (``_gemm_sweep``).
     """
     if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
         return _gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
     if not shape:  # numpy scalars
         return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
-    per_sm = rate / sms
-    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(np.shape(k))
-    k_arr, max_split = np.broadcast_to(k, shape), np.broadcast_to(max_split, shape)
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
-    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
-    k_scalar = np.ndim(k) == 0
-    tiles, t = np.empty(shape), np.empty(shape)
-    best: Any = None
+    one = type(batch) is float and batch == 1.0  # x * 1.0 is x: the product's pass is skipped
+    cols = {tn: _ceil_div(n, tn) if one else product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
+    # split = 1 (a grid of at least SMs tiles): a tile's seconds are ceil(tiles / SMs) * (per_wave * k), per_wave =
+    # 2*TM*TN / per_sm = (TM*TN / 64^2) * per_wave(64x64) exactly (a power of two apart), so they are
+    # units * (per_wave(64x64) * k) rounded once, units = ceil(tiles / SMs) * TM*TN / 64^2 an exact integer; rounding
+    # is monotone, so the fastest tile is the one of fewest units, multiplied once
+    units: Any = None
     largest: Any = None
-    for tm, tn in TILES:
-        np.multiply(rows[tm], cols[tn], out=tiles)
+    size = int(np.prod(shape))
+    for i, (tm, tn) in enumerate(TILES):
+        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > size:  # mostly small grids: every element the full way
+            fm, fn, fk, fb = (np.broadcast_to(x, shape).reshape(-1) for x in (m, n, k, batch))
+            best = _gemm_sweep(fm, fn, fk, fb, rate, sms, split_k).reshape(shape)
+            useful = product(2.0 / rate, m, n, k, batch)
+            return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == shape
+                                   else None), largest
+        tiles = rows[tm] * cols[tn]
+        if type(tiles) is not np.ndarray or tiles.shape != shape:  # k alone swept, or m and n across each other
+            tiles = np.broadcast_to(tiles, shape).astype(float)
         if tm * tn == 128 * 256:
             largest = tiles.copy() if largest is None else np.minimum(largest, tiles, out=largest)
-        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
-        np.divide(tiles, sms, out=t)
-        np.ceil(t, out=t)
-        np.multiply(t, per_wave * (float(k) if k_scalar else k), out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
-        small = np.flatnonzero(tiles < sms)
-        if small.size:  # one wave; split-K spreads k over the idle SMs
-            few = tiles.reshape(-1)[small]
-            split = np.clip(np.floor_divide(sms, few), 1.0, max_split.reshape(-1)[small])
-            t.reshape(-1)[small] = per_wave * np.ceil(k_arr.reshape(-1)[small] / split)
-        if best is None:
-            best, t = t, np.empty(shape)
-        else:
-            np.minimum(best, t, out=best)
+        waves = np.divide(tiles, sms, out=tiles)
+        np.ceil(waves, out=waves)
+        if tm * tn != 64 * 64:
+            np.multiply(waves, float(tm * tn // (64 * 64)), out=waves)
+        units = waves if units is None else np.minimum(units, waves, out=units)
+    base = 2.0 * 64 * 64 / (rate / sms)
+    best = np.multiply(units, base * (float(k) if np.ndim(k) == 0 else k), out=units)
+    # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
+    small = np.flatnonzero(largest < sms)
+    if small.size:
+        pm, pn, pk, pb = (np.broadcast_to(x, shape).reshape(-1)[small] for x in (m, n, k, batch))
+        best.reshape(-1)[small] = _gemm_sweep(pm, pn, pk, pb, rate, sms, split_k)
     useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
     efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
     return best, efficiency, largest
+
+
+def _gemm_sweep(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, rate: float, sms: int,
+                split_k: bool = True) -> np.ndarray:
+    """``gemm_time``'s seconds of a sweep (1-D arrays of one length), every tile in both regimes.
+
+    A grid of at least SMs tiles splits nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller
+    one fits one wave (tiles * split <= SMs) of ceil(k / split). ``gemm_time`` takes it where some tile's grid
+    is smaller than the SMs (a test holds both to ``_gemm_compute_time_one``).
+    """
+    per_sm = rate / sms
+    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(k.shape)
+    rows = {tm: np.ceil(m / tm) for tm in (64, 128, 256)}
+    cols = {tn: np.ceil(n / tn) * batch for tn in (64, 128, 256)}
+    tiles, t = np.empty(k.shape), np.empty(k.shape)
+    best: Any = None
+    for tm, tn in TILES:
+        np.multiply(rows[tm], cols[tn], out=tiles)
+        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
+        np.divide(tiles, sms, out=t)
+        np.ceil(t, out=t)
+        np.multiply(t, per_wave * k, out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
+        few = np.flatnonzero(tiles < sms)
+        if few.size:  # one wave; split-K spreads k over the idle SMs
+            split = np.clip(np.floor_divide(sms, tiles[few]), 1.0, max_split[few])
+            t[few] = per_wave * np.ceil(k[few] / split)
+        if best is None:
+            best, t = t, np.empty(k.shape)
+        else:
+            np.minimum(best, t, out=best)
+    return best
 
 
 def tile_waves(tiles: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
