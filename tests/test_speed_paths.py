@@ -84,3 +84,24 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         assert efficiency.flat[i] == pytest.approx(want[1], rel=1e-12)
     if draw == "small":  # the split-K regime was exercised: some element's best tile split k
         assert np.any(largest < sms)
+
+
+def test_a_sweeps_variant_entries_are_the_where_chain():
+    """lookup over a sweep (one pass of a small table where several variants apply) is the chain of wheres, each
+    element taking the last applying variant's entry: by hand, element 0 none (the op's 0.5), 1 a (0.25), 2 b (0.125),
+    3 a and c (c: 0.0625), 4 all (c); a scalar True variant overrides what came before it; an all-False one is skipped."""
+    from solkit.prediction.kernel import KernelTerms, lookup
+
+    a = np.array([False, True, False, True, True])
+    b = np.array([False, False, True, False, True])
+    c = np.array([False, False, False, True, True])
+    table = {"matmul": 0.5, "matmul_a": 0.25, "matmul_b": 0.125, "matmul_c": 0.0625, "matmul_t": 2.0}
+
+    def terms(*variants: tuple[str, object]) -> KernelTerms:
+        return KernelTerms("gemm", "matmul", tuple(variants), 1.0, True, 1.0, 1.0, 1.0, False, False)
+
+    got = lookup(table, terms(("a", a), ("x", False), ("b", b), ("c", c)), 1.0)
+    assert got.tolist() == [0.5, 0.25, 0.125, 0.0625, 0.0625]
+    assert lookup(table, terms(("a", a), ("t", True), ("b", b)), 1.0).tolist() == [2.0, 2.0, 0.125, 2.0, 0.125]
+    assert lookup(table, terms(("a", np.zeros(5, dtype=bool)), ("t", True)), 1.0) == 2.0
+    assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast

@@ -245,13 +245,33 @@ def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> An
     entry keeps what came before.
     """
     value = table.get(terms.op, table.get(terms.kind, default))
+    swept: list[tuple[Any, float]] = []  # (mask, entry) of a sweep's variants that apply somewhere, in order
     for name, mask in terms.variants:
         if mask is False:  # the common scalar case, decided without a lookup
             continue
         key = terms.op + "_" + name
         if key in table and (mask is True or any_(mask)):
+            if type(mask) is np.ndarray and mask.ndim and type(value) is float:
+                swept.append((mask, table[key]))
+                continue
+            if swept:
+                value, swept = _chosen(value, swept), []
             value = table[key] if mask is True else where(mask, table[key], value)
-    return value
+    return _chosen(value, swept) if swept else value
+
+
+def _chosen(value: float, swept: list[tuple[np.ndarray, float]]) -> Any:
+    """``where(mask_n, entry_n, ... where(mask_1, entry_1, value))``: one pass of a small table's entries where
+    several masks apply (each element takes the last entry whose mask holds, else ``value``)."""
+    if len(swept) == 1:
+        return np.where(swept[0][0], swept[0][1], value)
+    code: Any = swept[0][0].astype(np.uint8)
+    for bit, (mask, _) in enumerate(swept[1:], start=1):
+        code = code | (mask.astype(np.uint8) << bit)
+    choices = np.full(1 << len(swept), value)
+    for c in range(1, len(choices)):
+        choices[c] = swept[c.bit_length() - 1][1]  # the highest bit set: the last mask that holds
+    return np.take(choices, code)
 
 
 def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
