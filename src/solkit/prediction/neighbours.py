@@ -336,10 +336,13 @@ def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
-    """``_unique``'s answer by marking cells on a small grid (the distinct cells in its order).
+    """``_unique``'s answer by marking cells on a small grid (the distinct cells, in the order of their features'
+    places, then of their flags).
 
-    An element's place on the grid is its quantized features and flags in mixed radix, the first feature fastest;
-    None where the grid is not small for the sweep's elements (or the features are not float64 octaves).
+    An element's place on the grid is its quantized features in mixed radix, the first feature fastest; the places
+    present are ranked, and each rank with the element's flags (its low bits) is a place on a second grid of the
+    pairs present; None where the grids are not small for the sweep's elements (or the features are not float64
+    octaves).
     """
     parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
     if len(parts) < len(swept):
@@ -356,22 +359,35 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         cell = _added(cell, u, shape)
         stride *= span
     cell = np.zeros(shape, dtype=np.intp) if cell is None else cell
-    for flag in flags:
-        np.add(cell, stride, out=cell, where=flag)
-        stride *= 2
     place = cell if cell.dtype == np.intp else cell.astype(np.intp)
-    seen = np.zeros(total, dtype=bool)
+    # the feature cells present, ranked (a grid of the features alone: its ranks stay small, unlike one of the flags too)
+    seen = np.zeros(stride, dtype=bool)
     seen[place] = True
     slots = np.flatnonzero(seen)
-    rank = np.empty(total, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
+    rank = np.empty(stride, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
-    lows = [low for _, low, _ in parts] + [0] * len(flags)
-    rows = np.empty((len(slots), len(spans)), dtype=np.int64)
-    rest = slots.astype(np.int64)
-    for j, (low, span) in enumerate(zip(lows, spans)):  # the digits, the first fastest
+    index: Any = rank[place]
+    cells = slots
+    if flags:  # then the (feature cell, flags) pairs present, the flags the low bits of a pair's place
+        pair = index.astype(np.intp)
+        pair <<= len(flags)
+        for bit, flag in enumerate(flags):
+            np.add(pair, 1 << bit, out=pair, where=flag)
+        seen = np.zeros(len(slots) << len(flags), dtype=bool)
+        seen[pair] = True
+        pairs = np.flatnonzero(seen)
+        rank = np.empty(len(seen), dtype=np.int32)
+        rank[pairs] = np.arange(len(pairs), dtype=np.int32)
+        index, cells = rank[pair], slots[pairs >> len(flags)]
+    lows = [low for _, low, _ in parts]
+    rows = np.empty((len(cells), len(spans)), dtype=np.int64)
+    rest = cells.astype(np.int64)
+    for j, (low, (_, _, span)) in enumerate(zip(lows, parts)):  # the features' digits, the first fastest
         rest, digit = np.divmod(rest, span)
         rows[:, j] = digit + low
-    return rows, rank[place]
+    for i in range(len(flags)):
+        rows[:, len(parts) + i] = (pairs >> i) & 1
+    return rows, index
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
