@@ -470,7 +470,10 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
         num += w[:, j] * r[:, j]
         den += w[:, j]
     c = num / (den + PRIOR)
-    return c * np.minimum(1.0, REACH / np.maximum(d.min(axis=1), 1e-12))
+    nearest = d[:, 0].copy()
+    for j in range(1, d.shape[1]):
+        np.minimum(nearest, d[:, j], out=nearest)
+    return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
 
 
 #: a box of a sweep's points is split (halved in every feature) while more than this many banked kernels may be
@@ -579,20 +582,30 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
 
 
+def _kept(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(flat positions of a 2-D mask's true elements in row order, their rows, their places in their rows once the
+    false ones are dropped, each row's count): ``np.nonzero`` and its compaction, from one flat pass."""
+    flat = np.flatnonzero(mask)
+    counts = mask.sum(axis=1)
+    rows = np.repeat(np.arange(len(mask)), counts)
+    places = np.arange(len(flat)) - (np.cumsum(counts) - counts)[rows]
+    return flat, rows, places, counts
+
+
 def _compact(cand: np.ndarray, n: int) -> np.ndarray:
     """Rows of candidates with the unused places (n) moved to the end, the others kept in order; as wide as needed."""
-    used = cand != n
-    counts = used.sum(axis=1)
-    out = np.full((len(cand), int(counts.max()) if len(cand) else 0), n, dtype=np.intp)
-    rows, cols = np.nonzero(used)
-    out[rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)] = cand[rows, cols]
+    flat, rows, places, counts = _kept(cand != n)
+    width = int(counts.max()) if len(cand) else 0
+    out = np.full((len(cand), width), n, dtype=np.intp)
+    out.reshape(-1)[rows * width + places] = cand.reshape(-1)[flat]
     return out
 
 
 def _members(where: np.ndarray, q: np.ndarray, cand: np.ndarray, xt: np.ndarray, base: np.ndarray, k: int,
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates
-    (rows of ``cand``, at least K of them used, n where unused): compacted in the candidates' order, inf and n after."""
+    (rows of ``cand``, at least K of them used, n where unused): compacted in the candidates' order, inf and n after;
+    the two arrays column-major (``_blend`` sums them column by column)."""
     dist = np.take(base, cand)
     for j in range(q.shape[1]):
         step = np.take(xt[j], cand)
@@ -600,13 +613,11 @@ def _members(where: np.ndarray, q: np.ndarray, cand: np.ndarray, xt: np.ndarray,
         np.multiply(step, step, out=step)
         dist += step
     kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
-    keep = dist <= kth
-    counts = keep.sum(axis=1)
+    flat, rows, places, counts = _kept(dist <= kth)
     width = int(counts.max()) if len(counts) else 0
-    rows, cols = np.nonzero(keep)
-    place = (rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts))
-    member = np.full((len(cand), width), len(base) - 1, dtype=np.intp)
-    member[place] = cand[rows, cols]
-    d = np.full((len(cand), width), np.inf)
-    d[place] = dist[rows, cols]
-    return where, d, member
+    at = places * len(cand) + rows  # column-major places
+    member = np.full((width, len(cand)), len(base) - 1, dtype=np.intp)
+    member.reshape(-1)[at] = cand.reshape(-1)[flat]
+    d = np.full((width, len(cand)), np.inf)
+    d.reshape(-1)[at] = dist.reshape(-1)[flat]
+    return where, d.T, member.T
