@@ -534,7 +534,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
         lo, hi = np.minimum.reduceat(points, first, axis=0), np.maximum.reduceat(points, first, axis=0)
         kept = _prune(lo, hi, cand[box[first]], xt, base, k)
         sizes = np.diff(np.append(first, len(active)))
-        stop = ((kept < n).sum(axis=1) <= LEAF) | (sizes == 1) | (level == 0)
+        stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
         inside = np.repeat(stop, sizes)
         if stop.any():
             stopped.append((active[inside], np.repeat(_compact(kept[stop], n), sizes[stop], axis=0)))
@@ -545,7 +545,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
         box = np.repeat(np.arange(len(cand)), sizes[go])
     found = []
     for where, cands in stopped:  # the points in groups of similar candidate counts, each padded to its own widest
-        counts = (cands < n).sum(axis=1)
+        counts = _counts(cands < n)
         group = np.searchsorted(WIDTH_GROUPS, counts)
         for g in np.unique(group):
             part = np.flatnonzero(group == g)
@@ -582,11 +582,16 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
 
 
+def _counts(mask: np.ndarray) -> np.ndarray:
+    """Each row's true elements of a 2-D boolean mask (``mask.sum(axis=1)``, without numpy's per-row reduction)."""
+    return np.einsum("ij->i", mask.view(np.uint8), dtype=np.intp)
+
+
 def _kept(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(flat positions of a 2-D mask's true elements in row order, their rows, their places in their rows once the
     false ones are dropped, each row's count): ``np.nonzero`` and its compaction, from one flat pass."""
     flat = np.flatnonzero(mask)
-    counts = mask.sum(axis=1)
+    counts = _counts(mask)
     rows = np.repeat(np.arange(len(mask)), counts)
     places = np.arange(len(flat)) - (np.cumsum(counts) - counts)[rows]
     return flat, rows, places, counts
