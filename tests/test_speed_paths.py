@@ -105,3 +105,38 @@ def test_a_sweeps_variant_entries_are_the_where_chain():
     assert lookup(table, terms(("a", a), ("t", True), ("b", b)), 1.0).tolist() == [2.0, 2.0, 0.125, 2.0, 0.125]
     assert lookup(table, terms(("a", np.zeros(5, dtype=bool)), ("t", True)), 1.0) == 2.0
     assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast
+
+
+def _tile_search(m: float, n: float, k: float, batch: float, rate: float, sms: int, split_k: bool) -> tuple[float, float]:
+    """gemm_time's docstring formula, tile by tile (the reference): tiles = ceil(m/TM) * ceil(n/TN) * batch, split =
+    clip(floor(SMs / tiles), 1, max(1, floor(k / 256))), seconds = ceil(tiles * split / SMs) * 2*TM*TN*ceil(k / split)
+    / (rate / SMs); the fastest tile, and the fewer of the 128x256 and 256x128 tiles."""
+    import math
+
+    best = largest = math.inf
+    for tm, tn in tiles.TILES:
+        count = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        if tm * tn == 128 * 256:
+            largest = min(largest, count)
+        split = min(max(float(sms // count), 1.0), max(1.0, k // 256) if split_k else 1.0)
+        best = min(best, math.ceil(count * split / sms) * (2.0 * tm * tn / (rate / sms) * math.ceil(k / split)))
+    return best, float(largest)
+
+
+def test_gemm_time_of_one_shape_is_the_tile_by_tile_search():
+    """The one-shape tile search (the fewest tile-wave units where every grid fills the SMs) is the tile-by-tile
+    formula exactly, on random integer shapes (large, mid and small: split-K) and fractional ones."""
+    rng = np.random.default_rng(144)
+    rate, sms = 989.4e12, 132
+    shapes = [tuple(float(x) for x in rng.integers(1, high + 1, 3)) for high in (65535, 2000, 300) for _ in range(3000)]
+    shapes += [tuple(rng.uniform(1.0, 70000.0, 3)) for _ in range(3000)]
+    split_seen = False
+    for i, (m, n, k) in enumerate(shapes):
+        batch = float(1 + i % 3) if i % 5 else 1.0
+        split_k = i % 7 != 0
+        got = tiles._gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
+        want = _tile_search(m, n, k, batch, rate, sms, split_k)
+        assert (got[0], got[2]) == want, (m, n, k, batch, split_k)
+        assert got[1] == 2.0 * m * n * k * batch / rate / want[0]
+        split_seen |= want[1] < sms
+    assert split_seen

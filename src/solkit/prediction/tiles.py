@@ -144,6 +144,15 @@ def _ceil_div(x: Any, d: int) -> Any:
 def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int,
                            split_k: bool = True) -> tuple[float, float, float]:
     """``gemm_time`` of one shape, in plain Python (a test checks that both agree)."""
+    r64, r128, r256, c64, c128, c256 = (math.ceil(m / 64), math.ceil(m / 128), math.ceil(m / 256), math.ceil(n / 64),
+                                        math.ceil(n / 128), math.ceil(n / 256))
+    largest = min(r128 * c256 * batch, r256 * c128 * batch)
+    if largest >= sms:  # every tile's grid fills the SMs: no split, the fewest units of 64x64 tile-waves (gemm_time)
+        units = min(math.ceil(r128 * c256 * batch / sms) * 8, math.ceil(r256 * c128 * batch / sms) * 8,
+                    math.ceil(r128 * c128 * batch / sms) * 4, math.ceil(r64 * c256 * batch / sms) * 4,
+                    math.ceil(r64 * c128 * batch / sms) * 2, math.ceil(r64 * c64 * batch / sms))
+        best = units * (2.0 * 64 * 64 / (rate / sms) * math.ceil(k))
+        return best, 2.0 * m * n * k * batch / rate / best, float(largest)
     per_sm = rate / sms
     max_split = max(1.0, k // MIN_SPLIT_K) if split_k else 1.0
     best = largest = math.inf
