@@ -14,7 +14,7 @@ group and summed, the waves are ceil(tiles / SMs) over the actual tiles, and eac
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -58,6 +58,9 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
     if not shape:  # numpy scalars
         return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
+    narrow = _narrow_units(m, n, batch, sms, shape)
+    if narrow is not None:
+        return _finish(narrow[0], narrow[1], m, n, k, batch, rate, sms, split_k, shape)
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
     one = type(batch) is float and batch == 1.0  # x * 1.0 is x: the product's pass is skipped
     cols = {tn: _ceil_div(n, tn) if one else product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
@@ -85,8 +88,59 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
         if tm * tn != 64 * 64:
             np.multiply(waves, float(tm * tn // (64 * 64)), out=waves)
         units = waves if units is None else np.minimum(units, waves, out=units)
+    return _finish(units, largest, m, n, k, batch, rate, sms, split_k, shape)
+
+
+#: a sweep's tile counts are held in float32 where every one stays below this (exact, and so is ceil(tiles / SMs))
+NARROW_TILES = float(1 << 22)
+
+
+def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) -> Optional[tuple[np.ndarray, np.ndarray]]:
+    """(fewest units, largest tiles) of ``gemm_time``'s tile loop in float32, where m and n are sweeps of the whole shape,
+    batch an integer and every tile count below ``NARROW_TILES`` (integers below 2^24 are float32's exactly, and
+    T / SMs, at least 1/SMs from an integer unless one, rounds to float32 on the integer's side: its ceiling is
+    exact); None otherwise (the float64 loop, the same numbers)."""
+    if not (type(m) is np.ndarray and type(n) is np.ndarray and m.shape == shape and n.shape == shape
+            and m.dtype == np.float64 and n.dtype == np.float64 and type(batch) is float and batch.is_integer()
+            and batch >= 1.0):
+        return None
+    top_m, top_n = float(m.max()), float(n.max())
+    if not (math.ceil(top_m / 64) * math.ceil(top_n / 64) * batch < NARROW_TILES and min(float(m.min()), float(n.min())) > 0):
+        return None
+    tmp = np.empty(shape)
+    rows: dict[int, np.ndarray] = {}
+    cols: dict[int, np.ndarray] = {}
+    for side, x, into in ((0, m, rows), (1, n, cols)):
+        for t in (64, 128, 256):
+            np.multiply(x, 1.0 / t, out=tmp)  # x / t exactly (a power of two)
+            into[t] = np.ceil(tmp, out=np.empty(shape, dtype=np.float32))  # an integer below 2^22: exact
+            if side == 1 and batch != 1.0:
+                np.multiply(into[t], np.float32(batch), out=into[t])
+    units: Any = None
+    largest: Any = None
+    waves = np.empty(shape, dtype=np.float32)
+    for tm, tn in TILES:
+        np.multiply(rows[tm], cols[tn], out=waves)
+        if tm * tn == 128 * 256:
+            largest = waves.copy() if largest is None else np.minimum(largest, waves, out=largest)
+        np.divide(waves, np.float32(sms), out=waves)
+        np.ceil(waves, out=waves)
+        if tm * tn != 64 * 64:
+            np.multiply(waves, np.float32(tm * tn // (64 * 64)), out=waves)
+        if units is None:
+            units, waves = waves, np.empty(shape, dtype=np.float32)
+        else:
+            np.minimum(units, waves, out=units)
+    return units, largest.astype(np.float64)
+
+
+def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool,
+            shape: tuple[int, ...]) -> tuple[Num, Num, Num]:
+    """``gemm_time``'s figures from the fewest units and the largest tiles: seconds (split-K where some grid leaves SMs
+    idle), wave efficiency, largest tiles."""
     base = 2.0 * 64 * 64 / (rate / sms)
-    best = np.multiply(units, base * (float(k) if np.ndim(k) == 0 else k), out=units)
+    best = np.multiply(units, base * (float(k) if np.ndim(k) == 0 else k), dtype=np.float64,
+                       out=units if units.dtype == np.float64 else None)
     # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
     small = np.flatnonzero(largest < sms)
     if small.size:
