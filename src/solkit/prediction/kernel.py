@@ -261,17 +261,15 @@ def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> An
 
 
 def _chosen(value: float, swept: list[tuple[np.ndarray, float]]) -> Any:
-    """``where(mask_n, entry_n, ... where(mask_1, entry_1, value))``: one pass of a small table's entries where
-    several masks apply (each element takes the last entry whose mask holds, else ``value``)."""
-    if len(swept) == 1:
-        return np.where(swept[0][0], swept[0][1], value)
+    """``where(mask_n, entry_n, ... where(mask_1, entry_1, value))``: one pass of a small table's entries, indexed by
+    the masks' bits (each element takes the last entry whose mask holds, else ``value``; faster than a where)."""
     code: Any = swept[0][0].astype(np.uint8)
     for bit, (mask, _) in enumerate(swept[1:], start=1):
         code = code | (mask.astype(np.uint8) << bit)
     choices = np.full(1 << len(swept), value)
     for c in range(1, len(choices)):
         choices[c] = swept[c.bit_length() - 1][1]  # the highest bit set: the last mask that holds
-    return np.take(choices, code)
+    return np.take(choices, code.astype(np.intp))  # (an intp index: numpy converts a uint8 one more slowly)
 
 
 def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
