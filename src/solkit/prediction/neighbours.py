@@ -519,12 +519,13 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     bits = int(u.max()).bit_length() if m and dims else 0
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
-        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows],
-                         np.broadcast_to(np.arange(n), (min(rows, m - s), n)), xt, base, k) for s in range(0, m, rows)]
+        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
+                         np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k) for s in range(0, m, rows)]
     z = _morton(u, bits)
     order = np.argsort(z)
     z, qs = z[order], qf[order]
-    stopped: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted positions, their candidates) of boxes that stopped
+    stopped: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # boxes that stopped: (sorted positions of their
+    # points, box by box; each box's candidates; its points)
     cand = np.arange(n)[None, :]  # the active boxes' candidates, padded with n
     active = np.arange(m)  # sorted positions of the points in active boxes
     box = np.zeros(m, dtype=np.intp)  # each active point's box
@@ -538,20 +539,24 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
         stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
         inside = np.repeat(stop, sizes)
         if stop.any():
-            stopped.append((active[inside], np.repeat(_compact(kept[stop], n), sizes[stop], axis=0)))
+            stopped.append((active[inside], _compact(kept[stop], n), sizes[stop]))
         if stop.all():
             break
         go = ~stop
         active, cand = active[~inside], _compact(kept[go], n)
         box = np.repeat(np.arange(len(cand)), sizes[go])
     found = []
-    for where, cands in stopped:  # the points in groups of similar candidate counts, each padded to its own widest
-        counts = _counts(cands < n)
-        group = np.searchsorted(WIDTH_GROUPS, counts)
+    for where, boxes, sizes in stopped:  # the points in groups of similar candidate counts, each padded to its widest
+        counts = _counts(boxes < n)
+        group = np.searchsorted(WIDTH_GROUPS, counts)  # each box's
+        of = np.repeat(np.arange(len(boxes)), sizes)  # each point's box
+        grouped = group[of]
+        local = np.empty(len(boxes), dtype=np.intp)
         for g in np.unique(group):
-            part = np.flatnonzero(group == g)
-            width = int(counts[part].max())
-            found.append(_members(order[where[part]], qs[where[part]], cands[part, :width], xt, base, k))
+            part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
+            local[mine] = np.arange(len(mine))
+            width = int(counts[mine].max())
+            found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k))
     return found
 
 
@@ -613,23 +618,25 @@ def _compact(cand: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
-def _members(where: np.ndarray, q: np.ndarray, cand: np.ndarray, xt: np.ndarray, base: np.ndarray, k: int,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates
-    (rows of ``cand``, at least K of them used, n where unused): compacted in the candidates' order, inf and n after;
-    the two arrays column-major (``_blend`` sums them column by column)."""
-    dist = np.take(base, cand)
+def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray,
+             k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates (those
+    of its box: row ``of[i]`` of ``boxes``, at least K of them used, n where unused): compacted in the candidates'
+    order, inf and n after; the two arrays column-major (``_blend`` sums them column by column). A box's candidates'
+    coordinates are gathered once and copied to its points row by row."""
+    dist = np.take(base, boxes)[of]
     for j in range(q.shape[1]):
-        step = np.take(xt[j], cand)
+        step = np.take(xt[j], boxes)[of]
         np.subtract(q[:, j:j + 1], step, out=step)
         np.multiply(step, step, out=step)
         dist += step
     kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
     flat, rows, places, counts = _kept(dist <= kth)
     width = int(counts.max()) if len(counts) else 0
-    at = places * len(cand) + rows  # column-major places
-    member = np.full((width, len(cand)), len(base) - 1, dtype=np.intp)
-    member.reshape(-1)[at] = cand.reshape(-1)[flat]
-    d = np.full((width, len(cand)), np.inf)
+    wide = boxes.shape[1]
+    at = places * len(of) + rows  # column-major places
+    member = np.full((width, len(of)), len(base) - 1, dtype=np.intp)
+    member.reshape(-1)[at] = boxes.reshape(-1)[of[rows] * wide + (flat - rows * wide)]
+    d = np.full((width, len(of)), np.inf)
     d.reshape(-1)[at] = dist.reshape(-1)[flat]
     return where, d.T, member.T
