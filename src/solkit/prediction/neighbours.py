@@ -369,10 +369,13 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     index: Any = rank[place]
     cells = slots
     if flags:  # then the (feature cell, flags) pairs present, the flags the low bits of a pair's place
+        kind: Any = np.uint8 if len(flags) <= 8 else np.intp  # the flags' bits, packed
+        code = np.zeros(shape, dtype=kind)
+        for bit, flag in enumerate(flags):
+            code |= np.broadcast_to(flag, shape).view(np.uint8).astype(kind, copy=False) << kind(bit)
         pair = index.astype(np.intp)
         pair <<= len(flags)
-        for bit, flag in enumerate(flags):
-            np.add(pair, 1 << bit, out=pair, where=flag)
+        pair += code
         seen = np.zeros(len(slots) << len(flags), dtype=bool)
         seen[pair] = True
         pairs = np.flatnonzero(seen)
