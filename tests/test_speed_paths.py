@@ -91,8 +91,9 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
 def test_a_sweeps_variant_entries_are_the_where_chain():
     """lookup over a sweep (one pass of a small table where several variants apply) is the chain of wheres, each
     element taking the last applying variant's entry: by hand, element 0 none (the op's 0.5), 1 a (0.25), 2 b (0.125),
-    3 a and c (c: 0.0625), 4 all (c); a scalar True variant overrides what came before it; an all-False one is skipped."""
-    from solkit.prediction.kernel import KernelTerms, lookup
+    3 a and c (c: 0.0625), 4 all (c); a scalar True variant overrides what came before it; an all-False one is skipped;
+    the same with the variants packed once for all of a kernel's lookups (``_pick``)."""
+    from solkit.prediction.kernel import KernelTerms, _pick, _selector, lookup
 
     a = np.array([False, True, False, True, True])
     b = np.array([False, False, True, False, True])
@@ -102,10 +103,13 @@ def test_a_sweeps_variant_entries_are_the_where_chain():
     def terms(*variants: tuple[str, object]) -> KernelTerms:
         return KernelTerms("gemm", "matmul", tuple(variants), 1.0, True, 1.0, 1.0, 1.0, False, False)
 
-    got = lookup(table, terms(("a", a), ("x", False), ("b", b), ("c", c)), 1.0)
-    assert got.tolist() == [0.5, 0.25, 0.125, 0.0625, 0.0625]
-    assert lookup(table, terms(("a", a), ("t", True), ("b", b)), 1.0).tolist() == [2.0, 2.0, 0.125, 2.0, 0.125]
-    assert lookup(table, terms(("a", np.zeros(5, dtype=bool)), ("t", True)), 1.0) == 2.0
+    for pick in (lookup, lambda table, t, default: _pick(table, t, default, _selector(t))):  # alone, and packed once
+        got = pick(table, terms(("a", a), ("x", False), ("b", b), ("c", c)), 1.0)
+        assert got.tolist() == [0.5, 0.25, 0.125, 0.0625, 0.0625]
+        assert pick(table, terms(("a", a), ("t", True), ("b", b)), 1.0).tolist() == [2.0, 2.0, 0.125, 2.0, 0.125]
+        assert pick(table, terms(("a", np.zeros(5, dtype=bool)), ("t", True)), 1.0) == 2.0
+        assert pick(table, terms(("b", b), ("t", True)), 1.0) == 2.0  # True after a sweep's variant: its entry alone
+        assert pick({"matmul": 0.5}, terms(("a", a), ("b", b)), 1.0) == 0.5  # no entries: the op's own
     assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast
 
 
