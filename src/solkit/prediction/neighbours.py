@@ -252,7 +252,7 @@ class Neighbours:
                 points = _points(fixed, rows[mine, :len(swept)])
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
-        return found[index]
+        return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
 
 
 def _lattice(key: str, points: Any) -> np.ndarray:
