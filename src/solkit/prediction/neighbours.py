@@ -59,6 +59,8 @@ MEMO_LIMIT = 1 << 16
 BLOCK = 1 << 22
 #: a sweep's cells are marked on a grid (its quantized features and flags in mixed radix) of at most this many places
 GRID_LIMIT = 1 << 26
+#: a sweep's cells and flags are marked on one grid where it has at most this many places, else the cells first
+ONE_GRID = 1 << 21
 #: a sweep's distinct points of one key are memoized (per loaded bank) where at most this many, in at most this many memos
 BLOCK_MEMO_ROWS = 512
 BLOCK_MEMO_LIMIT = 128
@@ -336,13 +338,13 @@ def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
-    """``_unique``'s answer by marking cells on a small grid (the distinct cells, in the order of their features'
-    places, then of their flags).
+    """``_unique``'s answer by marking cells on a small grid (the distinct cells, in the order of their places).
 
-    An element's place on the grid is its quantized features in mixed radix, the first feature fastest; the places
-    present are ranked, and each rank with the element's flags (its low bits) is a place on a second grid of the
-    pairs present; None where the grids are not small for the sweep's elements (or the features are not float64
-    octaves).
+    An element's place on the grid is its quantized features in mixed radix, the first feature fastest, and its
+    flags the highest digit; where that grid is large (more than ``ONE_GRID``), the places of the features alone are
+    ranked first, and each rank with the element's flags (its low bits) is a place on a second grid of the pairs
+    present (the flags no longer multiply the large grid). None where the grids are not small for the sweep's
+    elements (or the features are not float64 octaves).
     """
     parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
     if len(parts) < len(swept):
@@ -360,28 +362,26 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         stride *= span
     cell = np.zeros(shape, dtype=np.intp) if cell is None else cell
     place = cell if cell.dtype == np.intp else cell.astype(np.intp)
-    # the feature cells present, ranked (a grid of the features alone: its ranks stay small, unlike one of the flags too)
-    seen = np.zeros(stride, dtype=bool)
-    seen[place] = True
-    slots = np.flatnonzero(seen)
-    rank = np.empty(stride, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
-    rank[slots] = np.arange(len(slots), dtype=np.int32)
-    index: Any = rank[place]
-    cells = slots
-    if flags:  # then the (feature cell, flags) pairs present, the flags the low bits of a pair's place
-        kind: Any = np.uint8 if len(flags) <= 8 else np.intp  # the flags' bits, packed
+    code: Any = None
+    if flags:  # the flags' bits, packed
+        kind: Any = np.uint8 if len(flags) <= 8 else np.intp
         code = np.zeros(shape, dtype=kind)
         for bit, flag in enumerate(flags):
             code |= np.broadcast_to(flag, shape).view(np.uint8).astype(kind, copy=False) << kind(bit)
-        pair = index.astype(np.intp)
+    if code is None or stride << len(flags) <= ONE_GRID:  # one grid: the flags its highest digit
+        if code is not None:
+            high = code.astype(np.intp)
+            high *= stride
+            place += high
+        index, slots = _ranked(place, stride << len(flags))
+        cells, bits = slots % stride, slots // stride
+    else:  # the feature cells present ranked on a grid of the features alone, then the (rank, flags) pairs present
+        rank, slots = _ranked(place, stride)
+        pair = rank.astype(np.intp)
         pair <<= len(flags)
         pair += code
-        seen = np.zeros(len(slots) << len(flags), dtype=bool)
-        seen[pair] = True
-        pairs = np.flatnonzero(seen)
-        rank = np.empty(len(seen), dtype=np.int32)
-        rank[pairs] = np.arange(len(pairs), dtype=np.int32)
-        index, cells = rank[pair], slots[pairs >> len(flags)]
+        index, pairs = _ranked(pair, len(slots) << len(flags))
+        cells, bits = slots[pairs >> len(flags)], pairs & ((1 << len(flags)) - 1)
     lows = [low for _, low, _ in parts]
     rows = np.empty((len(cells), len(spans)), dtype=np.int64)
     rest = cells.astype(np.int64)
@@ -389,8 +389,19 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         rest, digit = np.divmod(rest, span)
         rows[:, j] = digit + low
     for i in range(len(flags)):
-        rows[:, len(parts) + i] = (pairs >> i) & 1
+        rows[:, len(parts) + i] = (bits >> i) & 1
     return rows, index
+
+
+def _ranked(place: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each element's rank among the distinct places present, those places in increasing order) of places in
+    0..total-1, marked on a grid of ``total``."""
+    seen = np.zeros(total, dtype=bool)
+    seen[place] = True
+    slots = np.flatnonzero(seen)
+    rank = np.empty(total, dtype=np.int32)  # read only where written: at the places present (GRID_LIMIT < 2^31)
+    rank[slots] = np.arange(len(slots), dtype=np.int32)
+    return rank[place], slots
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

@@ -144,11 +144,18 @@ def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: 
     # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
     small = np.flatnonzero(largest < sms)
     if small.size:
-        pm, pn, pk, pb = (np.broadcast_to(x, shape).reshape(-1)[small] for x in (m, n, k, batch))
+        pm, pn, pk, pb = (_at(x, shape, small) for x in (m, n, k, batch))
         best.reshape(-1)[small] = _gemm_sweep(pm, pn, pk, pb, rate, sms, split_k)
     useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
     efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
     return best, efficiency, largest
+
+
+def _at(x: Any, shape: tuple[int, ...], flat: np.ndarray) -> np.ndarray:
+    """A figure's elements at the flat positions ``flat`` of the sweep's ``shape`` (a scalar's: filled)."""
+    if np.ndim(x) == 0:
+        return np.full(flat.size, float(x))
+    return (x if np.shape(x) == shape else np.broadcast_to(x, shape)).reshape(-1)[flat]
 
 
 def _gemm_sweep(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, rate: float, sms: int,
