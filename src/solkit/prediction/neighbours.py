@@ -538,27 +538,35 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     z = _morton(u, bits)
     order = np.argsort(z)
     z, qs = z[order], qf[order]
+    # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
+    # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
+    first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
+    tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
+    for level in range(1, bits + 1):
+        starts, lo, hi = tree[-1]
+        prefix = z[starts] >> (level * dims)
+        up = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
+        tree.append((starts[up], np.minimum.reduceat(lo, up, axis=0), np.maximum.reduceat(hi, up, axis=0)))
     stopped: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # boxes that stopped: (sorted positions of their
     # points, box by box; each box's candidates; its points)
-    cand = np.arange(n)[None, :]  # the active boxes' candidates, padded with n
-    active = np.arange(m)  # sorted positions of the points in active boxes
-    box = np.zeros(m, dtype=np.intp)  # each active point's box
+    cand = np.arange(n)[None, :]  # the active boxes' parents' candidates, padded with n
+    boxes = np.zeros(1, dtype=np.intp)  # the active boxes (at the level: the one box of every point)
+    parent = np.zeros(1, dtype=np.intp)  # each active box's row of cand
     for level in range(bits, -1, -1):
-        prefix = z[active] >> (level * dims)
-        first = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
-        points = qs[active]
-        lo, hi = np.minimum.reduceat(points, first, axis=0), np.maximum.reduceat(points, first, axis=0)
-        kept = _prune(lo, hi, cand[box[first]], xt, base, k)
-        sizes = np.diff(np.append(first, len(active)))
+        starts, lo, hi = tree[level]
+        begin, sizes = starts[boxes], np.append(starts[1:], m)[boxes] - starts[boxes]
+        kept = _prune(lo[boxes], hi[boxes], cand[parent], xt, base, k)
         stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
-        inside = np.repeat(stop, sizes)
         if stop.any():
-            stopped.append((active[inside], _compact(kept[stop], n), sizes[stop]))
+            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(kept[stop], n), sizes[stop]))
         if stop.all():
             break
-        go = ~stop
-        active, cand = active[~inside], _compact(kept[go], n)
-        box = np.repeat(np.arange(len(cand)), sizes[go])
+        go = np.flatnonzero(~stop)
+        cand = _compact(kept[go], n)
+        below = tree[level - 1][0]  # the boxes one level down inside each box that goes on: a run of them
+        low, high = np.searchsorted(below, begin[go]), np.searchsorted(below, begin[go] + sizes[go])
+        parent = np.repeat(np.arange(len(go)), high - low)
+        boxes = _ranges(low, high - low)
     found = []
     for where, boxes, sizes in stopped:  # the points in groups of similar candidate counts, each padded to its widest
         counts = _counts(boxes < n)
@@ -572,6 +580,11 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
             width = int(counts[mine].max())
             found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k))
     return found
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The runs starts[i] .. starts[i] + sizes[i] - 1, one after another."""
+    return np.arange(int(sizes.sum())) + np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
 
 
 def _columns(a: np.ndarray, reduce: Any) -> np.ndarray:
