@@ -146,3 +146,25 @@ def test_gemm_time_of_one_shape_is_the_tile_by_tile_search():
         assert got[1] == 2.0 * m * n * k * batch / rate / want[0]
         split_seen |= want[1] < sms
     assert split_seen
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "tf32", "fp8_e4m3", "int8", "fp32"])
+def test_a_random_3d_sweep_predicts_each_shapes_own_time(dtype):
+    """A random 3-D matmul sweep (m, n, k uniform in 1..65535, the issue's draw) predicts each shape's scalar
+    prediction (the plain-Python path, an outside reference for the sweep's numpy): the physical model bit for bit;
+    with the neighbour correction within 4e-16 relative (its factor exp(c) is numpy's exp over a sweep, the math
+    module's for one shape: they may differ in the last bit)."""
+    import solkit as sk
+    from solkit import ops
+
+    h200 = sk.load_gpu("h200")
+    rng = np.random.default_rng(3100 + len(dtype))
+    m, n, k = (rng.integers(1, 65536, 600).astype(float) for _ in range(3))
+    for corrected in (False, True):
+        sweep = sk.predict(ops.matmul(m, n, k, dtype=dtype), h200, warn=False, neighbours=corrected).seconds
+        alone = np.array([sk.predict(ops.matmul(float(a), float(b), float(c), dtype=dtype), h200, warn=False,
+                                     neighbours=corrected).seconds for a, b, c in zip(m, n, k)])
+        if corrected:
+            assert np.abs(sweep / alone - 1.0).max() <= 4e-16
+        else:
+            assert np.array_equal(sweep, alone)
