@@ -105,6 +105,8 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
             and batch >= 1.0):
         return None
     top_m, top_n = float(m.max()), float(n.max())
+    if not (top_m < NARROW_TILES * 64 and top_n < NARROW_TILES * 64):  # (NaN or infinite too: the float64 loop)
+        return None
     if not (math.ceil(top_m / 64) * math.ceil(top_n / 64) * batch < NARROW_TILES and min(float(m.min()), float(n.min())) > 0):
         return None
     tmp = np.empty(shape)
