@@ -60,6 +60,8 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
         return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
     narrow = _narrow_units(m, n, batch, sms, shape)
     if narrow is not None:
+        if narrow[0] is None:  # mostly small grids
+            return _full(m, n, k, batch, rate, sms, split_k, shape, narrow[1])
         return _finish(narrow[0], narrow[1], m, n, k, batch, rate, sms, split_k, shape)
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
     one = type(batch) is float and batch == 1.0  # x * 1.0 is x: the product's pass is skipped
@@ -73,11 +75,7 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
     size = int(np.prod(shape))
     for i, (tm, tn) in enumerate(TILES):
         if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > size:  # mostly small grids: every element the full way
-            fm, fn, fk, fb = (np.broadcast_to(x, shape).reshape(-1) for x in (m, n, k, batch))
-            best = _gemm_sweep(fm, fn, fk, fb, rate, sms, split_k).reshape(shape)
-            useful = product(2.0 / rate, m, n, k, batch)
-            return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == shape
-                                   else None), largest
+            return _full(m, n, k, batch, rate, sms, split_k, shape, largest)
         tiles = rows[tm] * cols[tn]
         if type(tiles) is not np.ndarray or tiles.shape != shape:  # k alone swept, or m and n across each other
             tiles = np.broadcast_to(tiles, shape).astype(float)
@@ -95,8 +93,9 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
 NARROW_TILES = float(1 << 22)
 
 
-def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """(fewest units, largest tiles) of ``gemm_time``'s tile loop in float32, where m and n are sweeps of the whole shape,
+def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) -> Optional[tuple[Any, np.ndarray]]:
+    """(fewest units, largest tiles) of ``gemm_time``'s tile loop in float32 (units None where most of the sweep's
+    largest tiles leave SMs idle: every element takes the full way), where m and n are sweeps of the whole shape,
     batch an integer and every tile count below ``NARROW_TILES`` (integers below 2^24 are float32's exactly, and
     T / SMs, at least 1/SMs from an integer unless one, rounds to float32 on the integer's side: its ceiling is
     exact); None otherwise (the float64 loop, the same numbers)."""
@@ -113,15 +112,20 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
     rows: dict[int, np.ndarray] = {}
     cols: dict[int, np.ndarray] = {}
     for side, x, into in ((0, m, rows), (1, n, cols)):
-        for t in (64, 128, 256):
-            np.multiply(x, 1.0 / t, out=tmp)  # x / t exactly (a power of two)
-            into[t] = np.ceil(tmp, out=np.empty(shape, dtype=np.float32))  # an integer below 2^22: exact
-            if side == 1 and batch != 1.0:
+        np.multiply(x, 1.0 / 64, out=tmp)  # x / 64 exactly (a power of two)
+        into[64] = np.ceil(tmp, out=np.empty(shape, dtype=np.float32))  # an integer below 2^22: exact
+        for t in (128, 256):  # ceil(x / 2t) = ceil(ceil(x / t) / 2), halving an integer exactly
+            into[t] = np.multiply(into[t // 2], np.float32(0.5))
+            np.ceil(into[t], out=into[t])
+        if side == 1 and batch != 1.0:
+            for t in (64, 128, 256):
                 np.multiply(into[t], np.float32(batch), out=into[t])
     units: Any = None
     largest: Any = None
     waves = np.empty(shape, dtype=np.float32)
-    for tm, tn in TILES:
+    for i, (tm, tn) in enumerate(TILES):
+        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > waves.size:  # mostly small grids: no units
+            return None, largest.astype(np.float64)
         np.multiply(rows[tm], cols[tn], out=waves)
         if tm * tn == 128 * 256:
             largest = waves.copy() if largest is None else np.minimum(largest, waves, out=largest)
@@ -134,6 +138,16 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
         else:
             np.minimum(units, waves, out=units)
     return units, largest.astype(np.float64)
+
+
+def _full(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool, shape: tuple[int, ...],
+          largest: Any) -> tuple[Num, Num, Num]:
+    """``gemm_time``'s figures with every element the full way (``_gemm_sweep``: most of the sweep splits k)."""
+    fm, fn, fb = (float(x) if np.ndim(x) == 0 else np.broadcast_to(x, shape).reshape(-1) for x in (m, n, batch))
+    best = _gemm_sweep(fm, fn, np.broadcast_to(k, shape).reshape(-1), fb, rate, sms, split_k).reshape(shape)
+    useful = product(2.0 / rate, m, n, k, batch)
+    return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == shape
+                           else None), largest
 
 
 def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool,
@@ -160,9 +174,9 @@ def _at(x: Any, shape: tuple[int, ...], flat: np.ndarray) -> np.ndarray:
     return (x if np.shape(x) == shape else np.broadcast_to(x, shape)).reshape(-1)[flat]
 
 
-def _gemm_sweep(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, rate: float, sms: int,
-                split_k: bool = True) -> np.ndarray:
-    """``gemm_time``'s seconds of a sweep (1-D arrays of one length), every tile in both regimes.
+def _gemm_sweep(m: Any, n: Any, k: np.ndarray, batch: Any, rate: float, sms: int, split_k: bool = True) -> np.ndarray:
+    """``gemm_time``'s seconds of a sweep (k a 1-D array, the others of its length or scalars), every tile in both
+    regimes.
 
     A grid of at least SMs tiles splits nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller
     one fits one wave (tiles * split <= SMs) of ceil(k / split). ``gemm_time`` takes it where some tile's grid
@@ -170,8 +184,8 @@ def _gemm_sweep(m: np.ndarray, n: np.ndarray, k: np.ndarray, batch: np.ndarray, 
     """
     per_sm = rate / sms
     max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(k.shape)
-    rows = {tm: np.ceil(m / tm) for tm in (64, 128, 256)}
-    cols = {tn: np.ceil(n / tn) * batch for tn in (64, 128, 256)}
+    rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
+    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
     tiles, t = np.empty(k.shape), np.empty(k.shape)
     best: Any = None
     for tm, tn in TILES:
