@@ -46,3 +46,125 @@ def test_off_is_the_remainders_test(d):
         for odd in ([np.inf, 8.0], [np.nan, 16.0]):
             assert np.array_equal(off(np.array(odd), d), np.array(odd) % d != 0)
     assert off(24.0, 8.0) is False and off(20.0, 8.0) is True  # a scalar: Python's own %
+
+
+@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge"])
+def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
+    """The tile search over a sweep (fewest units of 64x64 tile-waves, in float32 where the tile counts allow,
+    multiplied once; split-K on the elements whose largest tiles leave SMs idle) gives each element's seconds and
+    largest-tile count of the one-shape path exactly, on random 3-D shapes (m, n, k uniform in 1..65535) and on
+    batched, conv-like (no split-K), small (mostly split-K), k-only, crossed and huge (float64) sweeps."""
+    rng = np.random.default_rng(len(draw))
+    size = 4000
+
+    def sizes(high: int) -> np.ndarray:
+        return rng.integers(1, high + 1, size).astype(float)
+
+    m, n, k = sizes(65535), sizes(65535), sizes(65535)
+    batch: object = 1.0
+    split_k = True
+    if draw == "batched":
+        batch = sizes(16)
+    elif draw == "conv_like":
+        k, batch, split_k = np.ceil(sizes(1024) / 32) * 32 * 9, 3.0, False  # channels padded to a 32-wide k tile, 3x3
+    elif draw == "small":
+        m, n = sizes(300), sizes(300)
+    elif draw == "k_alone":
+        m, n = 4096.0, 1000.0  # type: ignore[assignment]
+    elif draw == "huge":  # 64x64 tile counts past 2^22 (float32's exact range for the tile loop): the float64 loop
+        m, n = sizes(1 << 20), sizes(1 << 20)
+    elif draw == "crossed":
+        m, n, k = m[:60, None], n[None, :70], 4096.0  # type: ignore[assignment]
+    rate, sms = 989.4e12, 132
+    seconds, efficiency, largest = tiles.gemm_time(m, n, k, batch, rate, sms, split_k)
+    shape = np.broadcast_shapes(*(np.shape(x) for x in (m, n, k, batch)))
+    assert seconds.shape == efficiency.shape == largest.shape == shape
+    flat = [np.broadcast_to(x, shape).reshape(-1) for x in (m, n, k, batch)]
+    for i, (mi, ni, ki, bi) in enumerate(zip(*flat)):
+        want = tiles._gemm_compute_time_one(float(mi), float(ni), float(ki), float(bi), rate, sms, split_k)
+        assert seconds.flat[i] == want[0] and largest.flat[i] == want[2]
+        assert efficiency.flat[i] == pytest.approx(want[1], rel=1e-12)
+    if draw == "small":  # the split-K regime was exercised: some element's best tile split k
+        assert np.any(largest < sms)
+
+
+def test_a_sweeps_variant_entries_are_the_where_chain():
+    """lookup over a sweep (one pass of a small table where several variants apply) is the chain of wheres, each
+    element taking the last applying variant's entry: by hand, element 0 none (the op's 0.5), 1 a (0.25), 2 b (0.125),
+    3 a and c (c: 0.0625), 4 all (c); a scalar True variant overrides what came before it; an all-False one is skipped;
+    the same with the variants packed once for all of a kernel's lookups (``_pick``)."""
+    from solkit.prediction.kernel import KernelTerms, _pick, _selector, lookup
+
+    a = np.array([False, True, False, True, True])
+    b = np.array([False, False, True, False, True])
+    c = np.array([False, False, False, True, True])
+    table = {"matmul": 0.5, "matmul_a": 0.25, "matmul_b": 0.125, "matmul_c": 0.0625, "matmul_t": 2.0}
+
+    def terms(*variants: tuple[str, object]) -> KernelTerms:
+        return KernelTerms("gemm", "matmul", tuple(variants), 1.0, True, 1.0, 1.0, 1.0, False, False)
+
+    for pick in (lookup, lambda table, t, default: _pick(table, t, default, _selector(t))):  # alone, and packed once
+        got = pick(table, terms(("a", a), ("x", False), ("b", b), ("c", c)), 1.0)
+        assert got.tolist() == [0.5, 0.25, 0.125, 0.0625, 0.0625]
+        assert pick(table, terms(("a", a), ("t", True), ("b", b)), 1.0).tolist() == [2.0, 2.0, 0.125, 2.0, 0.125]
+        assert pick(table, terms(("a", np.zeros(5, dtype=bool)), ("t", True)), 1.0) == 2.0
+        assert pick(table, terms(("b", b), ("t", True)), 1.0) == 2.0  # True after a sweep's variant: its entry alone
+        assert pick({"matmul": 0.5}, terms(("a", a), ("b", b)), 1.0) == 0.5  # no entries: the op's own
+    assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast
+
+
+def _tile_search(m: float, n: float, k: float, batch: float, rate: float, sms: int, split_k: bool) -> tuple[float, float]:
+    """gemm_time's docstring formula, tile by tile (the reference): tiles = ceil(m/TM) * ceil(n/TN) * batch, split =
+    clip(floor(SMs / tiles), 1, max(1, floor(k / 256))), seconds = ceil(tiles * split / SMs) * 2*TM*TN*ceil(k / split)
+    / (rate / SMs); the fastest tile, and the fewer of the 128x256 and 256x128 tiles."""
+    import math
+
+    best = largest = math.inf
+    for tm, tn in tiles.TILES:
+        count = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        if tm * tn == 128 * 256:
+            largest = min(largest, count)
+        split = min(max(float(sms // count), 1.0), max(1.0, k // 256) if split_k else 1.0)
+        best = min(best, math.ceil(count * split / sms) * (2.0 * tm * tn / (rate / sms) * math.ceil(k / split)))
+    return best, float(largest)
+
+
+def test_gemm_time_of_one_shape_is_the_tile_by_tile_search():
+    """The one-shape tile search (the fewest tile-wave units where every grid fills the SMs) is the tile-by-tile
+    formula exactly, on random integer shapes (large, mid and small: split-K) and fractional ones."""
+    rng = np.random.default_rng(144)
+    rate, sms = 989.4e12, 132
+    shapes = [tuple(float(x) for x in rng.integers(1, high + 1, 3)) for high in (65535, 2000, 300) for _ in range(3000)]
+    shapes += [tuple(rng.uniform(1.0, 70000.0, 3)) for _ in range(3000)]
+    split_seen = False
+    for i, (m, n, k) in enumerate(shapes):
+        batch = float(1 + i % 3) if i % 5 else 1.0
+        split_k = i % 7 != 0
+        got = tiles._gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
+        want = _tile_search(m, n, k, batch, rate, sms, split_k)
+        assert (got[0], got[2]) == want, (m, n, k, batch, split_k)
+        assert got[1] == 2.0 * m * n * k * batch / rate / want[0]
+        split_seen |= want[1] < sms
+    assert split_seen
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "tf32", "fp8_e4m3", "int8", "fp32"])
+def test_a_random_3d_sweep_predicts_each_shapes_own_time(dtype):
+    """A random 3-D matmul sweep (m, n, k uniform in 1..65535, the issue's draw) predicts each shape's scalar
+    prediction (the plain-Python path, an outside reference for the sweep's numpy): the physical model bit for bit;
+    with the neighbour correction within 4e-16 relative (its factor exp(c) is numpy's exp over a sweep, the math
+    module's for one shape: they may differ in the last bit)."""
+    import solkit as sk
+    from solkit import ops
+
+    h200 = sk.load_gpu("h200")
+    rng = np.random.default_rng(3100 + len(dtype))
+    m, n, k = (rng.integers(1, 65536, 600).astype(float) for _ in range(3))
+    for corrected in (False, True):
+        sweep = sk.predict(ops.matmul(m, n, k, dtype=dtype), h200, warn=False, neighbours=corrected).seconds
+        alone = np.array([sk.predict(ops.matmul(float(a), float(b), float(c), dtype=dtype), h200, warn=False,
+                                     neighbours=corrected).seconds for a, b, c in zip(m, n, k)])
+        if corrected:
+            assert np.abs(sweep / alone - 1.0).max() <= 4e-16
+        else:
+            assert np.array_equal(sweep, alone)

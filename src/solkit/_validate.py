@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import functools
 import inspect
 import math
@@ -224,6 +223,8 @@ def suggest(value: Any, allowed: Iterable[str], n: int = 3) -> list[str]:
     found = [a for a in names if _PARTS.sub("", a.lower()) == squeezed and a.lower() != key]
     if found:  # the same name but for its separators: nothing else is as near
         return found[:n]
+    import difflib  # only for a mistake's message: not at import
+
     found += [lowered[m] for m in difflib.get_close_matches(key, list(lowered), n=n, cutoff=NEAR)]
     if len(squeezed) >= 3:  # a word of a name: flops in model_flops
         found += [a for a in names if squeezed in _PARTS.split(a.lower())]

@@ -105,7 +105,7 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
     single = plain and len(counted) == 1 and counted[0][0].link is None  # one plain kernel: no schedule
     seconds = combined(terms, bodies, cal) if single or not scheduled(w) else None
     host: Any = 0.0
-    issued = issued_launches(w)
+    issued = issued_launches(w) if w.recipe is not None else 0.0  # a program's only (no recipe: no host time)
     per_launch = program_host_overhead(w, cal, issued)
     hosted = any_(per_launch)  # an eager program's host time (per point of a sweep)
     if hosted or seconds is None:

@@ -93,7 +93,15 @@ def _borrowed(g: "GPU") -> Calibration:
 
 def stack_note(gpu: "GPU") -> Optional[str]:
     """What a prediction on ``gpu`` assumes of the software, where its spec was measured with another stack than the
-    one solkit's library facts were read off (``solkit.stacks.torch211``); None where they agree."""
+    one solkit's library facts were read off (``solkit.stacks.torch211``); None where they agree (memoized per spec)."""
+    memo = gpu.memo
+    if "stack_note" not in memo:
+        memo["stack_note"] = _stack_note(gpu)
+    return memo["stack_note"]  # type: ignore[no-any-return]
+
+
+def _stack_note(gpu: "GPU") -> Optional[str]:
+    """``stack_note`` written out."""
     stack = gpu.measured.stack if gpu.measured is not None else None
     if stack is not None and all(stack.get(key) == value for key, value in torch211.VERSIONS.items()):
         return None

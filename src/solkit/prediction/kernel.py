@@ -20,7 +20,7 @@ flash attention's split-KV and causal kernels ("splitkv", "causal"), casts that 
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -245,13 +245,84 @@ def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> An
     entry keeps what came before.
     """
     value = table.get(terms.op, table.get(terms.kind, default))
+    swept: list[tuple[Any, float]] = []  # (mask, entry) of a sweep's variants that apply somewhere, in order
     for name, mask in terms.variants:
         if mask is False:  # the common scalar case, decided without a lookup
             continue
         key = terms.op + "_" + name
         if key in table and (mask is True or any_(mask)):
+            if type(mask) is np.ndarray and mask.ndim and type(value) is float:
+                swept.append((mask, table[key]))
+                continue
+            if swept:
+                value, swept = _chosen(value, swept), []
             value = table[key] if mask is True else where(mask, table[key], value)
-    return value
+    return _chosen(value, swept) if swept else value
+
+
+def _chosen(value: float, swept: list[tuple[np.ndarray, float]]) -> Any:
+    """``where(mask_n, entry_n, ... where(mask_1, entry_1, value))``: one pass of a small table's entries, indexed by
+    the masks' bits (each element takes the last entry whose mask holds, else ``value``; faster than a where)."""
+    code: Any = swept[0][0].astype(np.uint8)
+    for bit, (mask, _) in enumerate(swept[1:], start=1):
+        code = code | (mask.astype(np.uint8) << bit)
+    choices = np.full(1 << len(swept), value)
+    for c in range(1, len(choices)):
+        choices[c] = swept[c.bit_length() - 1][1]  # the highest bit set: the last mask that holds
+    return np.take(choices, code.astype(np.intp))  # (an intp index: numpy converts a uint8 one more slowly)
+
+
+#: a sweep's variants, shared by its lookups: (the applying variants' bits per element as an intp code, the variants
+#: those bits stand for, in order)
+Selector = Optional[tuple[np.ndarray, tuple[int, ...]]]
+
+
+def _selector(terms: KernelTerms) -> Selector:
+    """The bits of a sweep's variant masks that apply somewhere, packed once for all of a kernel's lookups (``_pick``);
+    None for one shape, or where the masks are not all arrays of one shape (``lookup`` takes each table alone)."""
+    swept = []
+    shape = None
+    for i, (_, mask) in enumerate(terms.variants):
+        if type(mask) is np.ndarray and mask.ndim:
+            if mask.dtype != np.bool_ or (shape is not None and mask.shape != shape):
+                return None
+            shape = mask.shape
+            if mask.any():
+                swept.append(i)
+        elif type(mask) is not bool:
+            return None
+    if not swept or len(swept) > 8:
+        return None
+    code: Any = terms.variants[swept[0]][1].view(np.uint8).copy()
+    for bit, i in enumerate(swept[1:], start=1):
+        code |= terms.variants[i][1].view(np.uint8) << np.uint8(bit)
+    return code.astype(np.intp), tuple(swept)
+
+
+def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, selector: Selector) -> Any:
+    """``lookup`` with the sweep's variants packed once (``_selector``): the table's entry for each combination of
+    them, chained as ``lookup`` chains them (the last applying entry wins), then one take."""
+    if selector is None:
+        return lookup(table, terms, default)
+    code, swept = selector
+    value = table.get(terms.op, table.get(terms.kind, default))
+    steps: list[tuple[int, float]] = []  # (bit, entry) of the swept variants with an entry, after the last True one
+    for i, (name, mask) in enumerate(terms.variants):
+        key = terms.op + "_" + name
+        if mask is False or key not in table:
+            continue
+        if mask is True:
+            value, steps = table[key], []
+        elif i in swept:
+            steps.append((swept.index(i), table[key]))
+    if not steps:
+        return value
+    choices = np.full(1 << len(swept), value)
+    for c in range(1, len(choices)):
+        for bit, entry in steps:
+            if c >> bit & 1:
+                choices[c] = entry
+    return np.take(choices, code)
 
 
 def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
@@ -287,9 +358,14 @@ def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     a row's load, reduction across the block and write. A row-wise kernel's block streams its row
     at most at ``block_bandwidth``, so few long rows cannot use the whole GPU's bandwidth.
     """
-    latency = lookup(cal.wave_latency, terms, 0.0)
-    bandwidth = lookup(cal.block_bandwidth, terms, math.inf) if any_(terms.block_bytes) else math.inf
-    step = lookup(cal.kstep_latency, terms, 0.0) if any_(terms.k_steps) else 0.0
+    return _wave_seconds(terms, cal, _selector(terms))
+
+
+def _wave_seconds(terms: KernelTerms, cal: Calibration, selector: Selector) -> tuple[Num, Num]:
+    """``wave_seconds`` with the sweep's variants packed (``_selector``)."""
+    latency = _pick(cal.wave_latency, terms, 0.0, selector)
+    bandwidth = _pick(cal.block_bandwidth, terms, math.inf, selector) if any_(terms.block_bytes) else math.inf
+    step = _pick(cal.kstep_latency, terms, 0.0, selector) if any_(terms.k_steps) else 0.0
     per_wave: Any = 0.0  # the latency-bound seconds of one wave (skipped where a parameter is absent: a sweep is long)
     if not (type(bandwidth) is float and bandwidth == math.inf):
         per_wave = terms.block_bytes / bandwidth
@@ -304,20 +380,21 @@ def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
 @checked_call
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
     """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
-    compute = terms.t_compute / lookup(cal.compute_efficiency, terms, 1.0)
-    memory = terms.t_memory / lookup(cal.memory_efficiency, terms, 1.0)
+    selector = _selector(terms) if type(terms.t_compute) is not float else None
+    compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector)
+    memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector)
     body = soft_max(compute, memory, cal.overlap_exponent)
     if any_(terms.waves):
-        waiting, stream = wave_seconds(terms, cal)
+        waiting, stream = _wave_seconds(terms, cal, selector)
         if not (type(stream) is float and stream == 0.0):
             body = maximum(body, stream)
         if not (type(waiting) is float and waiting == 0.0):
             body = body + waiting
-    latency = lookup(cal.kernel_latency, terms, 0.0)
+    latency = _pick(cal.kernel_latency, terms, 0.0, selector)
     if type(latency) is not float or latency:
         body = body + latency
     if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
-        body = body + terms.helper_bytes / (cal.copy_bandwidth * lookup(cal.memory_efficiency, terms, 1.0))
+        body = body + terms.helper_bytes / (cal.copy_bandwidth * _pick(cal.memory_efficiency, terms, 1.0, selector))
     c = terms.neighbour
     if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
         body = body * (math.exp(c) if type(c) is float else np.exp(c))

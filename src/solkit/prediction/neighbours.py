@@ -59,6 +59,8 @@ MEMO_LIMIT = 1 << 16
 BLOCK = 1 << 22
 #: a sweep's cells are marked on a grid (its quantized features and flags in mixed radix) of at most this many places
 GRID_LIMIT = 1 << 26
+#: a sweep's cells and flags are marked on one grid where it has at most this many places, else the cells first
+ONE_GRID = 1 << 21
 #: a sweep's distinct points of one key are memoized (per loaded bank) where at most this many, in at most this many memos
 BLOCK_MEMO_ROWS = 512
 BLOCK_MEMO_LIMIT = 128
@@ -252,7 +254,7 @@ class Neighbours:
                 points = _points(fixed, rows[mine, :len(swept)])
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
-        return found[index]
+        return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
 
 
 def _lattice(key: str, points: Any) -> np.ndarray:
@@ -336,10 +338,13 @@ def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
-    """``_unique``'s answer by marking cells on a small grid (the distinct cells in its order).
+    """``_unique``'s answer by marking cells on a small grid (the distinct cells, in the order of their places).
 
-    An element's place on the grid is its quantized features and flags in mixed radix, the first feature fastest;
-    None where the grid is not small for the sweep's elements (or the features are not float64 octaves).
+    An element's place on the grid is its quantized features in mixed radix, the first feature fastest, and its
+    flags the highest digit; where that grid is large (more than ``ONE_GRID``), the places of the features alone are
+    ranked first, and each rank with the element's flags (its low bits) is a place on a second grid of the pairs
+    present (the flags no longer multiply the large grid). None where the grids are not small for the sweep's
+    elements (or the features are not float64 octaves).
     """
     parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
     if len(parts) < len(swept):
@@ -356,22 +361,47 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         cell = _added(cell, u, shape)
         stride *= span
     cell = np.zeros(shape, dtype=np.intp) if cell is None else cell
-    for flag in flags:
-        np.add(cell, stride, out=cell, where=flag)
-        stride *= 2
     place = cell if cell.dtype == np.intp else cell.astype(np.intp)
+    code: Any = None
+    if flags:  # the flags' bits, packed
+        kind: Any = np.uint8 if len(flags) <= 8 else np.intp
+        code = np.zeros(shape, dtype=kind)
+        for bit, flag in enumerate(flags):
+            code |= np.broadcast_to(flag, shape).view(np.uint8).astype(kind, copy=False) << kind(bit)
+    if code is None or stride << len(flags) <= ONE_GRID:  # one grid: the flags its highest digit
+        if code is not None:
+            high = code.astype(np.intp)
+            high *= stride
+            place += high
+        index, slots = _ranked(place, stride << len(flags))
+        cells, bits = slots % stride, slots // stride
+    else:  # the feature cells present ranked on a grid of the features alone, then the (rank, flags) pairs present
+        rank, slots = _ranked(place, stride)
+        pair = rank.astype(np.intp)
+        pair <<= len(flags)
+        pair += code
+        index, pairs = _ranked(pair, len(slots) << len(flags))
+        cells, bits = slots[pairs >> len(flags)], pairs & ((1 << len(flags)) - 1)
+    lows = [low for _, low, _ in parts]
+    rows = np.empty((len(cells), len(spans)), dtype=np.int64)
+    rest = cells.astype(np.int64)
+    for j, (low, (_, _, span)) in enumerate(zip(lows, parts)):  # the features' digits, the first fastest
+        rest, digit = np.divmod(rest, span)
+        rows[:, j] = digit + low
+    for i in range(len(flags)):
+        rows[:, len(parts) + i] = (bits >> i) & 1
+    return rows, index
+
+
+def _ranked(place: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each element's rank among the distinct places present, those places in increasing order) of places in
+    0..total-1, marked on a grid of ``total``."""
     seen = np.zeros(total, dtype=bool)
     seen[place] = True
     slots = np.flatnonzero(seen)
-    rank = np.empty(total, dtype=np.int32)  # read only where written: at the cells present (GRID_LIMIT < 2^31)
+    rank = np.empty(total, dtype=np.int32)  # read only where written: at the places present (GRID_LIMIT < 2^31)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
-    lows = [low for _, low, _ in parts] + [0] * len(flags)
-    rows = np.empty((len(slots), len(spans)), dtype=np.int64)
-    rest = slots.astype(np.int64)
-    for j, (low, span) in enumerate(zip(lows, spans)):  # the digits, the first fastest
-        rest, digit = np.divmod(rest, span)
-        rows[:, j] = digit + low
-    return rows, rank[place]
+    return rank[place], slots
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -454,7 +484,10 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
         num += w[:, j] * r[:, j]
         den += w[:, j]
     c = num / (den + PRIOR)
-    return c * np.minimum(1.0, REACH / np.maximum(d.min(axis=1), 1e-12))
+    nearest = d[:, 0].copy()
+    for j in range(1, d.shape[1]):
+        np.minimum(nearest, d[:, j], out=nearest)
+    return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
 
 
 #: a box of a sweep's points is split (halved in every feature) while more than this many banked kernels may be
@@ -482,57 +515,82 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     """
     n = len(x)
     m = len(q)
-    varies = q.min(axis=0) != q.max(axis=0) if m else np.zeros(x.shape[1], dtype=bool)
+    low = _columns(q, np.min) if m else np.zeros(x.shape[1], dtype=np.int64)
+    varies: np.ndarray = low != _columns(q, np.max) if m else np.zeros(x.shape[1], dtype=bool)
     # the features every query shares add the same to each of a banked kernel's distances: summed once ("base")
     shared = (x[:, ~varies] - q[:1, ~varies]).astype(np.float64) if m else np.zeros((n, 0))
     base = np.square(shared).sum(axis=1)
     q = q[:, varies]
     # float32 where every distance these points and kernels can have is an integer below 2^24 (exact, half the bytes)
     both = np.vstack([q, x[:, varies]]) if m else x[:, varies]
-    reach = float(np.square((both.max(axis=0) - both.min(axis=0)).astype(np.float64)).sum()) + float(base.max())
+    reach = float(np.square((_columns(both, np.max) - _columns(both, np.min)).astype(np.float64)).sum()) + float(base.max())
     kind, far = (np.float32, _FAR32) if reach < 1 << 24 else (np.float64, _FAR)
     xt = np.hstack([x[:, varies].astype(kind).T, np.full((int(varies.sum()), 1), far, dtype=kind)])
     base = np.append(base, far * far).astype(kind)
     qf = q.astype(kind)
     dims = q.shape[1]
-    u = q - q.min(axis=0) if m and dims else np.zeros((m, 0), dtype=np.int64)
+    u = q - low[varies] if m and dims else np.zeros((m, 0), dtype=np.int64)
     bits = int(u.max()).bit_length() if m and dims else 0
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
-        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows],
-                         np.broadcast_to(np.arange(n), (min(rows, m - s), n)), xt, base, k) for s in range(0, m, rows)]
+        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
+                         np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k) for s in range(0, m, rows)]
     z = _morton(u, bits)
     order = np.argsort(z)
     z, qs = z[order], qf[order]
-    stopped: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted positions, their candidates) of boxes that stopped
-    cand = np.arange(n)[None, :]  # the active boxes' candidates, padded with n
-    active = np.arange(m)  # sorted positions of the points in active boxes
-    box = np.zeros(m, dtype=np.intp)  # each active point's box
+    # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
+    # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
+    first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
+    tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
+    for level in range(1, bits + 1):
+        starts, lo, hi = tree[-1]
+        prefix = z[starts] >> (level * dims)
+        up = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
+        tree.append((starts[up], np.minimum.reduceat(lo, up, axis=0), np.maximum.reduceat(hi, up, axis=0)))
+    stopped: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # boxes that stopped: (sorted positions of their
+    # points, box by box; each box's candidates; its points)
+    cand = np.arange(n)[None, :]  # the active boxes' parents' candidates, padded with n
+    boxes = np.zeros(1, dtype=np.intp)  # the active boxes (at the level: the one box of every point)
+    parent = np.zeros(1, dtype=np.intp)  # each active box's row of cand
     for level in range(bits, -1, -1):
-        prefix = z[active] >> (level * dims)
-        first = np.flatnonzero(np.concatenate([[True], prefix[1:] != prefix[:-1]]))
-        points = qs[active]
-        lo, hi = np.minimum.reduceat(points, first, axis=0), np.maximum.reduceat(points, first, axis=0)
-        kept = _prune(lo, hi, cand[box[first]], xt, base, k)
-        sizes = np.diff(np.append(first, len(active)))
-        stop = ((kept < n).sum(axis=1) <= LEAF) | (sizes == 1) | (level == 0)
-        inside = np.repeat(stop, sizes)
+        starts, lo, hi = tree[level]
+        begin, sizes = starts[boxes], np.append(starts[1:], m)[boxes] - starts[boxes]
+        kept = _prune(lo[boxes], hi[boxes], cand[parent], xt, base, k)
+        stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
         if stop.any():
-            stopped.append((active[inside], np.repeat(_compact(kept[stop], n), sizes[stop], axis=0)))
+            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(kept[stop], n), sizes[stop]))
         if stop.all():
             break
-        go = ~stop
-        active, cand = active[~inside], _compact(kept[go], n)
-        box = np.repeat(np.arange(len(cand)), sizes[go])
+        go = np.flatnonzero(~stop)
+        cand = _compact(kept[go], n)
+        below = tree[level - 1][0]  # the boxes one level down inside each box that goes on: a run of them
+        low, high = np.searchsorted(below, begin[go]), np.searchsorted(below, begin[go] + sizes[go])
+        parent = np.repeat(np.arange(len(go)), high - low)
+        boxes = _ranges(low, high - low)
     found = []
-    for where, cands in stopped:  # the points in groups of similar candidate counts, each padded to its own widest
-        counts = (cands < n).sum(axis=1)
-        group = np.searchsorted(WIDTH_GROUPS, counts)
+    for where, boxes, sizes in stopped:  # the points in groups of similar candidate counts, each padded to its widest
+        counts = _counts(boxes < n)
+        group = np.searchsorted(WIDTH_GROUPS, counts)  # each box's
+        of = np.repeat(np.arange(len(boxes)), sizes)  # each point's box
+        grouped = group[of]
+        local = np.empty(len(boxes), dtype=np.intp)
         for g in np.unique(group):
-            part = np.flatnonzero(group == g)
-            width = int(counts[part].max())
-            found.append(_members(order[where[part]], qs[where[part]], cands[part, :width], xt, base, k))
+            part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
+            local[mine] = np.arange(len(mine))
+            width = int(counts[mine].max())
+            found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k))
     return found
+
+
+def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """The runs starts[i] .. starts[i] + sizes[i] - 1, one after another."""
+    return np.arange(int(sizes.sum())) + np.repeat(starts - (np.cumsum(sizes) - sizes), sizes)
+
+
+def _columns(a: np.ndarray, reduce: Any) -> np.ndarray:
+    """``reduce`` (np.min, np.max) of each column of a 2-D array, column by column (numpy's axis-0 reduction of a few
+    wide columns walks them row by row, 3-4x slower)."""
+    return np.array([reduce(a[:, j]) for j in range(a.shape[1])], dtype=a.dtype)
 
 
 def _morton(u: np.ndarray, bits: int) -> np.ndarray:
@@ -563,34 +621,49 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
 
 
+def _counts(mask: np.ndarray) -> np.ndarray:
+    """Each row's true elements of a 2-D boolean mask (``mask.sum(axis=1)``, without numpy's per-row reduction)."""
+    return np.einsum("ij->i", mask.view(np.uint8), dtype=np.intp)
+
+
+def _kept(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(flat positions of a 2-D mask's true elements in row order, their rows, their places in their rows once the
+    false ones are dropped, each row's count): ``np.nonzero`` and its compaction, from one flat pass."""
+    flat = np.flatnonzero(mask)
+    counts = _counts(mask)
+    rows = np.repeat(np.arange(len(mask)), counts)
+    places = np.arange(len(flat)) - (np.cumsum(counts) - counts)[rows]
+    return flat, rows, places, counts
+
+
 def _compact(cand: np.ndarray, n: int) -> np.ndarray:
     """Rows of candidates with the unused places (n) moved to the end, the others kept in order; as wide as needed."""
-    used = cand != n
-    counts = used.sum(axis=1)
-    out = np.full((len(cand), int(counts.max()) if len(cand) else 0), n, dtype=np.intp)
-    rows, cols = np.nonzero(used)
-    out[rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts)] = cand[rows, cols]
+    flat, rows, places, counts = _kept(cand != n)
+    width = int(counts.max()) if len(cand) else 0
+    out = np.full((len(cand), width), n, dtype=np.intp)
+    out.reshape(-1)[rows * width + places] = cand.reshape(-1)[flat]
     return out
 
 
-def _members(where: np.ndarray, q: np.ndarray, cand: np.ndarray, xt: np.ndarray, base: np.ndarray, k: int,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates
-    (rows of ``cand``, at least K of them used, n where unused): compacted in the candidates' order, inf and n after."""
-    dist = np.take(base, cand)
+def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray,
+             k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates (those
+    of its box: row ``of[i]`` of ``boxes``, at least K of them used, n where unused): compacted in the candidates'
+    order, inf and n after; the two arrays column-major (``_blend`` sums them column by column). A box's candidates'
+    coordinates are gathered once and copied to its points row by row."""
+    dist = np.take(base, boxes)[of]
     for j in range(q.shape[1]):
-        step = np.take(xt[j], cand)
+        step = np.take(xt[j], boxes)[of]
         np.subtract(q[:, j:j + 1], step, out=step)
         np.multiply(step, step, out=step)
         dist += step
     kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
-    keep = dist <= kth
-    counts = keep.sum(axis=1)
+    flat, rows, places, counts = _kept(dist <= kth)
     width = int(counts.max()) if len(counts) else 0
-    rows, cols = np.nonzero(keep)
-    place = (rows, np.arange(len(rows)) - np.repeat(np.cumsum(counts) - counts, counts))
-    member = np.full((len(cand), width), len(base) - 1, dtype=np.intp)
-    member[place] = cand[rows, cols]
-    d = np.full((len(cand), width), np.inf)
-    d[place] = dist[rows, cols]
-    return where, d, member
+    wide = boxes.shape[1]
+    at = places * len(of) + rows  # column-major places
+    member = np.full((width, len(of)), len(base) - 1, dtype=np.intp)
+    member.reshape(-1)[at] = boxes.reshape(-1)[of[rows] * wide + (flat - rows * wide)]
+    d = np.full((width, len(of)), np.inf)
+    d.reshape(-1)[at] = dist.reshape(-1)[flat]
+    return where, d.T, member.T

@@ -14,7 +14,7 @@ group and summed, the waves are ceil(tiles / SMs) over the actual tiles, and eac
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -48,44 +48,161 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
 
     ``split_k=False`` (cuDNN's implicit-GEMM convs): split = 1 always.
 
-    A sweep computes the same numbers in two regimes: a grid of at least SMs tiles splits
-    nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller one fits one wave
-    (tiles * split <= SMs) of ceil(k / split), computed on those elements only.
+    A sweep computes the same numbers in two regimes: where every tile's grid has at least SMs tiles
+    nothing splits, and the seconds are the fewest units (ceil(tiles / SMs) x TM*TN / 64^2) times
+    2*64*64*k / (rate / SMs), multiplied once (bit for bit each tile's own product, the best taken);
+    the elements whose largest tiles leave SMs idle take every tile in both regimes (``_gemm_sweep``).
     """
     if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
         return _gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(k), np.shape(batch))
     if not shape:  # numpy scalars
         return _gemm_compute_time_one(float(m), float(n), float(k), float(batch), rate, sms, split_k)
-    per_sm = rate / sms
-    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(np.shape(k))
-    k_arr, max_split = np.broadcast_to(k, shape), np.broadcast_to(max_split, shape)
+    narrow = _narrow_units(m, n, batch, sms, shape)
+    if narrow is not None:
+        if narrow[0] is None:  # mostly small grids
+            return _full(m, n, k, batch, rate, sms, split_k, shape, narrow[1])
+        return _finish(narrow[0], narrow[1], m, n, k, batch, rate, sms, split_k, shape)
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
-    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
-    k_scalar = np.ndim(k) == 0
-    tiles, t = np.empty(shape), np.empty(shape)
-    best: Any = None
+    one = type(batch) is float and batch == 1.0  # x * 1.0 is x: the product's pass is skipped
+    cols = {tn: _ceil_div(n, tn) if one else product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
+    # split = 1 (a grid of at least SMs tiles): a tile's seconds are ceil(tiles / SMs) * (per_wave * k), per_wave =
+    # 2*TM*TN / per_sm = (TM*TN / 64^2) * per_wave(64x64) exactly (a power of two apart), so they are
+    # units * (per_wave(64x64) * k) rounded once, units = ceil(tiles / SMs) * TM*TN / 64^2 an exact integer; rounding
+    # is monotone, so the fastest tile is the one of fewest units, multiplied once
+    units: Any = None
     largest: Any = None
-    for tm, tn in TILES:
-        np.multiply(rows[tm], cols[tn], out=tiles)
+    size = int(np.prod(shape))
+    for i, (tm, tn) in enumerate(TILES):
+        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > size:  # mostly small grids: every element the full way
+            return _full(m, n, k, batch, rate, sms, split_k, shape, largest)
+        tiles = rows[tm] * cols[tn]
+        if type(tiles) is not np.ndarray or tiles.shape != shape:  # k alone swept, or m and n across each other
+            tiles = np.broadcast_to(tiles, shape).astype(float)
         if tm * tn == 128 * 256:
             largest = tiles.copy() if largest is None else np.minimum(largest, tiles, out=largest)
-        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
-        np.divide(tiles, sms, out=t)
-        np.ceil(t, out=t)
-        np.multiply(t, per_wave * (float(k) if k_scalar else k), out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
-        small = np.flatnonzero(tiles < sms)
-        if small.size:  # one wave; split-K spreads k over the idle SMs
-            few = tiles.reshape(-1)[small]
-            split = np.clip(np.floor_divide(sms, few), 1.0, max_split.reshape(-1)[small])
-            t.reshape(-1)[small] = per_wave * np.ceil(k_arr.reshape(-1)[small] / split)
-        if best is None:
-            best, t = t, np.empty(shape)
+        waves = np.divide(tiles, sms, out=tiles)
+        np.ceil(waves, out=waves)
+        if tm * tn != 64 * 64:
+            np.multiply(waves, float(tm * tn // (64 * 64)), out=waves)
+        units = waves if units is None else np.minimum(units, waves, out=units)
+    return _finish(units, largest, m, n, k, batch, rate, sms, split_k, shape)
+
+
+#: a sweep's tile counts are held in float32 where every one stays below this (exact, and so is ceil(tiles / SMs))
+NARROW_TILES = float(1 << 22)
+
+
+def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) -> Optional[tuple[Any, np.ndarray]]:
+    """(fewest units, largest tiles) of ``gemm_time``'s tile loop in float32 (units None where most of the sweep's
+    largest tiles leave SMs idle: every element takes the full way), where m and n are sweeps of the whole shape,
+    batch an integer and every tile count below ``NARROW_TILES`` (integers below 2^24 are float32's exactly, and
+    T / SMs, at least 1/SMs from an integer unless one, rounds to float32 on the integer's side: its ceiling is
+    exact); None otherwise (the float64 loop, the same numbers)."""
+    if not (type(m) is np.ndarray and type(n) is np.ndarray and m.shape == shape and n.shape == shape
+            and m.dtype == np.float64 and n.dtype == np.float64 and type(batch) is float and batch.is_integer()
+            and batch >= 1.0):
+        return None
+    top_m, top_n = float(m.max()), float(n.max())
+    if not (top_m < NARROW_TILES * 64 and top_n < NARROW_TILES * 64):  # (NaN or infinite too: the float64 loop)
+        return None
+    if not (math.ceil(top_m / 64) * math.ceil(top_n / 64) * batch < NARROW_TILES and min(float(m.min()), float(n.min())) > 0):
+        return None
+    tmp = np.empty(shape)
+    rows: dict[int, np.ndarray] = {}
+    cols: dict[int, np.ndarray] = {}
+    for side, x, into in ((0, m, rows), (1, n, cols)):
+        np.multiply(x, 1.0 / 64, out=tmp)  # x / 64 exactly (a power of two)
+        into[64] = np.ceil(tmp, out=np.empty(shape, dtype=np.float32))  # an integer below 2^22: exact
+        for t in (128, 256):  # ceil(x / 2t) = ceil(ceil(x / t) / 2), halving an integer exactly
+            into[t] = np.multiply(into[t // 2], np.float32(0.5))
+            np.ceil(into[t], out=into[t])
+        if side == 1 and batch != 1.0:
+            for t in (64, 128, 256):
+                np.multiply(into[t], np.float32(batch), out=into[t])
+    units: Any = None
+    largest: Any = None
+    waves = np.empty(shape, dtype=np.float32)
+    for i, (tm, tn) in enumerate(TILES):
+        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > waves.size:  # mostly small grids: no units
+            return None, largest.astype(np.float64)
+        np.multiply(rows[tm], cols[tn], out=waves)
+        if tm * tn == 128 * 256:
+            largest = waves.copy() if largest is None else np.minimum(largest, waves, out=largest)
+        np.divide(waves, np.float32(sms), out=waves)
+        np.ceil(waves, out=waves)
+        if tm * tn != 64 * 64:
+            np.multiply(waves, np.float32(tm * tn // (64 * 64)), out=waves)
+        if units is None:
+            units, waves = waves, np.empty(shape, dtype=np.float32)
         else:
-            np.minimum(best, t, out=best)
+            np.minimum(units, waves, out=units)
+    return units, largest.astype(np.float64)
+
+
+def _full(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool, shape: tuple[int, ...],
+          largest: Any) -> tuple[Num, Num, Num]:
+    """``gemm_time``'s figures with every element the full way (``_gemm_sweep``: most of the sweep splits k)."""
+    fm, fn, fb = (float(x) if np.ndim(x) == 0 else np.broadcast_to(x, shape).reshape(-1) for x in (m, n, batch))
+    best = _gemm_sweep(fm, fn, np.broadcast_to(k, shape).reshape(-1), fb, rate, sms, split_k).reshape(shape)
+    useful = product(2.0 / rate, m, n, k, batch)
+    return best, np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == shape
+                           else None), largest
+
+
+def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool,
+            shape: tuple[int, ...]) -> tuple[Num, Num, Num]:
+    """``gemm_time``'s figures from the fewest units and the largest tiles: seconds (split-K where some grid leaves SMs
+    idle), wave efficiency, largest tiles."""
+    base = 2.0 * 64 * 64 / (rate / sms)
+    best = np.multiply(units, base * (float(k) if np.ndim(k) == 0 else k), dtype=np.float64,
+                       out=units if units.dtype == np.float64 else None)
+    # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
+    small = np.flatnonzero(largest < sms)
+    if small.size:
+        pm, pn, pk, pb = (_at(x, shape, small) for x in (m, n, k, batch))
+        best.reshape(-1)[small] = _gemm_sweep(pm, pn, pk, pb, rate, sms, split_k)
     useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
     efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
     return best, efficiency, largest
+
+
+def _at(x: Any, shape: tuple[int, ...], flat: np.ndarray) -> np.ndarray:
+    """A figure's elements at the flat positions ``flat`` of the sweep's ``shape`` (a scalar's: filled)."""
+    if np.ndim(x) == 0:
+        return np.full(flat.size, float(x))
+    return (x if np.shape(x) == shape else np.broadcast_to(x, shape)).reshape(-1)[flat]
+
+
+def _gemm_sweep(m: Any, n: Any, k: np.ndarray, batch: Any, rate: float, sms: int, split_k: bool = True) -> np.ndarray:
+    """``gemm_time``'s seconds of a sweep (k a 1-D array, the others of its length or scalars), every tile in both
+    regimes.
+
+    A grid of at least SMs tiles splits nothing (split = 1: ceil(tiles / SMs) waves of the whole k); a smaller
+    one fits one wave (tiles * split <= SMs) of ceil(k / split). ``gemm_time`` takes it where some tile's grid
+    is smaller than the SMs (a test holds both to ``_gemm_compute_time_one``).
+    """
+    per_sm = rate / sms
+    max_split = np.maximum(1.0, np.floor_divide(k, MIN_SPLIT_K)) if split_k else np.ones(k.shape)
+    rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
+    cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
+    tiles, t = np.empty(k.shape), np.empty(k.shape)
+    best: Any = None
+    for tm, tn in TILES:
+        np.multiply(rows[tm], cols[tn], out=tiles)
+        per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
+        np.divide(tiles, sms, out=t)
+        np.ceil(t, out=t)
+        np.multiply(t, per_wave * k, out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
+        few = np.flatnonzero(tiles < sms)
+        if few.size:  # one wave; split-K spreads k over the idle SMs
+            split = np.clip(np.floor_divide(sms, tiles[few]), 1.0, max_split[few])
+            t[few] = per_wave * np.ceil(k[few] / split)
+        if best is None:
+            best, t = t, np.empty(k.shape)
+        else:
+            np.minimum(best, t, out=best)
+    return best
 
 
 def tile_waves(tiles: Any, sms: int, nbytes: Any) -> tuple[Any, Any]:
@@ -104,6 +221,15 @@ def _ceil_div(x: Any, d: int) -> Any:
 def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: float, sms: int,
                            split_k: bool = True) -> tuple[float, float, float]:
     """``gemm_time`` of one shape, in plain Python (a test checks that both agree)."""
+    r64, r128, r256, c64, c128, c256 = (math.ceil(m / 64), math.ceil(m / 128), math.ceil(m / 256), math.ceil(n / 64),
+                                        math.ceil(n / 128), math.ceil(n / 256))
+    largest = min(r128 * c256 * batch, r256 * c128 * batch)
+    if largest >= sms:  # every tile's grid fills the SMs: no split, the fewest units of 64x64 tile-waves (gemm_time)
+        units = min(math.ceil(r128 * c256 * batch / sms) * 8, math.ceil(r256 * c128 * batch / sms) * 8,
+                    math.ceil(r128 * c128 * batch / sms) * 4, math.ceil(r64 * c256 * batch / sms) * 4,
+                    math.ceil(r64 * c128 * batch / sms) * 2, math.ceil(r64 * c64 * batch / sms))
+        best = units * (2.0 * 64 * 64 / (rate / sms) * math.ceil(k))
+        return best, 2.0 * m * n * k * batch / rate / best, float(largest)
     per_sm = rate / sms
     max_split = max(1.0, k // MIN_SPLIT_K) if split_k else 1.0
     best = largest = math.inf
