@@ -279,6 +279,25 @@ def test_sort_launches_as_cuda_sorts():
     stable = capture(lambda x: torch.sort(x, stable=True), long_ids)  # sort.stable: dim after the stable flag
     assert _launches(stable) == [("sort", 11.0)]
     assert _launches(capture(lambda x: torch.sort(x, dim=0), torch.randn(5000, 2))) == [("sort", 1.0)]  # segmented
+    unstable = capture(lambda x: torch.sort(x, stable=False, dim=0), long_ids)  # sort.stable with stable=False
+    assert _launches(unstable) == [("sort", 11.0)]
+    fp32 = capture(lambda x: torch.sort(x), torch.randn(6792))  # 4-byte keys: 3 + 4 passes
+    assert _launches(fp32) == [("sort", 7.0)]
+
+
+def test_sort_into_out_tensors_reads_its_dim():
+    """sort.values(self, dim, descending, *, values, indices) has dim second, as sort has; sort.values_stable has it
+    after the stable flag. Of [2, 5000]: along dim 0 (5,000 slices of 2) the small sort, the arange copied into the
+    slices; along dim 1 (2 slices of 5,000 > 4,096) the segmented sort, one launch."""
+    def into(dim):
+        return lambda x, v, i: torch.sort(x, dim, False, out=(v, i))
+
+    x, v, i = torch.randn(2, 5000), torch.empty(2, 5000), torch.empty(2, 5000, dtype=torch.int64)
+    small = [("arange", 1.0), ("copy_", 1.0), ("sort", 1.0)]
+    assert _launches(capture(into(0), x, v, i)) == small
+    assert _launches(capture(into(1), x, v, i)) == [("sort", 1.0)]
+    stable = capture(lambda x, v, i: torch.sort(x, stable=True, dim=0, out=(v, i)), x, v, i)  # sort.values_stable
+    assert _launches(stable) == small
 
 
 def test_a_routers_topk_and_histc_launch_two_kernels():

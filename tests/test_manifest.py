@@ -65,6 +65,23 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200x2_parallel_steps_test_seed2034.json", "spent", 2034, "96bd492", "615211b"),
     # 7b26cea: "the frozen test draw of whole steps (seed 2029, 60 random steps measured after 98403b1 ...)", profiled since
     ("h200_steps_test_seed2029.json", "profiled", 2029, "98403b1", "7b26cea"),
+    # b3ddb55: "The frozen test of captured programs' host rule: seed 2047 (70 H200 steps measured after 824f06f) ...";
+    # c87414b: "the seed-2047 test is spent (its MoE misses led here) and joins the captured host fit"
+    ("h200_captured_steps_test_seed2047.json", "fit", 2047, "824f06f", "b3ddb55"),
+    # 83c606c: "The seed-2048 captured-steps draw: 70 H200 steps measured after c87414b froze capture and the captured
+    # host rule (the frozen test of captured programs)"
+    ("h200_captured_steps_test_seed2048.json", "test", 2048, "c87414b", "83c606c"),
+    # 39a79ed: "The frozen seed-3002 serving test ..."; 1fa5ee8: "seed 3002 spent"
+    ("h200_serving_test_seed3002.json", "spent", 3002, "bc131bd", "39a79ed"),
+    # 74fabd4: "Serving: the seed-3003 fit draw ... and the eager decode-step profile"
+    ("h200_serving_fit_seed3003.json", "fit", 3003, None, "74fabd4"),
+    # 1fa5ee8: "The frozen seed-3004 serving test (11 cases, measured after bc018d1)"
+    ("h200_serving_test_seed3004.json", "test", 3004, "bc018d1", "1fa5ee8"),
+    # d85d786: "The frozen test of solkit.tune on the H200: seed 3204 ..., measured after 3cc53f3 froze the model";
+    # 2fcdce0: "Seed 3204 spent (its shapes chose this model's changes)"
+    ("h200_tune_test_seed3204.json", "spent", 3204, "3cc53f3", "d85d786"),
+    # 2fcdce0: "The frozen test of solkit.tune on the H200: seed 3205 ..., measured after 4b57715 froze the model"
+    ("h200_tune_test_seed3205.json", "test", 3205, "4b57715", "2fcdce0"),
     # 919e6bb: "H200 measurements (310 cases), calibrated predictor ...": the catalogue, hand-picked (no seed)
     ("h200_measurements.json", "fit", None, None, "919e6bb"),
 ])

@@ -129,6 +129,21 @@ def test_register_cap_by_hand(warps, cap):
     assert limits.register_cap(H200, warps) == cap
 
 
+def test_a_block_of_too_many_warps_is_refused_for_its_threads_without_a_numpy_warning():
+    """1,024 warps: 65536 / 1024 = 64 registers a warp, under one unit of 256, so the cap is 0 registers a thread; the
+    config is refused for its 32 * 1024 = 32,768 threads (the H200 gives 1,024 a block), and no division by zero
+    leaks out as a RuntimeWarning."""
+    import warnings
+
+    cfg = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "num_warps": 1024, "num_stages": 3}
+    assert limits.register_cap(H200, 1024) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = tune.rank("triton_matmul", [cfg], gpu="h200", m=4096, n=4096, k=4096)
+    assert np.isnan(r.seconds[0])
+    assert r.reasons == ("needs 32,768 threads (1024 warps), the h200-sxm gives 1,024 per block",)
+
+
 def test_registers_beyond_the_cap_spill_and_the_config_still_launches():
     """256 x 256 x 64, 16 warps, 2 stages: 256*256 / 512 = 128 accumulators + 19 + 0.43 * (512*64 / 512 = 64) =
     174.52 wanted, over the cap of 128 at 16 warps, so it holds 128 and spills 46.52; 2 * 512 * 64 * 2 = 131,072 B of

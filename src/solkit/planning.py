@@ -224,7 +224,8 @@ def inference(model: Transformer | CapturedModel, gpu: GPULike, batch: Dim = 1, 
     scale by it.
     """
     if isinstance(model, CapturedModel):
-        return _captured(model, gpu, batch, prompt, output, dtype, kv_dtype, quant, kernels, impl, engine, tp)
+        return _captured(model, gpu, batch, prompt, output, dtype, kv_dtype, quant, kernels, impl, engine, tp,
+                         usd_per_gpu_hour, host_probe_us)
     if not isinstance(model, Transformer):
         hint = (f": build it with models.preset({shown(model)}) or models.from_hf_config(...)" if isinstance(model, str)
                 else "")
@@ -292,7 +293,7 @@ def _generate_host(engine: str, layers: int, scale: float, g: Any, host_probe_us
     if engine == "fused":
         return 0.0, 0.0
     if captured:
-        forward = -float(calibration(g).host_captured_program)
+        forward = -float(calibration(g).host_captured_program) * _predict_scale(g, host_probe_us)
     else:
         forward = hf.GENERATE_LAYER_US * layers * 1e-6 * scale - _closed_forward_host(g, layers, host_probe_us)
     request = (hf.GENERATE_REQUEST_US[engine] + (hf.STATIC_CACHE_LAYER_US * layers if engine == "hf-static" else 0.0)) \
@@ -305,8 +306,13 @@ def _closed_forward_host(g: Any, layers: int, host_probe_us: Any) -> float:
     """Seconds of an eager forward's preamble and per-layer Python as ``predict`` counts them on ``g`` (its spec's
     ``host_program`` + ``host_layer`` per layer, scaled by the caller's probe as ``predict`` scales them)."""
     cal = calibration(g)
-    f = 1.0 if host_probe_us is None or not cal.host_probe else float(host_probe_us) * 1e-6 / cal.host_probe
-    return float((cal.host_program + cal.host_layer * layers) * f)
+    return float((cal.host_program + cal.host_layer * layers) * _predict_scale(g, host_probe_us))
+
+
+def _predict_scale(g: Any, host_probe_us: Any) -> float:
+    """How ``predict`` scales ``g``'s host parameters for the caller's probe: the probe over the spec's (1 without one)."""
+    cal = calibration(g)
+    return 1.0 if host_probe_us is None or not cal.host_probe else float(host_probe_us) * 1e-6 / cal.host_probe
 
 
 def _assumptions(engine: str, tp: int, gpu: str) -> tuple[str, ...]:
@@ -320,7 +326,8 @@ def _assumptions(engine: str, tp: int, gpu: str) -> tuple[str, ...]:
 
 
 def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: Any, dtype: Any, kv_dtype: Any,
-              quant: Any, kernels: Any, impl: Any, engine: Any, tp: Any) -> InferenceEstimate:
+              quant: Any, kernels: Any, impl: Any, engine: Any, tp: Any, usd_per_gpu_hour: Any = None,
+              host_probe_us: Any = None) -> InferenceEstimate:
     """``inference`` of a captured model: one shape, each decode point captured (NB: its memory is the prefill's peak
     at prompt + output tokens, whose activations a decode step never holds: a ceiling on the served footprint)."""
     name = _engine(engine, kernels)
@@ -333,17 +340,20 @@ def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: A
                           "inference once per shape, or sweep a closed-form models.Transformer)")
     b, p, n = (int(dim(name_, value)) for name_, value in (("batch", batch), ("prompt", prompt), ("output", output)))
     options = {"dtype": dtype, "kv_dtype": kv_dtype, "quant": quant, "kernels": _ENGINE_KERNELS[name][0], "impl": impl}
-    ttft = float(predict(model.prefill(batch=b, seq=p, **options), g, warn=False).seconds)
+    pkw: dict[str, Any] = {} if host_probe_us is None else {"host_probe_us": host_probe_us}
+    ttft = float(predict(model.prefill(batch=b, seq=p, **options), g, warn=False, **pkw).seconds)
     contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
-    tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False).seconds)
+    tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False, **pkw).seconds)
                           for c in contexts]))
-    host_ttft, host_tpot = _generate_host(name, model.layers, 1.0, g, None, captured=True)
+    host_ttft, host_tpot = _generate_host(name, model.layers, _probe(host_probe_us), g, host_probe_us, captured=True)
     ttft, tpot = ttft + host_ttft, tpot + host_tpot
     latency = ttft + n * tpot
     footprint = model.memory(batch=b, seq=p + n, gpu=g, dtype=dtype)
     return InferenceEstimate(model.name, g.name, b, p, n, ttft, tpot, b / tpot, latency, b * n / latency, footprint,
-                             name, 1, 0.0, 0.0, host_ttft, host_tpot, cost(latency / b, g, 1, what="per request"),
-                             cost(latency / (b * n), g, 1, what="per output token"), _assumptions(name, 1, g.name))
+                             name, 1, 0.0, 0.0, host_ttft, host_tpot,
+                             cost(latency / b, g, 1, usd_per_gpu_hour, what="per request"),
+                             cost(latency / (b * n), g, 1, usd_per_gpu_hour, what="per output token"),
+                             _assumptions(name, 1, g.name))
 
 
 def _scalar(name: str) -> Any:

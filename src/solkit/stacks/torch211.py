@@ -122,7 +122,9 @@ LAYERNORM_BACKWARD_LAUNCHES = 2
 SMALL_SORT = 4096
 #: a longer slice (of a tensor of one slice) goes to cub's radix sort: the reverse-index fill, cub's histogram and
 #: exclusive sum, then one one-sweep pass per byte of the key (8-bit digits): 11 launches for int64 keys (4 of 4
-#: calls of 6,792 experts' ids). NB: read off int64 keys; other key widths take their bytes' passes
+#: calls of 6,792 experts' ids). NB: read off int64 keys; other key widths take their bytes' passes (CUB's sm90
+#: radix-sort policy runs onesweep with 8-bit digits for every key size; its single-tile kernel never serves a slice
+#: over 4,096, the int64 indices' tile being 256 threads x 9 items)
 SORT_CUB_LAUNCHES = 3
 #: topk of sorted values (k > 1) over slices shorter than this: ATen's single-block gatherTopK, then the k results
 #: sorted in place (2 launches; TensorTopK.cu's multi-block path starts at 400 elements a slice for the most slices)

@@ -130,7 +130,7 @@ def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.n
         np.full(warps.shape, float(lim.blocks_per_sm)),
         np.floor(lim.warps_per_sm / warps),
         np.floor(lim.smem_per_sm / (smem + lim.smem_reserved)),
-        np.floor(lim.regs_per_sm / (warps * per_warp)),
+        np.floor(lim.regs_per_sm / np.maximum(warps * per_warp, lim.reg_unit)),  # a block holds one unit at least
     ])
     return limits.min(axis=0), limits.argmin(axis=0)
 
