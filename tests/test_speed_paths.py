@@ -113,6 +113,23 @@ def test_a_sweeps_variant_entries_are_the_where_chain():
     assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast
 
 
+
+def test_a_sweeps_variant_entries_past_eight_and_from_non_boolean_masks_are_the_where_chain():
+    """lookup over a sweep with more variants applying than a uint8 code holds (ten: element i has variant i alone,
+    entry i + 2) gives each element its own variant's entry, 2, 3, ..., 11; a 0/2 integer mask applies where it is
+    nonzero, as numpy's where reads it (element 0 takes v0's 2, element 1 v1's 3, elements 2 and 3 the op's 1)."""
+    from solkit.prediction.kernel import KernelTerms, lookup
+
+    table = {"matmul": 1.0, **{f"matmul_v{i}": float(i + 2) for i in range(10)}}
+
+    def terms(*variants: tuple[str, object]) -> KernelTerms:
+        return KernelTerms("gemm", "matmul", tuple(variants), 1.0, True, 1.0, 1.0, 1.0, False, False)
+
+    ten = terms(*((f"v{i}", np.arange(10) == i) for i in range(10)))
+    assert lookup(table, ten, 1.0).tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+    ints = terms(("v0", np.array([2, 0, 0, 0])), ("v1", np.array([0, 2, 0, 0])))
+    assert lookup(table, ints, 1.0).tolist() == [2.0, 3.0, 1.0, 1.0]
+
 def _tile_search(m: float, n: float, k: float, batch: float, rate: float, sms: int, split_k: bool) -> tuple[float, float]:
     """gemm_time's docstring formula, tile by tile (the reference): tiles = ceil(m/TM) * ceil(n/TN) * batch, split =
     clip(floor(SMs / tiles), 1, max(1, floor(k / 256))), seconds = ceil(tiles * split / SMs) * 2*TM*TN*ceil(k / split)
