@@ -88,6 +88,16 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         assert np.any(largest < sms)
 
 
+
+def test_gemm_time_of_an_empty_sweep_is_empty():
+    """An empty sweep (m and n of no shapes, alone or across 4 n's) gives empty figures of its broadcast shape, (0,) and
+    (0, 4), as the tile loop always did (the float32 loop's max over no sizes raised numpy's reduction error)."""
+    none = np.array([], dtype=float)
+    for m, n, want in ((none, none, (0,)), (none, 5.0, (0,)), (none[:, None], np.ones((1, 4)), (0, 4))):
+        figures = tiles.gemm_time(m, n, 100.0, 1.0, 989.4e12, 132)
+        assert [f.shape for f in figures] == [want] * 3
+    assert [f.shape for f in tiles.gemm_compute_time(none, none, 100.0, 1.0, 989.4e12, 132)] == [(0,), (0,)]
+
 def test_a_sweeps_variant_entries_are_the_where_chain():
     """lookup over a sweep (one pass of a small table where several variants apply) is the chain of wheres, each
     element taking the last applying variant's entry: by hand, element 0 none (the op's 0.5), 1 a (0.25), 2 b (0.125),

@@ -101,7 +101,7 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
     exact); None otherwise (the float64 loop, the same numbers)."""
     if not (type(m) is np.ndarray and type(n) is np.ndarray and m.shape == shape and n.shape == shape
             and m.dtype == np.float64 and n.dtype == np.float64 and type(batch) is float and batch.is_integer()
-            and batch >= 1.0):
+            and batch >= 1.0 and m.size):  # (an empty sweep: the float64 loop, which takes it)
         return None
     top_m, top_n = float(m.max()), float(n.max())
     if not (top_m < NARROW_TILES * 64 and top_n < NARROW_TILES * 64):  # (NaN or infinite too: the float64 loop)
