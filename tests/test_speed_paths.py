@@ -48,12 +48,14 @@ def test_off_is_the_remainders_test(d):
     assert off(24.0, 8.0) is False and off(20.0, 8.0) is True  # a scalar: Python's own %
 
 
-@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge"])
+@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge",
+                                  "fractional_k", "fractional_small"])
 def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
     """The tile search over a sweep (fewest units of 64x64 tile-waves, in float32 where the tile counts allow,
     multiplied once; split-K on the elements whose largest tiles leave SMs idle) gives each element's seconds and
     largest-tile count of the one-shape path exactly, on random 3-D shapes (m, n, k uniform in 1..65535) and on
-    batched, conv-like (no split-K), small (mostly split-K), k-only, crossed and huge (float64) sweeps."""
+    batched, conv-like (no split-K), small (mostly split-K), k-only, crossed and huge (float64) sweeps, and with k off
+    the integers (each tile's waves of ceil(k / split), as one shape's)."""
     rng = np.random.default_rng(len(draw))
     size = 4000
 
@@ -73,6 +75,10 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         m, n = 4096.0, 1000.0  # type: ignore[assignment]
     elif draw == "huge":  # 64x64 tile counts past 2^22 (float32's exact range for the tile loop): the float64 loop
         m, n = sizes(1 << 20), sizes(1 << 20)
+    elif draw.startswith("fractional"):  # k off the integers (the public gemm_compute_time takes it): ceil(k) per tile
+        k = k - rng.uniform(0.0, 1.0, size)
+        if draw == "fractional_small":
+            m, n = sizes(300), sizes(300)
     elif draw == "crossed":
         m, n, k = m[:60, None], n[None, :70], 4096.0  # type: ignore[assignment]
     rate, sms = 989.4e12, 132
