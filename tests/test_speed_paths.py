@@ -95,6 +95,16 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
 
 
 
+
+def test_the_tile_shortcuts_hold_only_for_these_tiles():
+    """The fewest-units shortcut is exact only for tiles a power of two times 64x64 in area (128x256: 8, 128x128: 4,
+    64x128: 2, ...), and the float32 loop halves 64-row counts into 128 and 256 ones, the one-shape path spells the six
+    tiles out: a tile added to TILES must change them too (this fails first)."""
+    assert tiles.TILES == ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
+    for tm, tn in tiles.TILES:
+        units = tm * tn // (64 * 64)
+        assert units * 64 * 64 == tm * tn and units & (units - 1) == 0  # 8, 8, 4, 4, 2, 1
+
 def test_gemm_time_of_an_empty_sweep_is_empty():
     """An empty sweep (m and n of no shapes, alone or across 4 n's) gives empty figures of its broadcast shape, (0,) and
     (0, 4), as the tile loop always did (the float32 loop's max over no sizes raised numpy's reduction error)."""
