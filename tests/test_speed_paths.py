@@ -49,13 +49,13 @@ def test_off_is_the_remainders_test(d):
 
 
 @pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge",
-                                  "fractional_k", "fractional_small"])
+                                  "fractional_k", "fractional_small", "small_batched"])
 def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
     """The tile search over a sweep (fewest units of 64x64 tile-waves, in float32 where the tile counts allow,
     multiplied once; split-K on the elements whose largest tiles leave SMs idle) gives each element's seconds and
     largest-tile count of the one-shape path exactly, on random 3-D shapes (m, n, k uniform in 1..65535) and on
-    batched, conv-like (no split-K), small (mostly split-K), k-only, crossed and huge (float64) sweeps, and with k off
-    the integers (each tile's waves of ceil(k / split), as one shape's)."""
+    batched, conv-like (no split-K), small (mostly split-K; with a swept batch, the float64 loop's), k-only, crossed
+    and huge (float64) sweeps, and with k off the integers (each tile's waves of ceil(k / split), as one shape's)."""
     rng = np.random.default_rng(len(draw))
     size = 4000
 
@@ -71,6 +71,8 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         k, batch, split_k = np.ceil(sizes(1024) / 32) * 32 * 9, 3.0, False  # channels padded to a 32-wide k tile, 3x3
     elif draw == "small":
         m, n = sizes(300), sizes(300)
+    elif draw == "small_batched":  # mostly split-K with a swept batch: the float64 loop's full way
+        m, n, batch = sizes(300), sizes(300), sizes(3)
     elif draw == "k_alone":
         m, n = 4096.0, 1000.0  # type: ignore[assignment]
     elif draw == "huge":  # 64x64 tile counts past 2^22 (float32's exact range for the tile loop): the float64 loop
@@ -90,7 +92,7 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         want = tiles._gemm_compute_time_one(float(mi), float(ni), float(ki), float(bi), rate, sms, split_k)
         assert seconds.flat[i] == want[0] and largest.flat[i] == want[2]
         assert efficiency.flat[i] == pytest.approx(want[1], rel=1e-12)
-    if draw == "small":  # the split-K regime was exercised: some element's best tile split k
+    if draw.startswith("small"):  # the split-K regime was exercised: some element's best tile split k
         assert np.any(largest < sms)
 
 
