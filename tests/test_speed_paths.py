@@ -48,12 +48,14 @@ def test_off_is_the_remainders_test(d):
     assert off(24.0, 8.0) is False and off(20.0, 8.0) is True  # a scalar: Python's own %
 
 
-@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge"])
+@pytest.mark.parametrize("draw", ["random_3d", "batched", "conv_like", "small", "k_alone", "crossed", "huge",
+                                  "fractional_k", "fractional_small", "small_batched"])
 def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
     """The tile search over a sweep (fewest units of 64x64 tile-waves, in float32 where the tile counts allow,
     multiplied once; split-K on the elements whose largest tiles leave SMs idle) gives each element's seconds and
     largest-tile count of the one-shape path exactly, on random 3-D shapes (m, n, k uniform in 1..65535) and on
-    batched, conv-like (no split-K), small (mostly split-K), k-only, crossed and huge (float64) sweeps."""
+    batched, conv-like (no split-K), small (mostly split-K; with a swept batch, the float64 loop's), k-only, crossed
+    and huge (float64) sweeps, and with k off the integers (each tile's waves of ceil(k / split), as one shape's)."""
     rng = np.random.default_rng(len(draw))
     size = 4000
 
@@ -69,10 +71,16 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         k, batch, split_k = np.ceil(sizes(1024) / 32) * 32 * 9, 3.0, False  # channels padded to a 32-wide k tile, 3x3
     elif draw == "small":
         m, n = sizes(300), sizes(300)
+    elif draw == "small_batched":  # mostly split-K with a swept batch: the float64 loop's full way
+        m, n, batch = sizes(300), sizes(300), sizes(3)
     elif draw == "k_alone":
         m, n = 4096.0, 1000.0  # type: ignore[assignment]
     elif draw == "huge":  # 64x64 tile counts past 2^22 (float32's exact range for the tile loop): the float64 loop
         m, n = sizes(1 << 20), sizes(1 << 20)
+    elif draw.startswith("fractional"):  # k off the integers (the public gemm_compute_time takes it): ceil(k) per tile
+        k = k - rng.uniform(0.0, 1.0, size)
+        if draw == "fractional_small":
+            m, n = sizes(300), sizes(300)
     elif draw == "crossed":
         m, n, k = m[:60, None], n[None, :70], 4096.0  # type: ignore[assignment]
     rate, sms = 989.4e12, 132
@@ -84,9 +92,29 @@ def test_gemm_time_sweep_is_each_elements_scalar_answer(draw):
         want = tiles._gemm_compute_time_one(float(mi), float(ni), float(ki), float(bi), rate, sms, split_k)
         assert seconds.flat[i] == want[0] and largest.flat[i] == want[2]
         assert efficiency.flat[i] == pytest.approx(want[1], rel=1e-12)
-    if draw == "small":  # the split-K regime was exercised: some element's best tile split k
+    if draw.startswith("small"):  # the split-K regime was exercised: some element's best tile split k
         assert np.any(largest < sms)
 
+
+
+
+def test_the_tile_shortcuts_hold_only_for_these_tiles():
+    """The fewest-units shortcut is exact only for tiles a power of two times 64x64 in area (128x256: 8, 128x128: 4,
+    64x128: 2, ...), and the float32 loop halves 64-row counts into 128 and 256 ones, the one-shape path spells the six
+    tiles out: a tile added to TILES must change them too (this fails first)."""
+    assert tiles.TILES == ((128, 256), (256, 128), (128, 128), (64, 256), (64, 128), (64, 64))
+    for tm, tn in tiles.TILES:
+        units = tm * tn // (64 * 64)
+        assert units * 64 * 64 == tm * tn and units & (units - 1) == 0  # 8, 8, 4, 4, 2, 1
+
+def test_gemm_time_of_an_empty_sweep_is_empty():
+    """An empty sweep (m and n of no shapes, alone or across 4 n's) gives empty figures of its broadcast shape, (0,) and
+    (0, 4), as the tile loop always did (the float32 loop's max over no sizes raised numpy's reduction error)."""
+    none = np.array([], dtype=float)
+    for m, n, want in ((none, none, (0,)), (none, 5.0, (0,)), (none[:, None], np.ones((1, 4)), (0, 4))):
+        figures = tiles.gemm_time(m, n, 100.0, 1.0, 989.4e12, 132)
+        assert [f.shape for f in figures] == [want] * 3
+    assert [f.shape for f in tiles.gemm_compute_time(none, none, 100.0, 1.0, 989.4e12, 132)] == [(0,), (0,)]
 
 def test_a_sweeps_variant_entries_are_the_where_chain():
     """lookup over a sweep (one pass of a small table where several variants apply) is the chain of wheres, each
@@ -112,6 +140,23 @@ def test_a_sweeps_variant_entries_are_the_where_chain():
         assert pick({"matmul": 0.5}, terms(("a", a), ("b", b)), 1.0) == 0.5  # no entries: the op's own
     assert lookup(table, terms(("a", a[:, None]), ("b", b[None, :3])), 1.0).shape == (5, 3)  # masks broadcast
 
+
+
+def test_a_sweeps_variant_entries_past_eight_and_from_non_boolean_masks_are_the_where_chain():
+    """lookup over a sweep with more variants applying than a uint8 code holds (ten: element i has variant i alone,
+    entry i + 2) gives each element its own variant's entry, 2, 3, ..., 11; a 0/2 integer mask applies where it is
+    nonzero, as numpy's where reads it (element 0 takes v0's 2, element 1 v1's 3, elements 2 and 3 the op's 1)."""
+    from solkit.prediction.kernel import KernelTerms, lookup
+
+    table = {"matmul": 1.0, **{f"matmul_v{i}": float(i + 2) for i in range(10)}}
+
+    def terms(*variants: tuple[str, object]) -> KernelTerms:
+        return KernelTerms("gemm", "matmul", tuple(variants), 1.0, True, 1.0, 1.0, 1.0, False, False)
+
+    ten = terms(*((f"v{i}", np.arange(10) == i) for i in range(10)))
+    assert lookup(table, ten, 1.0).tolist() == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0]
+    ints = terms(("v0", np.array([2, 0, 0, 0])), ("v1", np.array([0, 2, 0, 0])))
+    assert lookup(table, ints, 1.0).tolist() == [2.0, 3.0, 1.0, 1.0]
 
 def _tile_search(m: float, n: float, k: float, batch: float, rate: float, sms: int, split_k: bool) -> tuple[float, float]:
     """gemm_time's docstring formula, tile by tile (the reference): tiles = ceil(m/TM) * ceil(n/TN) * batch, split =

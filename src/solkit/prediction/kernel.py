@@ -251,7 +251,8 @@ def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> An
             continue
         key = terms.op + "_" + name
         if key in table and (mask is True or any_(mask)):
-            if type(mask) is np.ndarray and mask.ndim and type(value) is float:
+            # packed as bits of a uint8 code (``_chosen``): boolean masks, at most 8 of them; the rest chain on
+            if type(mask) is np.ndarray and mask.ndim and mask.dtype == np.bool_ and len(swept) < 8 and type(value) is float:
                 swept.append((mask, table[key]))
                 continue
             if swept:

@@ -50,7 +50,7 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
 
     A sweep computes the same numbers in two regimes: where every tile's grid has at least SMs tiles
     nothing splits, and the seconds are the fewest units (ceil(tiles / SMs) x TM*TN / 64^2) times
-    2*64*64*k / (rate / SMs), multiplied once (bit for bit each tile's own product, the best taken);
+    2*64*64*ceil(k) / (rate / SMs), multiplied once (bit for bit each tile's own product, the best taken);
     the elements whose largest tiles leave SMs idle take every tile in both regimes (``_gemm_sweep``).
     """
     if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
@@ -101,7 +101,7 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
     exact); None otherwise (the float64 loop, the same numbers)."""
     if not (type(m) is np.ndarray and type(n) is np.ndarray and m.shape == shape and n.shape == shape
             and m.dtype == np.float64 and n.dtype == np.float64 and type(batch) is float and batch.is_integer()
-            and batch >= 1.0):
+            and batch >= 1.0 and m.size):  # (an empty sweep: the float64 loop, which takes it)
         return None
     top_m, top_n = float(m.max()), float(n.max())
     if not (top_m < NARROW_TILES * 64 and top_n < NARROW_TILES * 64):  # (NaN or infinite too: the float64 loop)
@@ -155,8 +155,9 @@ def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: 
     """``gemm_time``'s figures from the fewest units and the largest tiles: seconds (split-K where some grid leaves SMs
     idle), wave efficiency, largest tiles."""
     base = 2.0 * 64 * 64 / (rate / sms)
-    best = np.multiply(units, base * (float(k) if np.ndim(k) == 0 else k), dtype=np.float64,
-                       out=units if units.dtype == np.float64 else None)
+    whole: Any = float(np.ceil(k)) if np.ndim(k) == 0 else np.ceil(k)  # split = 1: ceil(k / 1), as one shape's
+    whole *= base
+    best = np.multiply(units, whole, dtype=np.float64, out=units if units.dtype == np.float64 else None)
     # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
     small = np.flatnonzero(largest < sms)
     if small.size:
@@ -187,13 +188,14 @@ def _gemm_sweep(m: Any, n: Any, k: np.ndarray, batch: Any, rate: float, sms: int
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
     cols = {tn: product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
     tiles, t = np.empty(k.shape), np.empty(k.shape)
+    whole = np.ceil(k)  # split = 1: ceil(k / 1), as one shape's
     best: Any = None
     for tm, tn in TILES:
         np.multiply(rows[tm], cols[tn], out=tiles)
         per_wave = 2.0 * tm * tn / per_sm  # seconds of one tile's multiply-adds per element of k
         np.divide(tiles, sms, out=t)
         np.ceil(t, out=t)
-        np.multiply(t, per_wave * k, out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
+        np.multiply(t, per_wave * whole, out=t)  # split = 1: ceil(tiles / SMs) waves of all of k
         few = np.flatnonzero(tiles < sms)
         if few.size:  # one wave; split-K spreads k over the idle SMs
             split = np.clip(np.floor_divide(sms, tiles[few]), 1.0, max_split[few])
