@@ -54,7 +54,10 @@ def warp_grid(bm: np.ndarray, bn: np.ndarray, units: np.ndarray, wg: np.ndarray)
 
     wgmma (``units`` = warpgroups, 64 rows each): split BLOCK_M while it has more than 64 rows per unit, then
     BLOCK_N. mma.sync (``units`` = warps, m16n8 tiles): split the side with more tiles per warp, BLOCK_M first on a
-    tie, while it has 16 rows per warp to give.
+    tie, while it has 16 rows per warp to give. NB: Triton's warpsPerTileV2 (AccelerateMatmul.cpp) compares a warp's
+    m16 rows with twice its n8 columns, in integer divisions (32 x 128 over 8 warps: Triton 2 x 4, this 1 x 8; 8 of
+    the 26 mma.sync configs of the seed-3205 draw differ): the model as fitted and tested keeps this rule until a
+    fresh draw tests Triton's.
     """
     wm, wn = np.ones(np.shape(bm)), np.ones(np.shape(bm))
     for _ in range(int(np.log2(max(float(np.max(units)), 1.0))) + 1):
