@@ -14,23 +14,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import time
-from typing import Any, Callable
+import os
+import sys
+from typing import Any
 
-
-def per_call(torch: Any, fn: Callable[[], Any], calls: int, repeats: int = 5) -> float:
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        out.append((time.perf_counter() - t0) / calls)
-        torch.cuda.synchronize()
-    return statistics.median(out)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from op_host import per_call  # noqa: E402 - one timing loop for the host records
+from steps import launch_probe  # noqa: E402 - the steps' own probe
 
 
 def main() -> int:
@@ -42,8 +32,6 @@ def main() -> int:
     import transformers
     from transformers import DynamicCache, MixtralConfig, MixtralForCausalLM
 
-    a, b, c = (torch.ones(1024, device="cuda") for _ in range(3))
-    probe = lambda: per_call(torch, lambda: torch.add(a, b, out=c), 2000)  # noqa: E731
     cfg = MixtralConfig(hidden_size=1024, intermediate_size=3584, num_hidden_layers=4, num_attention_heads=16,
                         num_key_value_heads=4, num_local_experts=8, num_experts_per_tok=2, vocab_size=32000,
                         max_position_embeddings=32768, rope_theta=1e6)
@@ -65,17 +53,17 @@ def main() -> int:
             for blk in blocks:
                 blk(h)
 
-    out: dict[str, Any] = {"probe_us_before": round(probe() * 1e6, 3)}
-    out["prefill_ms"] = round(per_call(torch, prefill, args.calls) * 1e3, 4)
-    out["moe_blocks_alone_ms"] = round(per_call(torch, moe_alone, args.calls) * 1e3, 4)
+    out: dict[str, Any] = {"probe_us_before": round(launch_probe(torch) * 1e6, 3)}
+    out["prefill_ms"] = round(per_call(torch, prefill, args.calls, warmup=5) * 1e3, 4)
+    out["moe_blocks_alone_ms"] = round(per_call(torch, moe_alone, args.calls, warmup=5) * 1e3, 4)
     saved = [blk.forward for blk in blocks]
     for blk in blocks:  # skip the MoE: the block returns its input (what the decoder layer adds to the residual)
         blk.forward = lambda hidden_states, *a, **k: hidden_states
-    out["prefill_without_moe_ms"] = round(per_call(torch, prefill, args.calls) * 1e3, 4)
+    out["prefill_without_moe_ms"] = round(per_call(torch, prefill, args.calls, warmup=5) * 1e3, 4)
     for blk, f in zip(blocks, saved):
         blk.forward = f
-    out["prefill_again_ms"] = round(per_call(torch, prefill, args.calls) * 1e3, 4)
-    out["probe_us_after"] = round(probe() * 1e6, 3)
+    out["prefill_again_ms"] = round(per_call(torch, prefill, args.calls, warmup=5) * 1e3, 4)
+    out["probe_us_after"] = round(launch_probe(torch) * 1e6, 3)
     doc = {"schema": 1, "command": "benchmarks/programs/moe_host.py", "torch": torch.__version__,
            "transformers": transformers.__version__, "gpu": torch.cuda.get_device_name(), "calls": args.calls, **out}
     with open(args.out, "w") as f:

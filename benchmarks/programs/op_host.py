@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import sys
 import time
 from typing import Any, Callable
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from steps import launch_probe  # noqa: E402 - the steps' own probe
 
-def per_call(torch: Any, fn: Callable[[], Any], calls: int, repeats: int) -> float:
-    for _ in range(20):
+
+def per_call(torch: Any, fn: Callable[[], Any], calls: int, repeats: int = 5, warmup: int = 20) -> float:
+    """Median over ``repeats`` loops of the host seconds per call of ``calls`` calls of ``fn`` (``warmup`` first)."""
+    for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     out = []
@@ -43,8 +49,6 @@ def main() -> int:
     import torch
 
     dev = "cuda"
-    a, b, c = (torch.ones(1024, device=dev) for _ in range(3))
-    probe = lambda: per_call(torch, lambda: torch.add(a, b, out=c), 2000, 5)  # noqa: E731
     tokens, hidden, experts, k = 1640, 1024, 8, 2
     rows = tokens * k
     x = torch.randn(tokens, hidden, device=dev, dtype=torch.bfloat16)
@@ -97,9 +101,9 @@ def main() -> int:
         moe_error = None
     except Exception as err:  # noqa: BLE001 - record why, keep the ops
         moe_error = f"{type(err).__name__}: {err}"[:300]
-    before = probe()
+    before = launch_probe(torch)
     result = {name: round(per_call(torch, fn, args.calls, args.repeats) * 1e6, 3) for name, fn in ops.items()}
-    after = probe()
+    after = launch_probe(torch)
     doc = {"schema": 1, "command": "benchmarks/programs/op_host.py", "torch": torch.__version__,
            "gpu": torch.cuda.get_device_name(), "probe_us_before": round(before * 1e6, 3),
            "probe_us_after": round(after * 1e6, 3), "calls": args.calls, "repeats": args.repeats,

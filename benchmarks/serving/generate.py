@@ -34,7 +34,7 @@ import statistics
 import sys
 import time
 import traceback
-from typing import Any
+from typing import Any, Callable
 
 T0 = time.monotonic()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -96,9 +96,13 @@ def draw(seed: int, count: int, static_cases: int = STATIC_CASES) -> list[dict[s
     return first + rest
 
 
-def build(torch: Any, family: str, dev: str, small: bool) -> tuple[Any, dict[str, Any]]:
-    """The family's causal LM in bf16, random weights (seed 0), with no EOS token."""
+def build(torch: Any, family: str, dev: str, small: bool,
+          reshape: Callable[[Any], Any] | None = None) -> tuple[Any, dict[str, Any]]:
+    """The family's causal LM in bf16, random weights (seed 0), with no EOS token (``reshape``: a change to its config
+    first, such as fewer layers)."""
     config, cls = steps.hf_config("qwen2" if family == "qwen2" else family, small)
+    if reshape is not None:
+        config = reshape(config)
     torch.manual_seed(0)
     with torch.device(dev):
         model = cls(config)

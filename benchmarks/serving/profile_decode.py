@@ -71,17 +71,10 @@ def few_layers(config: Any, layers: int) -> Any:
 
 
 def build(torch: Any, family: str, dev: str, small: bool, layers: int | None) -> tuple[Any, int]:
-    config, cls = steps.hf_config("qwen2" if family == "qwen2" else family, small)
-    if layers is not None:
-        config = few_layers(config, layers)
-    torch.manual_seed(0)
-    with torch.device(dev):
-        model = cls(config)
-    model = model.to(dev, torch.bfloat16).eval()
-    model.generation_config.eos_token_id = None
-    model.generation_config.pad_token_id = 0
-    n = next(getattr(config, k) for k in LAYER_KEYS if hasattr(config, k))
-    return model, int(n)
+    """generate.py's model of the family (its layers cut to ``layers`` where given), and its layer count."""
+    model, _ = gen.build(torch, family, dev, small, None if layers is None else lambda c: few_layers(c, layers))
+    config = model.config
+    return model, int(next(getattr(config, k) for k in LAYER_KEYS if hasattr(config, k)))
 
 
 def caller(torch: Any, model: Any, batch: int, prompt: int, dev: str) -> Any:
