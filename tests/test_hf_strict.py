@@ -293,6 +293,15 @@ def test_random_transformer_fields(field, value):
         assert type(got) is kind and got == value, f"{field}={value!r} became {got!r}"
 
 
+def test_a_d_model_whose_default_ffn_is_too_large_names_d_model():
+    """d_model = 2**51 + 1 is fine alone, but its default ffn is 4 x d_model = 2**53 + 4 > 2**53: an OptionError naming
+    d_model (hypothesis found it named only ffn); given an ffn, the same d_model is taken."""
+    d_model = 2**51 + 1
+    with pytest.raises(OptionError, match=r"d_model=2251799813685249 makes ffn's default .* = 9007199254740996"):
+        models.Transformer(**{**SMALL, "d_model": d_model, "heads": 1})
+    assert models.Transformer(**{**SMALL, "d_model": d_model, "heads": 1, "ffn": 8}).ffn == 8
+
+
 def test_positional_arguments_name_the_keywords():
     """Transformer(2, 512, 8, 1000) is an ArgumentTypeError saying it takes keywords (a TypeError, as Python's)."""
     with pytest.raises(ArgumentTypeError, match="keyword arguments only"):
