@@ -16,6 +16,7 @@ exp(|log(pred / meas)|) - 1.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import statistics
@@ -28,36 +29,50 @@ import solkit as sk
 from solkit import models, planning
 
 
-def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False) -> list[dict[str, Any]]:
-    """One row per measured case: measured and predicted TTFT and TPOT, the host figures inside the prediction, and
-    what predict counted of an eager forward's preamble and per-layer Python (``closed``, which generate's replace)."""
+def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False,
+                figures: planning.GenerateHost | None = None) -> list[dict[str, Any]]:
+    """One row per measured case: measured and predicted TTFT and TPOT and the host's share of each. ``figures``:
+    generate's host figures to try in place of ``stacks.transformers517``'s (the fit's; then through ``planning``'s
+    own ``_served``, the path ``inference`` takes on one GPU)."""
     gpu = sk.load_gpu("h200")
-    built: dict[str, Any] = {}
     rows = []
     probe_us = doc.get("host_probe_us") if probe else None
     for cid, c in doc["cases"].items():
         if c.get("status") != "ok":
             continue
-        key = (c["family"], c.get("layers"))
-        if key not in built:
-            config = dict(c["model"]["hf_config"])
-            if c.get("layers") is not None:  # the profile's layer sweep: the family with its layers cut
-                config.update({k: c["layers"] for k in LAYER_KEYS if k in config})
-                if config.get("layer_types"):
-                    config["layer_types"] = config["layer_types"][:c["layers"]]
-            built[key] = models.from_hf_config(config)
-        m = built[key]
+        m = _model(c)
         used = c["case_probe_us"] if case_probe else probe_us
-        e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"], engine=c["engine"],
-                               host_probe_us=used)
+        if figures is None:
+            e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"],
+                                   engine=c["engine"], host_probe_us=used)
+            ttft, tpot, host_ttft, host_tpot = e.ttft, e.tpot, e.host_ttft, e.host_tpot
+        else:
+            ttft, tpot, host_ttft, host_tpot = planning._served(m, gpu, c["batch"], c["prompt"], c["output"],
+                                                                 c["engine"], SERVE_OPTIONS, used, figures)
         rows.append({"id": cid, "family": c["family"], "engine": c["engine"], "layers": m.layers,
-                     "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(e.ttft),
-                     "tpot_pred": float(e.tpot), "host_ttft": float(e.host_ttft), "host_tpot": float(e.host_tpot),
-                     "closed": planning._closed_forward_host(gpu, m.layers, used)})
+                     "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(ttft),
+                     "tpot_pred": float(tpot), "host_ttft": float(host_ttft), "host_tpot": float(host_tpot)})
     return rows
 
 
+@functools.lru_cache(maxsize=None)
+def _built(config: str) -> Any:
+    return models.from_hf_config(json.loads(config))
+
+
+def _model(c: dict[str, Any]) -> Any:
+    """The case's model from its recorded config (the profile's layer sweep: the family with its layers cut)."""
+    config = dict(c["model"]["hf_config"])
+    if c.get("layers") is not None:
+        config.update({k: c["layers"] for k in LAYER_KEYS if k in config})
+        if config.get("layer_types"):
+            config["layer_types"] = config["layer_types"][:c["layers"]]
+    return _built(json.dumps(config, sort_keys=True))
+
+
 LAYER_KEYS = ("num_hidden_layers", "n_layer")
+#: inference's defaults, which the draws ran (bf16, no quantization, SDPA)
+SERVE_OPTIONS = {"dtype": "bf16", "kv_dtype": None, "quant": None, "impl": "sdpa"}
 
 
 def profile_doc(path: str, configs: dict[str, Any]) -> dict[str, Any]:
@@ -76,45 +91,47 @@ def profile_doc(path: str, configs: dict[str, Any]) -> dict[str, Any]:
     return {"host_probe_us": None, "cases": cases}
 
 
-def lad(a: np.ndarray, y: np.ndarray, rounds: int = 200) -> np.ndarray:
-    """Least absolute deviations (the median's regression), by iteratively reweighted least squares."""
-    w = np.ones(len(y))
-    x = np.zeros(a.shape[1])
-    for _ in range(rounds):
-        root = np.sqrt(w)
-        x = np.linalg.lstsq(a * root[:, None], y * root, rcond=None)[0]
-        w = 1.0 / np.maximum(np.abs(y - a @ x), 1e-6)
-    return x
+def fit(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of ``stacks.transformers517`` (us, in the fit hosts' probe units) from the pooled fit cases.
 
+    generate's per-request and per-token figures add to TTFT and TPOT as they are (the GPU waits on them); its Python
+    per layer enters each eager forward's timeline (``planning._engine_host``), where the kernels may hide it. So for a
+    tried per-layer figure each case is predicted with the other figures 0, and the request and token figures are the
+    median residuals of hf-eager's TTFT and TPOT (least absolute deviations of an intercept); the per-layer figure is the
+    one of least summed absolute deviation over both (a grid of 10 us, then 1 us, then 0.1 us about the best).
+    hf-static: the per-token figure is the median TPOT residual (its compiled step launches nothing from the host), the
+    static cache's per-layer figure the median of (TTFT residual - request) / layers.
+    """
+    def rows(layer: float) -> list[dict[str, Any]]:
+        zero = planning.GenerateHost(request={"hf-eager": 0.0, "hf-static": 0.0},
+                                     token={"hf-eager": 0.0, "hf-static": 0.0}, layer=layer, cache_layer=0.0)
+        return [r for d in docs for r in predictions(d, False, figures=zero)]
 
-def fit(rows: list[dict[str, Any]], scale: float) -> dict[str, Any]:
-    """The figures of ``stacks.transformers517`` (us, in the fit host's probe units), from each case's residual: measured
-    less what predict counted beyond an eager forward's preamble and per-layer Python (``closed``).
+    def deviation(layer: float) -> tuple[float, float, float, list[dict[str, Any]]]:
+        got = rows(layer)
+        eager = [r for r in got if r["engine"] == "hf-eager"]
+        ttft = np.array([r["ttft_meas"] - r["ttft_pred"] for r in eager])
+        tpot = np.array([r["tpot_meas"] - r["tpot_pred"] for r in eager])
+        request, token = float(np.median(ttft)), float(np.median(tpot))
+        return float(np.abs(ttft - request).sum() + np.abs(tpot - token).sum()), request, token, got
 
-    hf-eager: TTFT residual = request + layer x layers, TPOT residual = token + layer x layers, one least-absolute-
-    deviations fit over both (the layer figure shared: one forward's Python per layer, prefill or decode step);
-    hf-static: the per-token figure is the median TPOT residual (its compiled step has no closed-form host time), the
-    static cache's per-layer figure the median of (TTFT residual - request) / layers - layer."""
-    eager = [r for r in rows if r["engine"] == "hf-eager"]
-    static = [r for r in rows if r["engine"] == "hf-static"]
-
-    def resid(r: dict[str, Any], what: str) -> float:
-        closed = r["closed"] if (what == "ttft" or r["engine"] == "hf-eager") else 0.0
-        return r[f"{what}_meas"] - (r[f"{what}_pred"] - r[f"host_{what}"]) + closed
-
-    a = np.array([[1.0, 0.0, r["layers"]] for r in eager] + [[0.0, 1.0, r["layers"]] for r in eager])
-    y = np.array([resid(r, "ttft") for r in eager] + [resid(r, "tpot") for r in eager]) / scale
-    request, token, layer = lad(a, y)
-    static_token = statistics.median(resid(r, "tpot") / scale for r in static)
-    cache = statistics.median((resid(r, "ttft") / scale - request) / r["layers"] - layer for r in static)
+    best = 0.0
+    for step, span in ((10.0, (0.0, 1000.0)), (1.0, (-10.0, 10.0)), (0.1, (-1.0, 1.0))):
+        low, high = (span if step == 10.0 else (best + span[0], best + span[1]))
+        grid = np.round(np.arange(max(low, 0.0), high + step / 2, step), 1)
+        best = float(min(grid, key=lambda x: deviation(float(x))[0]))
+    _, request, token, got = deviation(best)
+    static = [r for r in got if r["engine"] == "hf-static"]
+    static_token = statistics.median(r["tpot_meas"] - r["tpot_pred"] for r in static)
+    cache = statistics.median((r["ttft_meas"] - r["ttft_pred"] - request) / r["layers"] for r in static)
 
     def us(v: Any) -> float:
         return round(float(v) * 1e6, 1)
 
     return {"GENERATE_REQUEST_US": {"hf-eager": us(request), "hf-static": us(request)},
             "GENERATE_TOKEN_US": {"hf-eager": us(token), "hf-static": us(static_token)},
-            "GENERATE_LAYER_US": us(layer), "STATIC_CACHE_LAYER_US": us(cache),
-            "cases": {"hf-eager": len(eager), "hf-static": len(static)}}
+            "GENERATE_LAYER_US": best, "STATIC_CACHE_LAYER_US": us(cache),
+            "cases": {"hf-eager": sum(r["engine"] == "hf-eager" for r in got), "hf-static": len(static)}}
 
 
 def error(pred: float, meas: float) -> float:
@@ -176,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.fit:
         if probe or args.case_probe:
             raise SystemExit("--fit fits without a probe (the figures are in the fit hosts' units: the module's docstring)")
-        print(json.dumps(fit(rows, 1.0), indent=1))
+        pooled = docs + ([profile_doc(args.profile, configs)] if args.profile else [])
+        print(json.dumps(fit(pooled), indent=1))
     if args.cases:
         for r in rows:
             print(f"{r['id']:42s} TTFT {r['ttft_pred'] / r['ttft_meas']:.2f}  TPOT {r['tpot_pred'] / r['tpot_meas']:.2f}")

@@ -42,8 +42,9 @@ layers' linear layers) and ``kv_dtype`` (e.g. "fp8": the KV cache).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 
@@ -63,7 +64,8 @@ from .models.footprint import memory
 from .models.parallel import shard
 from .precision import normalize, storage_bytes
 from .prediction import predict
-from .prediction.gpu import calibration
+from .prediction.expected import predicted
+from .prediction.host import HOST_TIME_PARAMETERS
 from .splits import SplitResult
 from .splits import search as search_splits
 from .stacks import transformers517 as hf
@@ -109,8 +111,8 @@ class InferenceEstimate:
     tp: int = 1
     comm_ttft: Any = 0.0  # s of TTFT in the tensor-parallel collectives
     comm_tpot: Any = 0.0  # s of TPOT in the tensor-parallel collectives
-    host_ttft: Any = 0.0  # s of TTFT in the engine's host work beyond what predict counted (generate's, net)
-    host_tpot: Any = 0.0  # s of TPOT likewise
+    host_ttft: Any = 0.0  # s of TTFT the GPU waits on the host: generate's per request, the prefill's issue beyond its kernels
+    host_tpot: Any = 0.0  # s of TPOT likewise: generate's per token, the decode step's issue beyond its kernels
     cost_per_request: Cost | None = None  # latency / batch on tp GPUs
     cost_per_token: Cost | None = None  # latency / (batch x output) on tp GPUs
     assumptions: tuple[str, ...] = field(default=())
@@ -241,26 +243,16 @@ def inference(model: Transformer | CapturedModel, gpu: GPULike, batch: Dim = 1, 
     b = dim("batch", batch)
     p = int(dim("prompt", prompt)) if np.ndim(prompt) == 0 else _scalar("prompt")
     n = int(dim("output", output)) if np.ndim(output) == 0 else _scalar("output")
-    pre_k, dec_k = _ENGINE_KERNELS[name]
     options: dict[str, Any] = {"dtype": dtype, "kv_dtype": kv_dtype, "quant": quant, "impl": impl}
-    probe = _probe(host_probe_us)
-    pkw: dict[str, Any] = {} if host_probe_us is None else {"host_probe_us": host_probe_us}
-    ttft = predict(part.prefill(batch=b, seq=p, kernels=pre_k, **options), g, warn=False, **pkw).seconds
-    if name == "hf-static":  # every step attends over the whole preallocated cache: one context
-        contexts = np.array([float(p + n - 1)])
-    else:
-        contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
-    steps = predict(part.decode(batch=np.asarray(b)[..., None], context=contexts, kernels=dec_k, **options), g,
-                    warn=False, **pkw).seconds
-    tpot = result(np.mean(steps, axis=-1))
+    ttft, tpot, host_ttft, host_tpot = _served(part, g, b, p, n, name, options, host_probe_us)
     comm_ttft: Any = 0.0
     comm_tpot: Any = 0.0
     if n_tp > 1:
         comm_ttft = predict(tp_collectives(model, b, p, n_tp, dtype, rows=b), system, warn=False).seconds
         comm_tpot = predict(tp_collectives(model, b, 1, n_tp, dtype), system, warn=False).seconds
-    host_ttft, host_tpot = _generate_host(name, model.layers, probe, g, host_probe_us)
-    ttft = result(ttft + comm_ttft + host_ttft)
-    tpot = result(tpot + comm_tpot + host_tpot)
+    pre_k = _ENGINE_KERNELS[name][0]
+    ttft = result(ttft + comm_ttft)
+    tpot = result(tpot + comm_tpot)
     latency = result(ttft + n * tpot)
     footprint = memory(part, batch=b, seq=p + n, gpu=g, dtype=dtype, kv_dtype=kv_dtype, quant=quant, kernels=pre_k)
     per_request = cost(result(latency / b), g, n_tp, usd_per_gpu_hour, what="per request")
@@ -280,39 +272,67 @@ def _probe(host_probe_us: Any) -> float:
     return float(host_probe_us) / hf.FIT_PROBE_US
 
 
-def _generate_host(engine: str, layers: int, scale: float, g: Any, host_probe_us: Any,
-                   captured: bool = False) -> tuple[float, float]:
-    """(per request, per token) host seconds of ``engine`` beyond what ``predict`` counted (``stacks.transformers517``).
+@dataclass(frozen=True)
+class GenerateHost:
+    """generate's host figures, us in the fit host's probe units (``stacks.transformers517``'s; a fit tries others)."""
 
-    Each eager forward inside ``generate`` (the prefill; with ``hf-eager`` every decode step too) runs generate's own
-    preamble and Python per layer (``GENERATE_REQUEST_US`` or ``GENERATE_TOKEN_US``, ``GENERATE_LAYER_US``) in place of
-    the closed form's (``host_program`` + ``host_layer`` per layer, which ``predict`` added): the difference is returned.
-    A captured program counted its modules' Python itself: generate's preamble replaces only its ``host_captured_program``.
-    NB: added to the step as if its host time were all exposed (generate's steps are host-bound but for long prefills).
+    request: Mapping[str, float] = field(default_factory=lambda: dict(hf.GENERATE_REQUEST_US))
+    token: Mapping[str, float] = field(default_factory=lambda: dict(hf.GENERATE_TOKEN_US))
+    layer: float = hf.GENERATE_LAYER_US
+    cache_layer: float = hf.STATIC_CACHE_LAYER_US
+
+
+#: every host parameter zero: a program's kernels alone, as ``predict`` times a program without host time
+_NO_HOST = {name: 0.0 for name in HOST_TIME_PARAMETERS}
+
+
+def _served(part: Transformer, g: Any, b: Any, p: int, n: int, engine: str, options: Mapping[str, Any],
+            host_probe_us: Any, figures: Optional[GenerateHost] = None) -> tuple[Any, Any, Any, Any]:
+    """(TTFT, TPOT, the host's share of each) of ``part`` served by ``engine`` on one GPU, without tensor-parallel
+    collectives: the prefill and the mean decode step (``DECODE_POINTS`` contexts; hf-static's at its whole cache) as
+    ``predict`` times them under ``engine``'s host parameters (``_engine_host``), plus generate's own host work."""
+    pre_k, dec_k = _ENGINE_KERNELS[engine]
+    forward, request, token = _engine_host(engine, part.layers, _probe(host_probe_us), figures=figures)
+    prefill, prefill_host = _timed(part.prefill(batch=b, seq=p, kernels=pre_k, **options), g, host_probe_us, forward)
+    if engine == "hf-static":  # every step attends over the whole preallocated cache: one context
+        contexts = np.array([float(p + n - 1)])
+    else:
+        contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
+    decode = part.decode(batch=np.asarray(b)[..., None], context=contexts, kernels=dec_k, **options)
+    steps, steps_host = _timed(decode, g, host_probe_us, forward if dec_k == "eager" else None)
+    tpot = result(np.mean(steps, axis=-1) + token)
+    host_tpot = result(np.mean(steps_host, axis=-1) + token) if dec_k == "eager" else token
+    return result(prefill + request), tpot, result(prefill_host + request), host_tpot
+
+
+def _engine_host(engine: str, layers: int, scale: float, captured: bool = False,
+                 figures: Optional[GenerateHost] = None) -> tuple[Optional[dict[str, float]], float, float]:
+    """What ``engine`` does on the host (``stacks.transformers517``): (the host parameters, seconds, of each eager forward
+    inside ``generate`` in place of the spec's, or None; the seconds per request and per output token the GPU waits on
+    generate's own host work).
+
+    An eager forward inside generate runs generate's Python per layer (``GENERATE_LAYER_US``) in place of the spec's
+    ``host_layer``, and its preamble is in generate's per request (``GENERATE_REQUEST_US``: the prefill's) and per
+    token (``GENERATE_TOKEN_US``: each decode step's) in place of the spec's ``host_program`` (a captured program's
+    ``host_captured_program``; its modules' Python it counted itself). Those two run while the GPU waits (generate reads
+    the GPU every token); the per-layer Python and the launches overlap the kernels as ``predict``'s timeline lays them.
+    hf-static adds its cache's per-layer setup to the request. ``scale``: the caller's probe over the fit host's.
     """
     if engine == "fused":
-        return 0.0, 0.0
-    if captured:
-        forward = -float(calibration(g).host_captured_program) * _predict_scale(g, host_probe_us)
-    else:
-        forward = hf.GENERATE_LAYER_US * layers * 1e-6 * scale - _closed_forward_host(g, layers, host_probe_us)
-    request = (hf.GENERATE_REQUEST_US[engine] + (hf.STATIC_CACHE_LAYER_US * layers if engine == "hf-static" else 0.0)) \
-        * 1e-6 * scale + forward
-    token = hf.GENERATE_TOKEN_US[engine] * 1e-6 * scale + (forward if engine == "hf-eager" else 0.0)
-    return request, token
+        return None, 0.0, 0.0
+    f = GenerateHost() if figures is None else figures
+    forward = {"host_captured_program": 0.0} if captured else {"host_program": 0.0, "host_layer": f.layer * 1e-6 * scale}
+    request = (f.request[engine] + (f.cache_layer * layers if engine == "hf-static" else 0.0)) * 1e-6 * scale
+    return forward, request, f.token[engine] * 1e-6 * scale
 
 
-def _closed_forward_host(g: Any, layers: int, host_probe_us: Any) -> float:
-    """Seconds of an eager forward's preamble and per-layer Python as ``predict`` counts them on ``g`` (its spec's
-    ``host_program`` + ``host_layer`` per layer, scaled by the caller's probe as ``predict`` scales them)."""
-    cal = calibration(g)
-    return float((cal.host_program + cal.host_layer * layers) * _predict_scale(g, host_probe_us))
-
-
-def _predict_scale(g: Any, host_probe_us: Any) -> float:
-    """How ``predict`` scales ``g``'s host parameters for the caller's probe: the probe over the spec's (1 without one)."""
-    cal = calibration(g)
-    return 1.0 if host_probe_us is None or not cal.host_probe else float(host_probe_us) * 1e-6 / cal.host_probe
+def _timed(program: Workload, g: Any, host_probe_us: Any, host: Optional[dict[str, float]]) -> tuple[Any, Any]:
+    """``program``'s predicted seconds with ``host`` in place of the spec's host parameters (None: as ``predict`` has
+    them), and the seconds of it the GPU waits on the host: those less its kernels' alone (every host parameter 0;
+    NB: at least 0, where a timeline's rounding would leave a few ns below)."""
+    seconds = predicted(program, g, False, True, host_probe_us, host).seconds
+    alone = predicted(program, g, False, True, host_probe_us, _NO_HOST).seconds
+    return seconds, result(np.maximum(seconds - alone, 0.0))
 
 
 def _assumptions(engine: str, tp: int, gpu: str) -> tuple[str, ...]:
@@ -340,13 +360,13 @@ def _captured(model: CapturedModel, gpu: Any, batch: Any, prompt: Any, output: A
                           "inference once per shape, or sweep a closed-form models.Transformer)")
     b, p, n = (int(dim(name_, value)) for name_, value in (("batch", batch), ("prompt", prompt), ("output", output)))
     options = {"dtype": dtype, "kv_dtype": kv_dtype, "quant": quant, "kernels": _ENGINE_KERNELS[name][0], "impl": impl}
-    pkw: dict[str, Any] = {} if host_probe_us is None else {"host_probe_us": host_probe_us}
-    ttft = float(predict(model.prefill(batch=b, seq=p, **options), g, warn=False, **pkw).seconds)
+    forward, request, token = _engine_host(name, model.layers, _probe(host_probe_us), captured=True)
+    prefill, prefill_host = _timed(model.prefill(batch=b, seq=p, **options), g, host_probe_us, forward)
     contexts = np.unique(np.linspace(p, p + n - 1, DECODE_POINTS).round())
-    tpot = float(np.mean([float(predict(model.decode(batch=b, context=int(c), **options), g, warn=False, **pkw).seconds)
-                          for c in contexts]))
-    host_ttft, host_tpot = _generate_host(name, model.layers, _probe(host_probe_us), g, host_probe_us, captured=True)
-    ttft, tpot = ttft + host_ttft, tpot + host_tpot
+    steps = [_timed(model.decode(batch=b, context=int(c), **options), g, host_probe_us, forward) for c in contexts]
+    ttft, host_ttft = float(prefill) + request, float(prefill_host) + request
+    tpot = float(np.mean([float(s) for s, _ in steps])) + token
+    host_tpot = float(np.mean([float(h) for _, h in steps])) + token
     latency = ttft + n * tpot
     footprint = model.memory(batch=b, seq=p + n, gpu=g, dtype=dtype)
     return InferenceEstimate(model.name, g.name, b, p, n, ttft, tpot, b / tpot, latency, b * n / latency, footprint,

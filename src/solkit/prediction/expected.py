@@ -9,7 +9,7 @@ collectives overlapped on NCCL's streams run through the four-clock timeline (``
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -47,6 +47,13 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
     program's host time scales by it over the probe of the machine the host parameters were fitted on (NB:
     ``host_fsdp_group`` too, though it was fitted on steps that recorded no probe).
     """
+    return predicted(workload, gpu, warn, neighbours, host_probe_us)
+
+
+def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: bool = True,
+              host_probe_us: float | None = None, host_parameters: Mapping[str, float] | None = None) -> Prediction:
+    """``predict``, with ``host_parameters`` (seconds by name, e.g. ``{"host_program": 0.0}``; after the probe's
+    scaling) in place of the spec's: an engine that runs a program's host work its own way (``planning``'s generate)."""
     w = as_workload(workload)
     flag("warn", warn)
     flag("neighbours", neighbours)
@@ -59,6 +66,8 @@ def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: boo
     fit_probe = cal.host_probe
     if probe is not None:
         cal = host_scaled(cal, probe, g.name)
+    if host_parameters is not None:
+        cal = cal.replace(**host_parameters)
     counted = w.counted
     terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]

@@ -3,12 +3,14 @@
 Fitted, not read off source: ``benchmarks/serving/evaluate.py --fit`` over the FIT data (the draws
 ``data/h200_serving_fit_seed3001.json`` and ``..._seed3003.json``, ``benchmarks/serving/generate.py``, and the timings
 of ``data/h200_serving_decode_profile.json``, ``profile_decode.py``: each family at its full depth and cut to 2
-layers, which pins the per-step figure apart from the per-layer one). Each case's residual is its measured time less
-what ``predict`` counted beyond an eager forward's preamble and per-layer Python (the spec's ``host_program`` and
-``host_layer``, which generate's figures replace; the per-launch host time stays predict's); one least-absolute-
-deviations fit gives the eager figures, medians the static ones. The frozen test draws (seeds 3002, spent, and 3004)
-are never fitted on. Fitted without a launch probe (with each case's probe the held-out static cases were worse:
-``data/h200_serving.md``); ``FIT_PROBE_US`` is the seed-3001 host's probe, and a caller's probe (``host_probe_us``)
+layers, which pins the per-step figure apart from the per-layer one). generate's per-request and per-token figures
+add to TTFT and TPOT as they are (the GPU waits on them: generate reads the GPU every token); its Python per layer
+replaces the spec's ``host_layer`` inside each eager forward's timeline, where the kernels may hide it, and its
+preambles replace the spec's ``host_program`` (the per-launch host time stays predict's; ``planning._engine_host``).
+For each tried per-layer figure the request and token figures are the median residuals (least absolute deviations);
+the per-layer figure is the one of least summed deviation; medians give the static ones. The frozen test draws
+(seeds 3002 and 3004, spent) are never fitted on. Fitted without a launch probe (with each case's probe the held-out
+static cases were worse: ``data/h200_serving.md``); ``FIT_PROBE_US`` is the seed-3001 host's probe, and a caller's probe (``host_probe_us``)
 scales the figures by it.
 NB: one stack on one host; another transformers would be another module.
 """
@@ -34,7 +36,7 @@ GENERATE_REQUEST_US: Mapping[str, float] = {"hf-eager": 3230.4, "hf-static": 323
 #: positions, cache) and generate's loop (logits processors, the argmax, the stopping check that reads the GPU: the
 #: profile's 2 device-to-host copies and 2 stream synchronisations per step); hf-static, the compiled step called, its
 #: inputs copied into the CUDA graph's buffers and the graph replayed. The GPU waits meanwhile
-GENERATE_TOKEN_US: Mapping[str, float] = {"hf-eager": 858.9, "hf-static": 903.3}
+GENERATE_TOKEN_US: Mapping[str, float] = {"hf-eager": 863.0, "hf-static": 903.3}
 
 #: the Python per layer of each eager forward inside generate beyond its launches (module calls and their hooks, the
 #: cache update, attention-interface lookups: the profile counted about 13 module calls and 110 Python calls per layer
@@ -43,4 +45,4 @@ GENERATE_LAYER_US = 357.3
 
 #: the static cache's host work per layer at the request's first forward (each layer's key and value buffers
 #: allocated and marked static for the compiler)
-STATIC_CACHE_LAYER_US = 382.0
+STATIC_CACHE_LAYER_US = 444.6
