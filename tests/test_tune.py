@@ -162,11 +162,14 @@ def test_registers_beyond_the_cap_spill_and_the_config_still_launches():
     (64, 64, 8, True, (1, 2)),  # two warpgroups, 64 rows: the second splits BLOCK_N
     (128, 64, 8, True, (2, 1)),  # 128 rows: a warpgroup each 64
     (256, 128, 4, True, (1, 1)),  # one warpgroup does it all
-    (16, 64, 8, False, (1, 8)),  # one m16 row of tiles: every warp takes a column of 8
-    (128, 128, 4, False, (2, 2)),  # 8 row tiles vs 16 column tiles: split n, then m on the tie (8 vs 8)
+    (16, 64, 8, False, (1, 8)),  # 16/16 = 1 >= 64/16 = 4? no: n to 2; 1 >= 2? no: 4; 1 >= 1 but m has no 16 to give: 8
+    (128, 128, 4, False, (2, 2)),  # 8 >= 8: m to 2; 8/2 = 4 >= 8? no: n to 2
+    (32, 128, 8, False, (2, 4)),  # 2 >= 8? no: n 2; 2 >= 4? no: n 4; 2 >= 2 and 1 < 2: m 2 (8 warps)
+    (64, 32, 4, False, (4, 1)),  # 4 >= 2: m 2; 4/2 = 2 >= 2 and 2 < 4: m 4
 ])
 def test_warp_grid_by_hand(bm, bn, warps, wg, grid):
-    """Triton's warps per tile for its dot: wgmma in warpgroups of 64 rows, mma.sync in m16n8 tiles."""
+    """Triton's warps per tile for its dot: wgmma in warpgroups of 64 rows; mma.sync as warpsPerTileV2 (Triton's
+    AccelerateMatmul.cpp) doubles them, comparing a warp's m16 rows with twice its n8 columns (integer divisions)."""
     units = warps / 4 if wg else warps
     wm, wn = matmul.warp_grid(np.array([bm], float), np.array([bn], float), np.array([units]), np.array([wg]))
     assert (wm[0], wn[0]) == grid

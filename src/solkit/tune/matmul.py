@@ -53,16 +53,15 @@ def warp_grid(bm: np.ndarray, bn: np.ndarray, units: np.ndarray, wg: np.ndarray)
     """How Triton 3.6 lays a dot's ``units`` over the tile, (along BLOCK_M, along BLOCK_N) (its warpsPerTile).
 
     wgmma (``units`` = warpgroups, 64 rows each): split BLOCK_M while it has more than 64 rows per unit, then
-    BLOCK_N. mma.sync (``units`` = warps, m16n8 tiles): split the side with more tiles per warp, BLOCK_M first on a
-    tie, while it has 16 rows per warp to give. NB: Triton's warpsPerTileV2 (AccelerateMatmul.cpp) compares a warp's
-    m16 rows with twice its n8 columns, in integer divisions (32 x 128 over 8 warps: Triton 2 x 4, this 1 x 8; 8 of
-    the 26 mma.sync configs of the seed-3205 draw differ): the model as fitted and tested keeps this rule until a
-    fresh draw tests Triton's.
+    BLOCK_N. mma.sync (``units`` = warps; warpsPerTileV2 in Triton's AccelerateMatmul.cpp): double the warps along
+    BLOCK_M while BLOCK_M / 16 / wm >= BLOCK_N / 16 / wn (integer divisions: a warp's m16 rows against twice its n8
+    columns) and BLOCK_M has 16 rows per warp to give, else along BLOCK_N.
     """
     wm, wn = np.ones(np.shape(bm)), np.ones(np.shape(bm))
     for _ in range(int(np.log2(max(float(np.max(units)), 1.0))) + 1):
         more = wm * wn < units
-        split_m = np.where(wg, bm > 64 * wm, (bm / (16 * wm) >= bn / (8 * wn)) & (wm < bm / 16))
+        rows_per_warp, cols_per_warp = np.floor(np.floor(bm / 16) / wm), np.floor(np.floor(bn / 16) / wn)
+        split_m = np.where(wg, bm > 64 * wm, (rows_per_warp >= cols_per_warp) & (wm < np.floor(bm / 16)))
         wm = np.where(more & split_m, 2 * wm, wm)
         wn = np.where(more & ~split_m, 2 * wn, wn)
     return wm, wn
