@@ -327,9 +327,11 @@ def _engine_host(engine: str, layers: int, scale: float, captured: bool = False,
 
 
 def _timed(program: Workload, g: Any, host_probe_us: Any, host: Optional[dict[str, float]]) -> tuple[Any, Any]:
-    """``program``'s predicted seconds with ``host`` in place of the spec's host parameters (None: as ``predict`` has
-    them), and the seconds of it the GPU waits on the host: those less its kernels' alone (every host parameter 0;
-    NB: at least 0, where a timeline's rounding would leave a few ns below)."""
+    """``program``'s predicted seconds with ``host`` in place of the spec's host parameters, and the seconds of it the
+    GPU waits on the host: those less its kernels' alone (every host parameter 0; NB: at least 0, where a timeline's
+    rounding would leave a few ns below). ``host`` None: a fused program, which ``predict`` gives no host time."""
+    if host is None:
+        return predicted(program, g, False, True, host_probe_us).seconds, 0.0
     seconds = predicted(program, g, False, True, host_probe_us, host).seconds
     alone = predicted(program, g, False, True, host_probe_us, _NO_HOST).seconds
     return seconds, result(np.maximum(seconds - alone, 0.0))
