@@ -234,7 +234,7 @@ def test_the_search_finds_the_brute_forces_neighbours(dims, n, spread):
     got_c = nb._nearest(bank, q)
     k = min(nb.K, n)
     seen = np.zeros(len(q), dtype=bool)
-    for where, dist, member in nb._search(x, q, k):
+    for where, dist, member, _ in nb._search(x, q, k):
         for row, d, mem in zip(where[:200], dist[:200], member[:200]):
             used = mem < n
             assert np.array_equal(np.flatnonzero(members[row]), mem[used])  # the same neighbours, in bank order

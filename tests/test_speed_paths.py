@@ -213,3 +213,39 @@ def test_a_random_3d_sweep_predicts_each_shapes_own_time(dtype):
             assert np.abs(sweep / alone - 1.0).max() <= 4e-16
         else:
             assert np.array_equal(sweep, alone)
+
+
+@pytest.mark.parametrize("batch", [1.0, 3.0])
+def test_the_float64_sweep_path_is_the_tile_by_tile_search(batch):
+    """A sweep of m across n (the float64 path: neither is the whole shape, so not the float32 one) takes the 64x64
+    tile's units where every grid fills the SMs, and gives each element the tile-by-tile reference's seconds and
+    largest tiles exactly (random m in 1..65535 against random n, split-K elements among them)."""
+    rng = np.random.default_rng(7)
+    rate, sms = 989.4e12, 132
+    m = rng.integers(1, 65536, 60).astype(float)[:, None]
+    n = rng.integers(1, 65536, 50).astype(float)[None, :]
+    n[0, :5] = [1.0, 7.0, 64.0, 100.0, 300.0]  # small grids: split-K
+    k = 4096.0
+    seconds, _, largest = tiles.gemm_time(m, n, k, batch, rate, sms)
+    want = [[_tile_search(float(a), float(b), k, batch, rate, sms, True) for b in n[0]] for a in m[:, 0]]
+    assert np.array_equal(seconds, np.array([[w[0] for w in row] for row in want]))
+    assert np.array_equal(largest, np.array([[w[1] for w in row] for row in want]))
+    assert np.any(largest < sms) and np.any(largest >= sms)
+
+
+def test_a_replaced_calibration_looks_its_own_parameters_up():
+    """A scalar prediction memoizes its kernel's parameters in the calibration; ``replace`` starts a fresh memo, so a
+    changed efficiency moves the body: compute = t_compute / efficiency (efficiency 0.5: twice the time)."""
+    import solkit as sk
+    from solkit import ops
+    from solkit.prediction import calibration, kernel_seconds, kernel_terms
+
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu).replace(neighbours=None)
+    t = kernel_terms(ops.matmul(4096, 4096, 4096).kernels[0], gpu, cal)
+    _, compute, _ = kernel_seconds(t, cal)  # the memo filled
+    assert cal.memo
+    halved = cal.replace(compute_efficiency={**cal.compute_efficiency, "gemm": 0.5, "matmul": 0.5})
+    assert not halved.memo
+    _, slower, _ = kernel_seconds(kernel_terms(ops.matmul(4096, 4096, 4096).kernels[0], gpu, halved), halved)
+    assert slower == t.t_compute / 0.5 and compute == t.t_compute / cal.compute_efficiency.get("matmul", 1.0)

@@ -285,15 +285,7 @@ def checked_call(function: F, label: Optional[str] = None) -> F:
     a did-you-mean (``suggest``). ``label``: the name the messages give the call (default
     ``name()``; e.g. ``Kernel()`` for a class's ``__new__``).
     """
-    signature = inspect.signature(function)
     label = label or f"{function.__name__}()"
-    names = tuple(signature.parameters)
-    listed = names[1:] if names and names[0] in ("self", "cls") else names  # the bound instance is no argument
-    keywords = tuple(n for n in listed if signature.parameters[n].kind not in (
-        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD))
-    any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
-    stars: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
-    takes = ", ".join(stars.get(signature.parameters[n].kind, "") + n for n in listed) or "no arguments"
 
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
@@ -302,6 +294,7 @@ def checked_call(function: F, label: Optional[str] = None) -> F:
         except SolkitError:
             raise
         except TypeError:
+            signature, keywords, any_keyword, takes = _call_facts(function)
             unknown = [k for k in kwargs if k not in keywords] if not any_keyword else []
             if unknown:  # named first: a misspelt keyword also leaves the right one missing
                 what = (f"an unexpected keyword argument {unknown[0]!r}" if len(unknown) == 1 else
@@ -315,8 +308,21 @@ def checked_call(function: F, label: Optional[str] = None) -> F:
             except TypeError as exc:
                 raise ArgumentTypeError(f"{label}: {exc}; it takes: {takes}") from None
             raise
-
     return call  # type: ignore[return-value]  # the same signature (functools.wraps)
+
+
+def _call_facts(function: Callable[..., Any]) -> tuple[inspect.Signature, tuple[str, ...], bool, str]:
+    """(signature, the keywords it takes, whether it takes any keyword, its parameters as a message lists them) of a
+    ``checked_call`` function: read when a call went wrong, not at import (a signature costs ~40 us a function)."""
+    signature = inspect.signature(function)
+    names = tuple(signature.parameters)
+    listed = names[1:] if names and names[0] in ("self", "cls") else names  # the bound instance is no argument
+    keywords = tuple(n for n in listed if signature.parameters[n].kind not in (
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD))
+    any_keyword = any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values())
+    stars: dict[Any, str] = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+    takes = ", ".join(stars.get(signature.parameters[n].kind, "") + n for n in listed) or "no arguments"
+    return signature, keywords, any_keyword, takes
 
 
 #: the folder of solkit's own modules (a warning points at the first frame outside it)

@@ -138,7 +138,10 @@ class Calibration:
     link_hop: float = 0.0  # s per further ring step in a node
     network_hop: float = 0.0  # s per further ring step across nodes
     neighbours: Any = None  # the measured kernels' bank (solkit.prediction.neighbours.Neighbours), None: no correction
+    #: derived from the fields above, on first use (the predictor's per-key parameters of one shape's kernels); a
+    #: ``replace``d copy starts its own
+    memo: dict[Any, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def replace(self, **changes: Any) -> "Calibration":
         """A copy with some parameters replaced (the fit tries values this way)."""
-        return Calibration(**{**self.__dict__, **changes})
+        return Calibration(**{**{k: v for k, v in self.__dict__.items() if k != "memo"}, **changes})

@@ -19,7 +19,7 @@ from .._num import any_, broadcast_to, maximum, result, where
 from .._validate import checked_call, flag, user_stacklevel
 from ..errors import PerformanceWarning
 from ..sol import roofline
-from ..workload import FSDP_GROUP_OP, Workload, as_workload, host_syncs, issued_launches
+from ..workload import FSDP_GROUP_OP, Kernel, Workload, as_workload, host_syncs, issued_launches
 from .collectives import collective_seconds, link_note
 from .gpu import calibration, stack_note
 from .host import (cpu_bound, host_probe_seconds, host_scaled, overlapped, program_host_overhead, program_map,
@@ -108,12 +108,16 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
                                         result(t.misaligned), factor))
         return tuple(out)
 
-    busy: Any = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
-                    if not overlapped(k))  # the compute stream's busy time
     plain = w.recipe is None and w.autograd is None and w.schedule is None
     single = plain and len(counted) == 1 and counted[0][0].link is None  # one plain kernel: no schedule
-    seconds = combined(terms, bodies, cal) if single or not scheduled(w) else None
     host: Any = 0.0
+    if single and type(w.parts[0][0]) is Kernel:  # one kernel, no program: no host time, no syncs, nothing overlapped
+        count = counted[0][1]
+        busy: Any = bodies[0] if count == 1 else bodies[0] * count
+        return _prediction(w, g, bound, cal, notes, combined(terms, bodies, cal), busy, host, 0, rows)
+    busy = sum(body if count == 1 else body * count for body, (k, count) in zip(bodies, counted)
+               if not overlapped(k))  # the compute stream's busy time
+    seconds = combined(terms, bodies, cal) if single or not scheduled(w) else None
     issued = issued_launches(w) if w.recipe is not None else 0.0  # a program's only (no recipe: no host time)
     per_launch = program_host_overhead(w, cal, issued)
     hosted = any_(per_launch)  # an eager program's host time (per point of a sweep)
@@ -145,6 +149,12 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
         notes.append(f"the host waits for the GPU {syncs:,} time(s) (device-to-host reads)"
                      + (": the GPU idles while the launches after each are issued" if hosted else
                         "; no host time is modelled for this program, so they cost nothing here"))
+    return _prediction(w, g, bound, cal, notes, seconds, busy, host, syncs, rows)
+
+
+def _prediction(w: Workload, g: Any, bound: Any, cal: Any, notes: list[str], seconds: Any, busy: Any, host: Any,
+                syncs: int, rows: Any) -> Prediction:
+    """The ``Prediction`` of ``predict``'s figures (seconds floored at T_SOL)."""
     p = object.__new__(Prediction)
     s = object.__setattr__
     s(p, "workload", w.name)

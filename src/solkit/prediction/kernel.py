@@ -362,11 +362,36 @@ def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     return _wave_seconds(terms, cal, _selector(terms))
 
 
-def _wave_seconds(terms: KernelTerms, cal: Calibration, selector: Selector) -> tuple[Num, Num]:
-    """``wave_seconds`` with the sweep's variants packed (``_selector``)."""
-    latency = _pick(cal.wave_latency, terms, 0.0, selector)
-    bandwidth = _pick(cal.block_bandwidth, terms, math.inf, selector) if any_(terms.block_bytes) else math.inf
-    step = _pick(cal.kstep_latency, terms, 0.0, selector) if any_(terms.k_steps) else 0.0
+#: the per-key tables of ``kernel_seconds`` and ``_wave_seconds``, with their defaults (``_parameters``)
+_TABLES = (("compute_efficiency", 1.0), ("memory_efficiency", 1.0), ("kernel_latency", 0.0), ("wave_latency", 0.0),
+           ("block_bandwidth", math.inf), ("kstep_latency", 0.0))
+
+
+def _parameters(terms: KernelTerms, cal: Calibration) -> Optional[tuple[Any, ...]]:
+    """``lookup`` of each of ``_TABLES`` for one shape's kernel (its variants Python bools), memoized in ``cal.memo`` by
+    (op, kind, variants); None for a sweep's."""
+    for _, mask in terms.variants:
+        if type(mask) is not bool:  # (a sweep's mask beside a scalar figure)
+            return None
+    key = (terms.op, terms.kind, terms.variants)
+    found = cal.memo.get(key)
+    if found is None:
+        found = cal.memo[key] = tuple(lookup(getattr(cal, name), terms, default) for name, default in _TABLES)
+    return found  # type: ignore[no-any-return]
+
+
+def _wave_seconds(terms: KernelTerms, cal: Calibration, selector: Selector,
+                  known: Optional[tuple[Any, ...]] = None) -> tuple[Num, Num]:
+    """``wave_seconds`` with the sweep's variants packed (``_selector``), or one shape's parameters ``known``
+    (``_parameters``)."""
+    if known is not None:
+        latency = known[3]
+        bandwidth = known[4] if any_(terms.block_bytes) else math.inf
+        step = known[5] if any_(terms.k_steps) else 0.0
+    else:
+        latency = _pick(cal.wave_latency, terms, 0.0, selector)
+        bandwidth = _pick(cal.block_bandwidth, terms, math.inf, selector) if any_(terms.block_bytes) else math.inf
+        step = _pick(cal.kstep_latency, terms, 0.0, selector) if any_(terms.k_steps) else 0.0
     per_wave: Any = 0.0  # the latency-bound seconds of one wave (skipped where a parameter is absent: a sweep is long)
     if not (type(bandwidth) is float and bandwidth == math.inf):
         per_wave = terms.block_bytes / bandwidth
@@ -382,16 +407,21 @@ def _wave_seconds(terms: KernelTerms, cal: Calibration, selector: Selector) -> t
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
     """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
     selector = _selector(terms) if type(terms.t_compute) is not float else None
-    compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector)
-    memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector)
+    known = _parameters(terms, cal) if selector is None and type(terms.t_compute) is float else None
+    if known is not None:  # one shape: its parameters memoized by key and variants
+        compute = terms.t_compute / known[0]
+        memory = terms.t_memory / known[1]
+    else:
+        compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector)
+        memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector)
     body = soft_max(compute, memory, cal.overlap_exponent)
     if any_(terms.waves):
-        waiting, stream = _wave_seconds(terms, cal, selector)
+        waiting, stream = _wave_seconds(terms, cal, selector, known)
         if not (type(stream) is float and stream == 0.0):
             body = maximum(body, stream)
         if not (type(waiting) is float and waiting == 0.0):
             body = body + waiting
-    latency = _pick(cal.kernel_latency, terms, 0.0, selector)
+    latency = known[2] if known is not None else _pick(cal.kernel_latency, terms, 0.0, selector)
     if type(latency) is not float or latency:
         body = body + latency
     if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency

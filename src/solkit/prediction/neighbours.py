@@ -465,9 +465,8 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
         member = np.flatnonzero(dist <= np.partition(dist, k - 1)[k - 1])
         return _blend(np.sqrt(dist[member].astype(np.float64))[None, :] / STEP, residuals[member][None, :])
     out = np.empty(len(q))
-    for rows, dist, member in _search(x, q, min(K, len(x))):
-        d = np.sqrt(dist) / STEP  # octaves; inf where no member
-        out[rows] = _blend(d, np.where(member < len(x), residuals[np.minimum(member, len(x) - 1)], 0.0))
+    for rows, dist, _, r in _search(x, q, min(K, len(x)), residuals):
+        out[rows] = _blend(np.sqrt(dist) / STEP, r)  # octaves: inf where no member
     return out
 
 
@@ -502,11 +501,12 @@ _FAR = 1e100
 _FAR32 = 1e15
 
 
-def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _search(x: np.ndarray, q: np.ndarray, k: int,
+            residuals: Optional[np.ndarray] = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """The K nearest rows of ``x`` (n x d integers) to each row of ``q`` (m x d integers), ties at the K-th included.
 
-    Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order); unused places hold
-    inf and n. Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
+    Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order, their ``residuals``
+    (zeros where None)); places of candidates that are not among the K nearest hold inf, n and 0. Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
     else in float64 (exact below 2^53).
     A sweep's points are sorted along a Z-order curve and split into boxes (every feature halved per level), each
     box keeping only the banked kernels that may be among the K nearest of a point in it: those no farther from
@@ -527,6 +527,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     kind, far = (np.float32, _FAR32) if reach < 1 << 24 else (np.float64, _FAR)
     xt = np.hstack([x[:, varies].astype(kind).T, np.full((int(varies.sum()), 1), far, dtype=kind)])
     base = np.append(base, far * far).astype(kind)
+    padded = np.append(np.zeros(n) if residuals is None else residuals, 0.0)  # a residual of 0 at the unused place n
     qf = q.astype(kind)
     dims = q.shape[1]
     u = q - low[varies] if m and dims else np.zeros((m, 0), dtype=np.int64)
@@ -534,7 +535,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
         return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
-                         np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k) for s in range(0, m, rows)]
+                         np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k, padded) for s in range(0, m, rows)]
     z = _morton(u, bits)
     order = np.argsort(z)
     z, qs = z[order], qf[order]
@@ -578,7 +579,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.n
             part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
             local[mine] = np.arange(len(mine))
             width = int(counts[mine].max())
-            found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k))
+            found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k, padded))
     return found
 
 
@@ -646,24 +647,26 @@ def _compact(cand: np.ndarray, n: int) -> np.ndarray:
 
 
 def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray,
-             k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(where, squared distances, bank rows) of the K nearest with ties of each query row among its candidates (those
-    of its box: row ``of[i]`` of ``boxes``, at least K of them used, n where unused): compacted in the candidates'
-    order, inf and n after; the two arrays column-major (``_blend`` sums them column by column). A box's candidates'
-    coordinates are gathered once and copied to its points row by row."""
-    dist = np.take(base, boxes)[of]
+             k: int, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(where, squared distances, bank rows, residuals) of the K nearest with ties of each query row among its
+    candidates (those of its box: row ``of[i]`` of ``boxes``, at least K of them used, n where unused), in the
+    candidates' order; a non-member keeps its place, holding inf, n and 0 (not compacted: ``_blend``'s sums add
+    exactly nothing there). Column-major (``_blend`` sums them column by column): each figure is gathered per box,
+    a row per candidate place, then copied to its points (``take`` along the rows, far cheaper than a gather of
+    every point's candidates from the bank)."""
+    columns = boxes.T  # (W, boxes)
+    dist = np.take(np.take(base, columns), of, axis=1)  # (W, m')
     for j in range(q.shape[1]):
-        step = np.take(xt[j], boxes)[of]
-        np.subtract(q[:, j:j + 1], step, out=step)
+        step = np.take(np.take(xt[j], columns), of, axis=1)
+        np.subtract(q[:, j], step, out=step)
         np.multiply(step, step, out=step)
         dist += step
-    kth = np.partition(dist, k - 1, axis=1)[:, k - 1:k]
-    flat, rows, places, counts = _kept(dist <= kth)
-    width = int(counts.max()) if len(counts) else 0
-    wide = boxes.shape[1]
-    at = places * len(of) + rows  # column-major places
-    member = np.full((width, len(of)), len(base) - 1, dtype=np.intp)
-    member.reshape(-1)[at] = boxes.reshape(-1)[of[rows] * wide + (flat - rows * wide)]
-    d = np.full((width, len(of)), np.inf)
-    d.reshape(-1)[at] = dist.reshape(-1)[flat]
-    return where, d.T, member.T
+    # the K-th smallest of each point (a sort of its few candidates is faster than numpy's partition, the same value)
+    kth = np.sort(dist.T, axis=1)[:, k - 1]
+    far = dist > kth
+    d = np.where(far, np.inf, dist.astype(np.float64, copy=False))
+    member = np.take(columns, of, axis=1)
+    np.copyto(member, len(base) - 1, where=far)
+    r = np.take(np.take(residuals, columns), of, axis=1)
+    np.copyto(r, 0.0, where=far)
+    return where, d.T, member.T, r.T

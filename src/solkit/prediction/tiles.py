@@ -52,6 +52,9 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
     nothing splits, and the seconds are the fewest units (ceil(tiles / SMs) x TM*TN / 64^2) times
     2*64*64*ceil(k) / (rate / SMs), multiplied once (bit for bit each tile's own product, the best taken);
     the elements whose largest tiles leave SMs idle take every tile in both regimes (``_gemm_sweep``).
+    The fewest units are the 64x64 tile's: a tile of a = TM*TN / 64^2 needs T_a >= T_64 / a tiles
+    (2 ceil(m/128) >= ceil(m/64), ...), so a * ceil(T_a / SMs) >= ceil(a T_a / SMs) >= ceil(T_64 / SMs), exactly
+    wherever the tile counts are exact integers (below 2^53; a test holds it to every tile's minimum).
     """
     if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:  # pragma: no mutate
         return _gemm_compute_time_one(m, n, k, batch, rate, sms, split_k)
@@ -66,27 +69,31 @@ def gemm_time(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k
     rows = {tm: _ceil_div(m, tm) for tm in (64, 128, 256)}
     one = type(batch) is float and batch == 1.0  # x * 1.0 is x: the product's pass is skipped
     cols = {tn: _ceil_div(n, tn) if one else product(_ceil_div(n, tn), batch) for tn in (64, 128, 256)}
-    # split = 1 (a grid of at least SMs tiles): a tile's seconds are ceil(tiles / SMs) * (per_wave * k), per_wave =
-    # 2*TM*TN / per_sm = (TM*TN / 64^2) * per_wave(64x64) exactly (a power of two apart), so they are
-    # units * (per_wave(64x64) * k) rounded once, units = ceil(tiles / SMs) * TM*TN / 64^2 an exact integer; rounding
-    # is monotone, so the fastest tile is the one of fewest units, multiplied once
+    largest = np.minimum(rows[128] * cols[256], rows[256] * cols[128])
+    if type(largest) is not np.ndarray or largest.shape != shape:  # k alone swept, or m and n across each other
+        largest = np.broadcast_to(largest, shape).astype(float)
+    if 2 * int(np.count_nonzero(largest < sms)) > int(np.prod(shape)):  # mostly small grids: every element the full way
+        return _full(m, n, k, batch, rate, sms, split_k, shape, largest)
+    tiles = rows[64] * cols[64]
+    if np.size(tiles) and float(np.max(tiles)) >= 2.0 ** 53:  # (not every count exact: each tile's, the fewest taken)
+        units = _units_of_every_tile(rows, cols, sms, shape)
+    else:  # split = 1: the 64x64 tile's units are the fewest (the docstring)
+        units = np.broadcast_to(tiles, shape).astype(float) if np.shape(tiles) != shape else tiles
+        np.divide(units, sms, out=units)
+        np.ceil(units, out=units)
+    return _finish(units, largest, m, n, k, batch, rate, sms, split_k, shape)
+
+
+def _units_of_every_tile(rows: dict[int, Any], cols: dict[int, Any], sms: int, shape: tuple[int, ...]) -> np.ndarray:
+    """The fewest units (ceil(tiles / SMs) x TM*TN / 64^2) over every tile, in float64 (tile counts beyond 2^53)."""
     units: Any = None
-    largest: Any = None
-    size = int(np.prod(shape))
-    for i, (tm, tn) in enumerate(TILES):
-        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > size:  # mostly small grids: every element the full way
-            return _full(m, n, k, batch, rate, sms, split_k, shape, largest)
-        tiles = rows[tm] * cols[tn]
-        if type(tiles) is not np.ndarray or tiles.shape != shape:  # k alone swept, or m and n across each other
-            tiles = np.broadcast_to(tiles, shape).astype(float)
-        if tm * tn == 128 * 256:
-            largest = tiles.copy() if largest is None else np.minimum(largest, tiles, out=largest)
-        waves = np.divide(tiles, sms, out=tiles)
+    for tm, tn in TILES:
+        waves = np.broadcast_to(rows[tm] * cols[tn], shape) / sms
         np.ceil(waves, out=waves)
         if tm * tn != 64 * 64:
             np.multiply(waves, float(tm * tn // (64 * 64)), out=waves)
         units = waves if units is None else np.minimum(units, waves, out=units)
-    return _finish(units, largest, m, n, k, batch, rate, sms, split_k, shape)
+    return units
 
 
 #: a sweep's tile counts are held in float32 where every one stays below this (exact, and so is ceil(tiles / SMs))
@@ -120,23 +127,13 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
         if side == 1 and batch != 1.0:
             for t in (64, 128, 256):
                 np.multiply(into[t], np.float32(batch), out=into[t])
-    units: Any = None
-    largest: Any = None
-    waves = np.empty(shape, dtype=np.float32)
-    for i, (tm, tn) in enumerate(TILES):
-        if i == 2 and 2 * int(np.count_nonzero(largest < sms)) > waves.size:  # mostly small grids: no units
-            return None, largest.astype(np.float64)
-        np.multiply(rows[tm], cols[tn], out=waves)
-        if tm * tn == 128 * 256:
-            largest = waves.copy() if largest is None else np.minimum(largest, waves, out=largest)
-        np.divide(waves, np.float32(sms), out=waves)
-        np.ceil(waves, out=waves)
-        if tm * tn != 64 * 64:
-            np.multiply(waves, np.float32(tm * tn // (64 * 64)), out=waves)
-        if units is None:
-            units, waves = waves, np.empty(shape, dtype=np.float32)
-        else:
-            np.minimum(units, waves, out=units)
+    largest = np.multiply(rows[128], cols[256])
+    np.minimum(largest, np.multiply(rows[256], cols[128], out=rows[256]), out=largest)
+    if 2 * int(np.count_nonzero(largest < sms)) > largest.size:  # mostly small grids: no units
+        return None, largest.astype(np.float64)
+    units = np.multiply(rows[64], cols[64], out=rows[128])  # the 64x64 tile's units, the fewest (gemm_time)
+    np.divide(units, np.float32(sms), out=units)
+    np.ceil(units, out=units)
     return units, largest.astype(np.float64)
 
 
@@ -227,9 +224,11 @@ def _gemm_compute_time_one(m: float, n: float, k: float, batch: float, rate: flo
                                         math.ceil(n / 128), math.ceil(n / 256))
     largest = min(r128 * c256 * batch, r256 * c128 * batch)
     if largest >= sms:  # every tile's grid fills the SMs: no split, the fewest units of 64x64 tile-waves (gemm_time)
-        units = min(math.ceil(r128 * c256 * batch / sms) * 8, math.ceil(r256 * c128 * batch / sms) * 8,
-                    math.ceil(r128 * c128 * batch / sms) * 4, math.ceil(r64 * c256 * batch / sms) * 4,
-                    math.ceil(r64 * c128 * batch / sms) * 2, math.ceil(r64 * c64 * batch / sms))
+        tiles = r64 * c64 * batch
+        units = math.ceil(tiles / sms) if tiles < 2.0 ** 53 else min(  # the 64x64 tile's, the fewest (gemm_time)
+            math.ceil(r128 * c256 * batch / sms) * 8, math.ceil(r256 * c128 * batch / sms) * 8,
+            math.ceil(r128 * c128 * batch / sms) * 4, math.ceil(r64 * c256 * batch / sms) * 4,
+            math.ceil(r64 * c128 * batch / sms) * 2, math.ceil(tiles / sms))
         best = units * (2.0 * 64 * 64 / (rate / sms) * math.ceil(k))
         return best, 2.0 * m * n * k * batch / rate / best, float(largest)
     per_sm = rate / sms
