@@ -262,6 +262,8 @@ def _field_verdict(field: str, value: Any) -> str:
             return "type"
         if isinstance(value, (float, np.floating)) and not (math.isfinite(value) and float(value).is_integer()):
             return "value"  # a fraction, inf or NaN; a whole float is its integer
+        if field == "d_model" and INT_FIELDS[field] <= value and 4 * value > 2**53:
+            return "big"  # SMALL gives no ffn: its default, 4 x d_model, is beyond 2**53
         return "value" if value < INT_FIELDS[field] else "big" if value > 2**53 else "ok"  # beyond 2**53: a ShapeError
     if field in BOOL_FIELDS:
         return "ok" if is_bool else "type"
@@ -294,10 +296,11 @@ def test_random_transformer_fields(field, value):
 
 
 def test_a_d_model_whose_default_ffn_is_too_large_names_d_model():
-    """d_model = 2**51 + 1 is fine alone, but its default ffn is 4 x d_model = 2**53 + 4 > 2**53: an OptionError naming
-    d_model (hypothesis found it named only ffn); given an ffn, the same d_model is taken."""
+    """d_model = 2**51 + 1 is fine alone, but its default ffn is 4 x d_model = 2**53 + 4 > 2**53: a ShapeError (as
+    every figure beyond 2**53) naming d_model (hypothesis found it named only ffn); given an ffn, the same d_model is
+    taken."""
     d_model = 2**51 + 1
-    with pytest.raises(OptionError, match=r"d_model=2251799813685249 makes ffn's default .* = 9007199254740996"):
+    with pytest.raises(ShapeError, match=r"d_model=2251799813685249 makes ffn's default .* = 9007199254740996"):
         models.Transformer(**{**SMALL, "d_model": d_model, "heads": 1})
     assert models.Transformer(**{**SMALL, "d_model": d_model, "heads": 1, "ffn": 8}).ffn == 8
 

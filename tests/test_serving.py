@@ -121,9 +121,26 @@ def test_a_few_layers_never_take_negative_host_time():
     token, for a model of one layer too (generate's figures once replaced the spec's preamble, 2,255.8 us, net,
     which left a 1-layer model's TPOT 1,035.6 us below its steps: 863.0 + 357.3 - 2,255.8)."""
     tiny = models.Transformer(layers=1, d_model=256, heads=4, vocab=1024)
+    prefill = _kernels_alone(tiny.prefill(batch=1, seq=64, kernels="eager"))
     for engine, request, token in (("hf-eager", 3230.4, 863.0), ("hf-static", 3230.4 + 444.6, 903.3)):
         e = planning.inference(tiny, "h200", batch=1, prompt=64, output=4, engine=engine)
         assert e.host_ttft >= request * 1e-6 and e.host_tpot >= token * 1e-6, engine
+        assert e.ttft - e.host_ttft == pytest.approx(prefill, rel=1e-12), engine  # the rest of TTFT: kernels alone
+    static = planning.inference(tiny, "h200", batch=1, prompt=64, output=4, engine="hf-static")
+    assert static.host_tpot == pytest.approx(903.3e-6)  # its CUDA-graph step issues nothing: generate's token alone
+
+
+def test_a_batch_sweep_gives_every_host_share_the_sweeps_shape():
+    """A sweep over 3 batch sizes: TTFT, TPOT and their host shares are 3 figures each under every engine (hf-static's
+    host TPOT is generate's 903.3 us per token at each, a fused engine's 0 at each)."""
+    batch = np.array([1, 4, 8])
+    for engine in ("hf-eager", "hf-static", "fused"):
+        e = planning.inference(GPT2, "h200", batch=batch, prompt=128, output=8, engine=engine)
+        assert [np.shape(x) for x in (e.ttft, e.tpot, e.host_ttft, e.host_tpot)] == [(3,)] * 4, engine
+    static = planning.inference(GPT2, "h200", batch=batch, prompt=128, output=8, engine="hf-static")
+    assert static.host_tpot == pytest.approx([903.3e-6] * 3)
+    fused = planning.inference(GPT2, "h200", batch=batch, prompt=128, output=8, engine="fused")
+    assert list(fused.host_ttft) == list(fused.host_tpot) == [0.0] * 3
 
 
 def test_a_probe_scales_generates_host_figures():
@@ -137,7 +154,12 @@ def test_a_probe_scales_generates_host_figures():
     assert e.host_tpot == pytest.approx(2 * 903.3e-6)  # 1,806.6 us: the compiled step's host work alone
     one = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8)
     two = planning.inference(GPT2, "h200", batch=1, prompt=128, output=8, host_probe_us=2 * hf.FIT_PROBE_US)
-    assert two.host_tpot > one.host_tpot and two.tpot - two.host_tpot == pytest.approx(one.tpot - one.host_tpot)
+    # the kernels alone do not change with the host's speed: the decode steps at contexts 128, 130, 132, 133, 135
+    contexts = np.unique(np.linspace(128, 135, planning.DECODE_POINTS).round())
+    kernels = np.mean([_kernels_alone(GPT2.decode(batch=1, context=c, kernels="eager")) for c in contexts])
+    assert two.tpot - two.host_tpot == pytest.approx(kernels, rel=1e-12)
+    assert one.tpot - one.host_tpot == pytest.approx(kernels, rel=1e-12)
+    assert two.host_tpot > one.host_tpot
 
 
 def test_the_static_engine_attends_over_the_whole_preallocated_cache():
@@ -211,17 +233,19 @@ def test_split_results_carry_their_step_cost_and_views():
         splits.frame([1])
 
 
+def _kernels_alone(w) -> float:
+    """An eager program's kernels alone, as predict times a program without host time: the launch floor + every
+    kernel's body + a gap per launch after the first (the module docstring of solkit.prediction.expected)."""
+    cal = calibration(sk.load_gpu("h200"))
+    return float(sk.predict(w, "h200", warn=False).kernel_seconds) + cal.launch_floor + \
+        (float(issued_launches(w)) - 1) * cal.kernel_gap
+
+
 def test_the_estimate_less_its_host_share_is_the_kernels_alone():
     """ttft - host_ttft and tpot - host_tpot are the eager programs' kernels alone, as predict times a program without
     host time: the launch floor + every kernel's body + a gap per launch after the first (the module docstring of
     solkit.prediction.expected); the decode steps' at contexts 300, 310, ..., 340, averaged."""
-    gpu = sk.load_gpu("h200")
-    cal = calibration(gpu)
-
-    def alone(w):
-        return float(sk.predict(w, gpu, warn=False).kernel_seconds) + cal.launch_floor + \
-            (float(issued_launches(w)) - 1) * cal.kernel_gap
-
+    alone = _kernels_alone
     e = planning.inference(GPT2, "h200", batch=4, prompt=300, output=41)
     contexts = np.unique(np.linspace(300, 340, planning.DECODE_POINTS).round())  # 300, 310, 320, 330, 340
     steps = [alone(GPT2.decode(batch=4, context=c, kernels="eager")) for c in contexts]
@@ -264,3 +288,27 @@ def test_the_frozen_serving_figures_are_the_datas():
             f"{e['ttft_median']:.1%} off at the median in TTFT and {e['tpot_median']:.1%} in TPOT, "
             f"hf-static {s['ttft_median']:.1%} and {s['tpot_median']:.1%}") in page
     assert sum(r["cases"] for r in overall.values()) == 11
+
+
+def test_the_seed_3005_frozen_figures_are_the_datas():
+    """The seed-3005 draw (24 cases, measured after d525a14 froze today's model): its table in data/h200_serving.md, the
+    medians docs/many-gpus.md quotes, and the eager medians with each case's probe, are what evaluate.py computes."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ev = _evaluate()
+    doc = json.loads((root / "data" / "h200_serving_test_seed3005.json").read_text())
+    assert doc["frozen_by_commit"] == "d525a14" and doc["seed"] == 3005
+    report = (root / "data" / "h200_serving.md").read_text()
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    plain, probed = (ev.table(ev.predictions(doc, False, case_probe)) for case_probe in (False, True))
+    for summary in (plain, probed):
+        for line in ev.markdown(summary).splitlines()[2:]:
+            assert line in report, line
+    e, s = ({r["engine"]: r for r in plain if r["family"] == "all"}[k] for k in ("hf-eager", "hf-static"))
+    assert (f"it was hf-eager {e['ttft_median']:.1%} off at the median in TTFT and {e['tpot_median']:.1%} in TPOT, "
+            f"hf-static {s['ttft_median']:.1%} and {s['tpot_median']:.1%}") in page
+    p = {r["engine"]: r for r in probed if r["family"] == "all"}["hf-eager"]
+    assert f"the eager engine's medians on that draw were {p['ttft_median']:.1%} and {p['tpot_median']:.1%}" in page
+    assert e["cases"] + s["cases"] == 24

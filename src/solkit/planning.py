@@ -111,8 +111,11 @@ class InferenceEstimate:
     tp: int = 1
     comm_ttft: Any = 0.0  # s of TTFT in the tensor-parallel collectives
     comm_tpot: Any = 0.0  # s of TPOT in the tensor-parallel collectives
-    host_ttft: Any = 0.0  # s of TTFT the GPU waits on the host: generate's per request, the prefill's issue beyond its kernels
-    host_tpot: Any = 0.0  # s of TPOT likewise: generate's per token, the decode step's issue beyond its kernels
+    #: s of TTFT the GPU waits on the host: generate's per request, the prefill's issue beyond its kernels
+    host_ttft: Any = 0.0
+    #: s of TPOT likewise: generate's per token, the decode step's issue beyond its kernels (hf-static: generate's per
+    #: token alone, its CUDA-graph decode issuing nothing per kernel)
+    host_tpot: Any = 0.0
     cost_per_request: Cost | None = None  # latency / batch on tp GPUs
     cost_per_token: Cost | None = None  # latency / (batch x output) on tp GPUs
     assumptions: tuple[str, ...] = field(default=())
@@ -301,7 +304,8 @@ def _served(part: Transformer, g: Any, b: Any, p: int, n: int, engine: str, opti
     decode = part.decode(batch=np.asarray(b)[..., None], context=contexts, kernels=dec_k, **options)
     steps, steps_host = _timed(decode, g, host_probe_us, forward if dec_k == "eager" else None)
     tpot = result(np.mean(steps, axis=-1) + token)
-    host_tpot = result(np.mean(steps_host, axis=-1) + token) if dec_k == "eager" else token
+    # hf-static's CUDA-graph decode issues nothing per kernel: generate's per-token work alone, of tpot's shape
+    host_tpot = result((np.mean(steps_host, axis=-1) if dec_k == "eager" else np.zeros(np.shape(tpot))) + token)
     return result(prefill + request), tpot, result(prefill_host + request), host_tpot
 
 
@@ -331,7 +335,8 @@ def _timed(program: Workload, g: Any, host_probe_us: Any, host: Optional[dict[st
     GPU waits on the host: those less its kernels' alone (every host parameter 0; NB: at least 0, where a timeline's
     rounding would leave a few ns below). ``host`` None: a fused program, which ``predict`` gives no host time."""
     if host is None:
-        return predicted(program, g, False, True, host_probe_us).seconds, 0.0
+        seconds = predicted(program, g, False, True, host_probe_us).seconds
+        return seconds, result(np.zeros(np.shape(seconds)))
     seconds = predicted(program, g, False, True, host_probe_us, host).seconds
     alone = predicted(program, g, False, True, host_probe_us, _NO_HOST).seconds
     return seconds, result(np.maximum(seconds - alone, 0.0))

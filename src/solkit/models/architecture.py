@@ -205,9 +205,10 @@ class Transformer(BaseModel):
         if out.get("head_dim") is None and d is not None and h is not None and h > 0 and d % h == 0:
             out["head_dim"] = d // h
         if out.get("ffn") is None and d is not None:
-            if 4 * d > MAX_FIELD:  # a d_model fine alone whose default ffn is not: named by d_model, which set it
-                raise ValueError(f"d_model={d} makes ffn's default 4 x d_model = {4 * d}, beyond 2**53 (exact in "
-                                 f"float64): give ffn")
+            if 4 * d > MAX_FIELD:  # a d_model fine alone whose default ffn is not: named by d_model, which set it;
+                # a ShapeError, as every figure beyond 2**53 (_error)
+                raise PydanticCustomError("int_too_large", f"d_model={d} makes ffn's default 4 x d_model = {4 * d}, "
+                                          "beyond 2**53 (exact in float64): give ffn")
             out["ffn"] = 4 * d
         return out
 
