@@ -19,11 +19,12 @@ US = 1e-6
 
 
 def _row(preamble: bool, training: bool, launches: float, silent: int, modules: int, host_ms: float,
-         probe_us: float = 5.0, syncs: int = 0, cpu_bound: bool = True, file: str = "f.json") -> HostCount:
+         probe_us: float = 5.0, syncs: int = 0, cpu_bound: bool = True, file: str = "f.json",
+         host_ops: dict | None = None) -> HostCount:
     return HostCount(file=file, id=f"c{launches}-{silent}-{modules}-{training}", family="x",
                      mode="train" if training else "infer", training=training, preamble=preamble, launches=launches,
-                     silent=silent, modules=modules, syncs=syncs, host_ms=host_ms, wall_ms=host_ms, probe_us=probe_us,
-                     cpu_bound=cpu_bound)
+                     silent=silent, modules=modules, syncs=syncs, host_ops=host_ops or {}, host_ms=host_ms,
+                     wall_ms=host_ms, probe_us=probe_us, cpu_bound=cpu_bound)
 
 
 # the parameters the synthetic steps below are made of (us): preamble 500, launch 9, training launch 12, call 7, module 5
@@ -45,15 +46,40 @@ SHAPES = [(True, False, 300, 200, 400), (True, False, 900, 350, 300), (True, Fal
 def test_the_fit_recovers_the_parameters_steps_were_made_of():
     """Steps whose host time is exactly the rule's at probe 5 us, fitted at the reference 5 us: the five values back."""
     rows = [_row(*s, host_ms=_host_ms(*s)) for s in SHAPES]
-    fitted = fit_captured_host(rows, 5.0 * US)
+    fitted = fit_captured_host(rows, 5.0 * US, {})
     for name in CAPTURED_HOST_PARAMETERS:
         assert fitted[name] == pytest.approx(TRUE[name], rel=1e-6), name
+
+
+def test_the_fit_weighs_a_heavy_call_as_its_weight_in_launches():
+    """Steps whose sorts cost 4.5 launches each (weight 4.5): made so, then fitted with that weight, the five values
+    come back; a step of 300 launches with 8 sorts counts 300 + 8 x 3.5 = 328 weighted launches."""
+    made = [(*s, 2 * (i + 1)) for i, s in enumerate(SHAPES)]  # 2, 4, ..., 22 sorts
+    rows = [_row(*s[:5], host_ms=_host_ms(s[0], s[1], s[2] + 3.5 * s[5], s[3], s[4]), host_ops={"sort": s[5], "add": 7})
+            for s in made]
+    fitted = fit_captured_host(rows, 5.0 * US, {"sort": 4.5})
+    for name in CAPTURED_HOST_PARAMETERS:
+        assert fitted[name] == pytest.approx(TRUE[name], rel=1e-6), name
+    from solkit.calibration.captured_host import weighted_launches
+
+    assert weighted_launches(_row(True, False, 300, 0, 0, 1.0, host_ops={"sort": 8, "add": 9}), {"sort": 4.5}) == 328.0
+
+
+def test_the_weights_are_the_measured_host_time_per_call_over_an_adds():
+    """data/h200_op_host.json: a sort of 3,280 ids 43.148 us a call, cub's of 6,792 89.997, a topk 24.217, against an
+    add's 9.053: 4.766 -> 4.77, 9.941 -> 9.94, 2.675 -> 2.68 launches; the spec holds exactly these weights."""
+    from solkit.calibration.captured_host import OP_HOST_LABELS, op_host_weights
+
+    w = op_host_weights()
+    assert (w["sort"], w["sort_cub"], w["topk"]) == (4.77, 9.94, 2.68)
+    assert set(w) == set(OP_HOST_LABELS) and "mm" not in w  # mm's 2.6 is not carried to every GEMM (its docstring)
+    assert dict(calibration(load_gpu("h200")).op_host_weight) == w
 
 
 def test_the_fit_brings_each_case_to_the_reference_probe():
     """The same steps measured on a CPU twice as slow (probe 10 us, host times doubled) fit the same parameters."""
     rows = [_row(*s, host_ms=2 * _host_ms(*s), probe_us=10.0) for s in SHAPES]
-    fitted = fit_captured_host(rows, 5.0 * US)
+    fitted = fit_captured_host(rows, 5.0 * US, {})
     assert fitted["host_captured_launch"] == pytest.approx(9 * US, rel=1e-6)  # 2 x 9 us x 5/10
     assert fitted["host_captured_program"] == pytest.approx(500 * US, rel=1e-6)
 
@@ -72,9 +98,9 @@ def test_the_fit_reads_cpu_bound_cases_of_fit_files_with_at_most_one_read_of_the
 def test_the_fit_refuses_too_few_cases_and_a_bad_probe():
     rows = [_row(*s, host_ms=_host_ms(*s)) for s in SHAPES]
     with pytest.raises(SpecError, match="at least 10"):
-        fit_captured_host(rows[:4], 5.0 * US)
+        fit_captured_host(rows[:4], 5.0 * US, {})
     with pytest.raises(SpecError, match="reference_probe"):
-        fit_captured_host(rows, 0.0)
+        fit_captured_host(rows, 0.0, {})
 
 
 def test_predict_takes_the_captured_rule_for_a_program_that_counted_its_host_work():
@@ -86,10 +112,15 @@ def test_predict_takes_the_captured_rule_for_a_program_that_counted_its_host_wor
     expected = (cal.host_captured_launch + (cal.host_captured_program + 400 * cal.host_captured_call
                                             + 300 * cal.host_captured_module) / 1000.0)
     assert per_launch == pytest.approx(expected)
-    # the committed spec's values: 9.12 + (549.4 + 400 x 6.32 + 300 x 5.77) / 1000 = 9.12 + (549.4 + 2528 + 1731) / 1000
-    # = 9.12 + 4.8084 = 13.9284 us
-    assert per_launch == pytest.approx(13.9284 * US, rel=1e-9)
+    # the committed spec's values: 9.19 + (478.9 + 400 x 6.49 + 300 x 5.35) / 1000 = 9.19 + (478.9 + 2596 + 1605) / 1000
+    # = 9.19 + 4.6799 = 13.8699 us
+    assert per_launch == pytest.approx(13.8699 * US, rel=1e-9)
     assert captured_host_overhead(w, cal, recipe.host_calls, 1000.0) == per_launch
+    # four sorts (4.77 launches each) and four topks (2.68) beside: 4 x 3.77 + 4 x 1.68 = 21.8 launches more,
+    # 9.19 x (1 + 21.8 / 1000) + 4.6799 = 9.390342 + 4.6799 = 14.070242 us a launch
+    heavy = _Workload(_Recipe(training=False, preamble=True,
+                              counted=HostCalls(silent=400, modules=300, ops=(("add", 900), ("sort", 4), ("topk", 4)))))
+    assert program_host_overhead(heavy, cal, issued=1000.0) == pytest.approx(14.070242 * US, rel=1e-9)
     # a probe twice the fit machine's doubles it, as it does the closed forms' host time
     slow = host_scaled(cal, 2 * cal.host_probe)
     assert program_host_overhead(w, slow, issued=1000.0) == pytest.approx(2 * expected)
@@ -148,7 +179,42 @@ def test_capture_counts_silent_calls_and_module_forwards_by_hand():
             return m(x)
 
     w = sk.capture(run, torch.randn(4, 8))
-    assert w.recipe.host_calls == HostCalls(silent=1, modules=3)
+    assert w.recipe.host_calls == HostCalls(silent=1, modules=3, ops=(("addmm", 1), ("relu", 1)))
+
+
+def test_capture_counts_calls_by_host_key_by_hand():
+    """A router's routing on fake tensors: topk of 64 x 8 logits (k 2), a sort of the 128 flat ids (at most 4,096:
+    'sort'), a sort of 8,192 ids (more: cub's, 'sort_cub'), a gather of 128 rows of a 64 x 16 matrix ('index_rows')
+    and of 128 ids ('index'): one call of each key."""
+    torch = pytest.importorskip("torch", reason="capture needs PyTorch (pip install torch==2.13.0, the CPU build)")
+    import solkit as sk
+
+    def route(logits, big, x):
+        _, ids = torch.topk(logits, 2, dim=-1)
+        flat, perm = torch.sort(ids.reshape(-1))
+        torch.sort(big)
+        return x[perm // 2], flat[perm]
+
+    w = sk.capture(route, torch.randn(64, 8), torch.randn(8192), torch.randn(64, 16))
+    ops = dict(w.recipe.host_calls.ops)
+    assert (ops["topk"], ops["sort"], ops["sort_cub"], ops["index_rows"], ops["index"]) == (1, 1, 1, 1, 1)
+
+
+def test_a_host_key_is_the_op_with_its_size_class():
+    """The name without its namespace; a sort over more than 4,096 elements of its last dim is cub's; an index of two
+    or more output dims gathers rows."""
+    from solkit.capture.host_keys import host_key, host_ops
+    from solkit.capture.record import Output
+
+    class E:
+        def __init__(self, op, shape):
+            self.op, self.outputs = op, (Output(shape, "float", (1,) * len(shape), 4),)
+
+    assert [host_key(E("aten::sort", (4096,))), host_key(E("aten::sort", (4097,))), host_key(E("aten::sort", (3, 5000)))] \
+        == ["sort", "sort_cub", "sort_cub"]
+    assert [host_key(E("aten::index", (128, 16))), host_key(E("aten::index", (128,))), host_key(E("aten::add", (2,)))] \
+        == ["index_rows", "index", "add"]
+    assert host_ops([E("aten::add", (2,)), E("aten::sort", (9,)), E("aten::add", (3,))]) == (("add", 2), ("sort", 1))
 
 
 def test_the_committed_counts_are_a_fresh_capture_of_their_cases():
@@ -169,5 +235,6 @@ def test_the_committed_counts_are_a_fresh_capture_of_their_cases():
         case = next(c for c in load_steps(row.file).cases if c.id == row.id)
         w = captured_workload(case)
         assert (w.recipe.host_calls.silent, w.recipe.host_calls.modules) == (row.silent, row.modules), row.id
+        assert dict(w.recipe.host_calls.ops) == row.host_ops, row.id
         assert issued_launches(w) == row.launches and w.recipe.syncs == row.syncs
         assert row.host_ms == case.host_ms and row.probe_us == case.probe_us

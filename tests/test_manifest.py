@@ -69,8 +69,9 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # c87414b: "the seed-2047 test is spent (its MoE misses led here) and joins the captured host fit"
     ("h200_captured_steps_test_seed2047.json", "fit", 2047, "824f06f", "b3ddb55"),
     # 83c606c: "The seed-2048 captured-steps draw: 70 H200 steps measured after c87414b froze capture and the captured
-    # host rule (the frozen test of captured programs)"
-    ("h200_captured_steps_test_seed2048.json", "test", 2048, "c87414b", "83c606c"),
+    # host rule (the frozen test of captured programs)"; spent on 2026-12-03 (its MoE misses led to op_host_weight) and
+    # joins the captured host fit
+    ("h200_captured_steps_test_seed2048.json", "fit", 2048, "c87414b", "83c606c"),
     # 39a79ed: "The frozen seed-3002 serving test ..."; 1fa5ee8: "seed 3002 spent"
     ("h200_serving_test_seed3002.json", "spent", 3002, "bc131bd", "39a79ed"),
     # 74fabd4: "Serving: the seed-3003 fit draw ... and the eager decode-step profile"

@@ -132,9 +132,10 @@ def host_counts(names: Sequence[str]) -> "HostCounts":
             counted = recipe.host_calls
             rows.append(HostCount(file=name, id=case.id, family=case.family, mode=case.mode, training=recipe.training,
                                   preamble=recipe.preamble, launches=float(issued_launches(w)), silent=counted.silent,
-                                  modules=counted.modules, syncs=recipe.syncs, host_ms=case.host_ms,
+                                  modules=counted.modules, syncs=recipe.syncs, host_ops=dict(counted.ops),
+                                  host_ms=case.host_ms,
                                   wall_ms=case.wall_ms, probe_us=case.probe_us, cpu_bound=case.cpu_bound))
-    return HostCounts(schema_version=1, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
+    return HostCounts(schema_version=2, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
                       command="python -m solkit.calibration captured --counts", rows=tuple(rows))
 
 

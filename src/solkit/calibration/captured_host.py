@@ -8,22 +8,31 @@ against a fresh capture). ``fit_captured_host`` fits, on the cases of the fit fi
 (``StepCase.cpu_bound``) and whose program reads the device at most once (a stall's wait is not issue time; Hugging
 Face's packed-sequence check reads once, a dozen launches in, with nothing queued on the GPU to wait for):
 
-    host x (reference probe / case probe) = program [HF preamble] + launch x launches (inference)
-                                          + launch_training x launches (training) + call x silent + module x modules
+    host x (reference probe / case probe) = program [HF preamble] + launch x weighted launches (inference)
+                                          + launch_training x weighted launches (training) + call x silent
+                                          + module x modules
 
 by least squares of the relative error (each case weighs alike, whatever its size) over non-negative values, the
-``host_captured_*`` parameters (``prediction.host.captured_host_overhead``).
+``host_captured_*`` parameters (``prediction.host.captured_host_overhead``). Weighted launches: the launches, and
+for each launching call whose host key ``op_host_weights`` weighs, its weight less one launch.
+
+``op_host_weights`` reads the measured host time per call of single ops (``benchmarks/programs/op_host.py``, on the
+H200: a MoE's routing ops at its shapes) over a plain ``torch.add``'s, the spec's ``op_host_weight``. NB: the same
+file's ``mm`` (2.6 launches, a router's skinny GEMM through cuBLAS) is not carried to every GEMM, nor its int32 cast
+to every ``_to_copy``: on the fit draws' leave-one-draw-out cross-validation, weighing every linear so raised the
+dense families' error and cut the MoE's less (docs/internals.md).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._files import read_json
+from ..prediction.host import weighted_extra
 from ..errors import SpecError
 from ..hardware.parameters import PARAMETERS
 from .data import MAX_DATA_BYTES
@@ -31,20 +40,31 @@ from .manifest import data_path, manifest
 from .programs import nonnegative_least_squares
 from .rounding import rounded
 
-__all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "load_host_counts", "fit_rows", "fit_captured_host",
+__all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "OP_HOST_FILE", "OP_HOST_LABELS", "load_host_counts", "fit_rows",
+           "fit_captured_host", "op_host_weights", "weighted_launches",
            "captured_host_parameters", "CAPTURED_HOST_PARAMETERS"]
 
 #: the committed counts of the measured captured steps
 COUNTS_FILE = "h200_captured_host_counts.json"
+#: the measured host time per call of single ops (op_host.py), and the label of its unit, the plain add
+OP_HOST_FILE = "h200_op_host.json"
+OP_HOST_UNIT = "add [1640, 1024] bf16"
+#: host key (capture.host_keys) -> the label of its measurement in OP_HOST_FILE
+OP_HOST_LABELS = {"topk": "topk [1640, 8] k=2", "sort": "sort [3280] int64", "sort_cub": "sort [6792] int64 (cub)",
+                  "floor_divide": "floor_divide [3280]", "index_rows": "index [1640, 1024] by [3280]",
+                  "index": "index [3280] by [3280]", "histc": "histc [3280] int32", "cumsum": "cumsum [8] int32",
+                  "masked_fill": "masked_fill [3280, 1024]", "_grouped_mm": "_grouped_mm [3280, 1024] x [8, 1024, 7168]",
+                  "index_put_": "index_put_ [3280]", "arange": "arange [3280]", "softmax": "softmax [1640, 8]"}
 #: a fitted case's program reads the device at most this often (module docstring)
 MAX_SYNCS = 1
 #: the parameters ``fit_captured_host`` returns, in the order of its columns (the spec's, ``hardware.parameters``)
 CAPTURED_HOST_PARAMETERS = tuple(p.name for p in PARAMETERS if p.name.startswith("host_captured_"))
 #: what each parameter counts in a row (the columns of the fit)
-_COLUMNS = {"host_captured_launch": lambda r: r.launches * (not r.training),
-            "host_captured_launch_training": lambda r: r.launches * r.training,
-            "host_captured_call": lambda r: float(r.silent), "host_captured_module": lambda r: float(r.modules),
-            "host_captured_program": lambda r: float(r.preamble)}
+_COLUMNS = {"host_captured_launch": lambda r, launches: launches * (not r.training),
+            "host_captured_launch_training": lambda r, launches: launches * r.training,
+            "host_captured_call": lambda r, launches: float(r.silent),
+            "host_captured_module": lambda r, launches: float(r.modules),
+            "host_captured_program": lambda r, launches: float(r.preamble)}
 
 
 class HostCount(BaseModel):
@@ -61,6 +81,7 @@ class HostCount(BaseModel):
     silent: int  # ATen calls that launched nothing
     modules: int  # module forwards
     syncs: int  # device-to-host reads recorded as host stalls
+    host_ops: dict[str, int]  # the launching calls by host key (capture.host_keys)
     host_ms: float  # measured: the host's time to issue one step
     wall_ms: float  # measured: one step's time
     probe_us: Optional[float]  # the launch probe before the case
@@ -93,15 +114,35 @@ def fit_rows(counts: HostCounts, files: Optional[Sequence[str]] = None) -> list[
     return [r for r in counts.rows if r.file in names and r.cpu_bound and r.syncs <= MAX_SYNCS and r.probe_us]
 
 
-def fit_captured_host(rows: Sequence[HostCount], reference_probe: float) -> dict[str, float]:
+def op_host_weights(name: str = OP_HOST_FILE) -> dict[str, float]:
+    """The spec's ``op_host_weight``: per host key of ``OP_HOST_LABELS``, the measured host time per call over the
+    plain add's (module docstring)."""
+    raw, path = read_json(data_path(name), "an op-host record", MAX_DATA_BYTES, SpecError)
+    try:
+        per_call = raw["host_us_per_call"]
+        unit = float(per_call[OP_HOST_UNIT])
+        return {key: rounded(float(per_call[label]) / unit, "op_host_weight") for key, label in OP_HOST_LABELS.items()}
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SpecError(f"{path}: not an op_host.py record with the ops of OP_HOST_LABELS: {exc!r}") from None
+
+
+def weighted_launches(row: HostCount, weights: Mapping[str, float]) -> float:
+    """A row's launches, each launching call weighed (``prediction.host.weighted_extra``)."""
+    return row.launches + weighted_extra(tuple(row.host_ops.items()), weights)
+
+
+def fit_captured_host(rows: Sequence[HostCount], reference_probe: float,
+                      weights: Optional[Mapping[str, float]] = None) -> dict[str, float]:
     """The ``host_captured_*`` parameters (seconds) fitted on ``rows`` (module docstring), at ``reference_probe``
-    (seconds per probe launch: the spec's ``host_probe``, so that ``predict(host_probe_us=)`` scales both fits alike)."""
+    (seconds per probe launch: the spec's ``host_probe``, so that ``predict(host_probe_us=)`` scales both fits alike),
+    their launches weighed by ``weights`` (default ``op_host_weights()``; ``{}``: one launch per call)."""
     if len(rows) < len(CAPTURED_HOST_PARAMETERS) * 2:
         raise SpecError(f"fit_captured_host needs at least {len(CAPTURED_HOST_PARAMETERS) * 2} CPU-bound captured steps "
                         f"without stalls, got {len(rows)}")
     if not (isinstance(reference_probe, float) and math.isfinite(reference_probe) and reference_probe > 0):
         raise SpecError(f"fit_captured_host: reference_probe must be a positive number of seconds, got {reference_probe!r}")
-    x = np.array([[_COLUMNS[name](r) for name in CAPTURED_HOST_PARAMETERS] for r in rows])
+    w = op_host_weights() if weights is None else weights
+    x = np.array([[_COLUMNS[name](r, weighted_launches(r, w)) for name in CAPTURED_HOST_PARAMETERS] for r in rows])
     y = np.array([r.host_ms * 1e-3 * reference_probe / (r.probe_us * 1e-6) for r in rows  # type: ignore[operator]
                   ])
     coef = nonnegative_least_squares(x / y[:, None], np.ones(len(y)))  # relative error: each row over its host time
@@ -109,5 +150,8 @@ def fit_captured_host(rows: Sequence[HostCount], reference_probe: float) -> dict
 
 
 def captured_host_parameters(reference_probe: float, counts: Optional[HostCounts] = None) -> dict[str, Any]:
-    """The fitted ``host_captured_*`` of the committed counts' fit rows (``fitting.fit`` adds them to the spec)."""
-    return fit_captured_host(fit_rows(counts or load_host_counts()), reference_probe)
+    """The fitted ``host_captured_*`` of the committed counts' fit rows, and the ``op_host_weight`` they were weighed
+    by (``fitting.fit`` adds them to the spec)."""
+    weights = op_host_weights()
+    return {**fit_captured_host(fit_rows(counts or load_host_counts()), reference_probe, weights),
+            "op_host_weight": weights}

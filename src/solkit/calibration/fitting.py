@@ -215,7 +215,9 @@ def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: O
     links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])
     links["link_misaligned"] = ReadOnlyTable(links["link_misaligned"])
     host = host_parameters(steps)
-    fitted = kernels.calibration.replace(**host, **captured_host_parameters(host["host_probe"]), **parallel_parameters(), **links)
+    captured = captured_host_parameters(host["host_probe"])
+    captured["op_host_weight"] = ReadOnlyTable(captured["op_host_weight"])
+    fitted = kernels.calibration.replace(**host, **captured, **parallel_parameters(), **links)
     return dataclasses.replace(kernels, calibration=fitted)
 
 

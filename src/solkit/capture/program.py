@@ -108,6 +108,7 @@ class CapturedProgram:
     source: str = SOURCE
     silent_calls: int = 0  # ATen calls that launched nothing (views, metadata, allocations)
     module_calls: int = 0  # module forwards run
+    host_ops: tuple[tuple[str, int], ...] = ()  # (host key, calls) of the launching calls (record.host_key)
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
     @property
@@ -117,8 +118,9 @@ class CapturedProgram:
 
     @property
     def host_calls(self) -> HostCalls:
-        """The host work counted beyond the launches: ATen calls that launch nothing, module forwards."""
-        return HostCalls(self.silent_calls, self.module_calls)
+        """The host work counted beyond the launches: ATen calls that launch nothing, module forwards, the launching
+        calls by host key."""
+        return HostCalls(self.silent_calls, self.module_calls, self.host_ops)
 
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
         """The training step of this program (``models.training_step`` of a captured forward), on one GPU."""

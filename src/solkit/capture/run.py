@@ -17,6 +17,7 @@ from ..errors import ArgumentTypeError
 from ..workload import Workload
 from .._optional import require_torch
 from ..errors import CaptureError
+from .host_keys import host_ops
 from .program import CaptureMemory, CapturedProgram, program_workload
 
 __all__ = ["capture", "capture_call", "calls", "SYNCS"]
@@ -150,7 +151,7 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
     training = any(e.backward for e in recorder.events) or run.stepped
     recipe = CapturedProgram(label, training, built.layers, bool(preamble), run.params, built.coverage, memory,
                              len(recorder.syncs), notes, built.stalls, step=step, silent_calls=recorder.silent_calls,
-                             module_calls=recorder.module_calls)
+                             module_calls=recorder.module_calls, host_ops=host_ops(recorder.events))
     return program_workload(label, built.parts, recipe)
 
 

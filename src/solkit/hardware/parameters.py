@@ -93,6 +93,9 @@ PARAMETERS: tuple[Parameter, ...] = (
               "(views, metadata, allocations)"),
     Parameter("host_captured_module", "us", False, False, 2, "host time per module forward of a captured program (its Python)"),
     Parameter("host_captured_program", "us", False, False, 1, "host time of a captured Hugging Face model before its first launch"),
+    Parameter("op_host_weight", "", True, False, 2, "host time of one launching ATen call of a captured program in plain "
+              "launches (host_captured_launch), per host key (capture.host_keys; 1 where a key is absent): its measured "
+              "host time per call over a torch.add's (benchmarks/programs/op_host.py)"),
     Parameter("host_fsdp_group", "us", False, False, 1, "host time of FSDP2's hooks per sharded layer per pass (unshard, reshard, copies)"),
     Parameter("link_latency", "us", True, False, 2, "a collective's fixed time on 2 GPUs of one node (launch, handshake), per collective"),
     Parameter("link_efficiency", "", True, False, 3, "share of the link's per-direction bandwidth a large collective's bus bytes reach, per collective"),
@@ -130,6 +133,7 @@ class Calibration:
     host_captured_call: float = 0.0  # s per ATen call that launches nothing, captured programs
     host_captured_module: float = 0.0  # s per module forward, captured programs
     host_captured_program: float = 0.0  # s per captured Hugging Face model's preamble
+    op_host_weight: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # launches per call, per key
     host_fsdp_group: float = 0.0  # s per FSDP-sharded layer per pass
     host_probe: float = 0.0  # s per torch.add launch on the fit's machine (0: not measured)
     link_latency: Mapping[str, float] = field(default_factory=lambda: ReadOnlyTable())  # s per collective

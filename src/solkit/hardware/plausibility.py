@@ -76,6 +76,7 @@ RANGES: Mapping[str, Range] = MappingProxyType({
     "measured.host_probe_us": Range(0, 1000, "us", "ms typed into a us field?"),
     "measured.link_latency_us.*": Range(0, 10_000, "us", "ns typed into a us field?"),
     "measured.link_efficiency.*": Range(0.01, 1, "", "an efficiency is a fraction of at most 1"),
+    "measured.op_host_weight.*": Range(1, 100, "", "a call's host time in plain launches: at least one launch's"),
     "measured.link_misaligned.*": Range(0.01, 1, "", "a factor on an efficiency: a fraction of at most 1"),
     "measured.link_hop_us": Range(0, 1000, "us", "ns typed into a us field?"),
     "measured.network_hop_us": Range(0, 1000, "us", "ns typed into a us field?"),

@@ -291,6 +291,7 @@ class Measured(SpecModel):
     host_captured_call_us: NonNegativeFigure = 0.0
     host_captured_module_us: NonNegativeFigure = 0.0
     host_captured_program_us: NonNegativeFigure = 0.0
+    op_host_weight: FigureTable = Field(default_factory=dict)
     host_fsdp_group_us: NonNegativeFigure = 0.0
     host_probe_us: NonNegativeFigure = 0.0
     link_latency_us: LatencyTable = Field(default_factory=dict)

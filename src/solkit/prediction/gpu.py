@@ -7,6 +7,7 @@ efficiencies, and says so in ``Prediction.notes``.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -44,6 +45,10 @@ def calibration(gpu: Any) -> Calibration:
     return cal
 
 
+#: the form of a host key (``capture.host_keys``)
+HOST_KEY = re.compile(r"_?[a-z][a-z0-9_]*")
+
+
 def _measured(g: "GPU", measured: "Measured") -> Calibration:
     keys = set(calibration_keys())
     for p in PARAMETERS:
@@ -52,6 +57,11 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
             if unknown:
                 raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a collective; "
                                 f"known: {', '.join(COLLECTIVES)}")
+        elif p.name == "op_host_weight":  # host keys (capture.host_keys): an ATen op's name, a size class after it
+            unknown = [k for k in getattr(measured, p.file_key) if not HOST_KEY.fullmatch(k)]
+            if unknown:
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a host key "
+                                "(an ATen op's name without its namespace, such as 'topk' or 'sort_cub')")
         elif p.keyed and p.name != "matmul_rate":
             unknown = [k for k in getattr(measured, p.file_key) if k not in keys]
             if unknown:

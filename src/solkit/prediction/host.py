@@ -24,7 +24,7 @@ from ..workload import HostCalls, Join, Kernel, Pipeline, Sync, Workload, issued
 from .timeline import IDENTITY, Map, compose, join, launch, power, wait
 
 __all__ = ["CPU_BOUND", "cpu_bound", "HOST_TIME_PARAMETERS", "PROBE_RANGE_US", "host_probe_seconds", "host_scaled",
-           "program_host_overhead", "captured_host_overhead", "program_map", "overlapped", "scheduled"]
+           "program_host_overhead", "captured_host_overhead", "weighted_extra", "program_map", "overlapped", "scheduled"]
 
 #: a program is CPU-bound (the GPU waits for launches) when its time is within 10% of its host (issue) time
 CPU_BOUND = 1.1
@@ -159,7 +159,9 @@ def captured_host_overhead(w: Workload, cal: Calibration, counted: HostCalls, is
     ``host_captured_program`` (a Hugging Face model's preamble) + ``host_captured_launch`` (training:
     ``host_captured_launch_training``) per launch + ``host_captured_call`` per ATen call that launched
     nothing (views, metadata: dispatched all the same) + ``host_captured_module`` per module forward
-    (its Python), spread evenly over the launches. NB: one cost per kind of call, whatever the op.
+    (its Python), spread evenly over the launches; a launching call whose host key the spec weighs
+    (``op_host_weight``: a sort, a topk, a grouped GEMM) costs that many launches. NB: one cost per kind of call
+    elsewhere, whatever the op.
     """
     recipe = w.recipe
     if recipe is None:
@@ -167,5 +169,11 @@ def captured_host_overhead(w: Workload, cal: Calibration, counted: HostCalls, is
     per_launch = cal.host_captured_launch_training if recipe.training else cal.host_captured_launch
     preamble = cal.host_captured_program if recipe.preamble else 0.0
     rest = preamble + cal.host_captured_call * counted.silent + cal.host_captured_module * counted.modules
-    launches = issued_launches(w) if issued is None else issued
-    return per_launch + rest / maximum(launches, 1.0)
+    launches = maximum(issued_launches(w) if issued is None else issued, 1.0)
+    return per_launch * (1.0 + weighted_extra(counted.ops, cal.op_host_weight) / launches) + rest / launches
+
+
+def weighted_extra(ops: Any, weights: Mapping[str, float]) -> float:
+    """The launches' worth of host time that ``ops`` ((host key, calls) pairs) cost beyond one launch per call, by
+    ``weights`` (launches per call, per host key; 1 where absent)."""
+    return float(sum(calls * (weights[key] - 1.0) for key, calls in ops if key in weights))
