@@ -41,7 +41,7 @@ import traceback
 import zlib
 from typing import Any
 
-SCRIPT_VERSION = "1.0"
+SCRIPT_VERSION = "1.1"  # 1.1: SPILL_LIMIT
 
 #: the seed of each set: shapes and configs are drawn with it (the test set's configs are new too). NB: the first test
 #: draw was seed 3203 (40 GEMM, 24 LayerNorm, 20 attention shapes), measured after 58b55ce and spent once the model
@@ -51,10 +51,12 @@ SCRIPT_VERSION = "1.0"
 #: test of the model before mma.sync's warp grid followed Triton's warpsPerTileV2; the script as of 2cfcb71 draws it.
 #: The test draw now is seed 3206 (GEMM only: the grid is a GEMM's)
 SEEDS = {"fit": 3201, "validation": 3202, "test": 3206}
-#: a config whose compile spilled more registers than this is not timed: in the seed-3206 draw's first run a GEMM of
-#: BLOCK 256 x 16 x 128 on 2 warps (2,836 spilled) hit an illegal memory access on (66, 1981, 1738), which left the
-#: CUDA context unusable for every later config and shape; where such a kernel ran (1,928 spilled) it took 67x and 90x
-#: the shape's best. Spills are per specialization (an aligned shape's compile of the same config may spill little)
+#: a config whose compile spilled more registers than this is not timed (script version 1.1): in the seed-3206 draw's
+#: first run (not committed: it stopped at its third shape) a GEMM of BLOCK 256 x 16 x 128 on 2 warps (2,836 spilled)
+#: hit an illegal memory access on (66, 1981, 1738), which left the CUDA context unusable for every later config and
+#: shape. Only that one faulted: 89 configs of the earlier files spilled 1,025-2,750 and ran; the limit trades them for
+#: a run that finishes (such a kernel is slow where it runs: one of 1,928 spilled took 67x and 90x the shape's best in
+#: that first run). Spills are per specialization (an aligned shape's compile of the same config may spill little)
 SPILL_LIMIT = 1024
 #: the set whose seed draws a set's configs (validation reuses the fit's configs on new shapes: half the compiles)
 CONFIG_SET = {"fit": "fit", "validation": "fit", "test": "test"}
@@ -520,7 +522,7 @@ def main() -> int:
     here = os.path.abspath(__file__)
     result: dict[str, Any] = {
         "protocol": {
-            "script": "benchmarks/tune/measure_triton.py", "script_version": SCRIPT_VERSION,
+            "script": "benchmarks/tune/measure_triton.py", "script_version": SCRIPT_VERSION, "spill_limit": SPILL_LIMIT,
             "script_sha256": hashlib.sha256(open(here, "rb").read()).hexdigest(),
             "sets": sets, "seeds": {s: SEEDS[s] for s in sets}, "counts": {s: COUNTS[s] for s in sets},
             "spaces": SPACES, "grids": GRIDS, "after": args.after,
