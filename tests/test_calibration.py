@@ -324,8 +324,9 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
     assert after["tune"] == before["tune"] and "l2_bandwidth_tb_s" in after["tune"]  # the spec's own section, whole
     assert sk.load_gpu(copy).measured.tune == sk.load_gpu(SPEC).measured.tune
     for name in ("host_captured_launch_us", "host_captured_launch_training_us", "host_captured_call_us",
-                 "host_captured_module_us", "host_captured_program_us"):
+                 "host_captured_module_us", "host_captured_program_us", "op_host_weight"):
         assert after[name] == before[name], name
+    assert after["op_host_weight"]["sort_cub"] == 9.94  # data/h200_op_host.json: 89.997 / 9.053 us a call
 
 
 @pytest.mark.parametrize("name", ["h200_sample_fit.json", "h200_sample_fit_run2.json", "h200_sample_validation.json",

@@ -89,7 +89,7 @@ def test_the_fit_reads_cpu_bound_cases_of_fit_files_with_at_most_one_read_of_the
     from solkit.calibration.captured_host import HostCounts
 
     kept = _row(True, False, 300, 200, 400, 5.0, syncs=1)
-    counts = HostCounts(schema_version=1, captured_with={}, command="", rows=(
+    counts = HostCounts(schema_version=2, captured_with={}, command="", rows=(
         kept, _row(True, False, 301, 200, 400, 5.0, cpu_bound=False), _row(True, True, 302, 200, 400, 5.0, syncs=25),
         _row(True, False, 303, 200, 400, 5.0, file="other.json")))
     assert fit_rows(counts, ["f.json"]) == [kept]
@@ -184,25 +184,30 @@ def test_capture_counts_silent_calls_and_module_forwards_by_hand():
 
 def test_capture_counts_calls_by_host_key_by_hand():
     """A router's routing on fake tensors: topk of 64 x 8 logits (k 2), a sort of the 128 flat ids (at most 4,096:
-    'sort'), a sort of 8,192 ids (more: cub's, 'sort_cub'), a gather of 128 rows of a 64 x 16 matrix ('index_rows')
-    and of 128 ids ('index'): one call of each key."""
+    'sort'), a sort of 8,192 ids (more, one slice: cub's, 'sort_cub'), of 3 x 5,000 along its last dim and of
+    5,000 x 3 along its first (several long slices: 'sort_segmented'), a gather of 128 rows of a 64 x 16 matrix
+    ('index_rows') and of 128 ids ('index'): one call of each key, two segmented sorts."""
     torch = pytest.importorskip("torch", reason="capture needs PyTorch (pip install torch==2.13.0, the CPU build)")
     import solkit as sk
 
-    def route(logits, big, x):
+    def route(logits, big, x, wide):
         _, ids = torch.topk(logits, 2, dim=-1)
         flat, perm = torch.sort(ids.reshape(-1))
         torch.sort(big)
+        torch.sort(wide)
+        torch.sort(wide.t().contiguous(), dim=0)
         return x[perm // 2], flat[perm]
 
-    w = sk.capture(route, torch.randn(64, 8), torch.randn(8192), torch.randn(64, 16))
+    w = sk.capture(route, torch.randn(64, 8), torch.randn(8192), torch.randn(64, 16), torch.randn(3, 5000))
     ops = dict(w.recipe.host_calls.ops)
     assert (ops["topk"], ops["sort"], ops["sort_cub"], ops["index_rows"], ops["index"]) == (1, 1, 1, 1, 1)
+    assert ops["sort_segmented"] == 2
 
 
 def test_a_host_key_is_the_op_with_its_size_class():
-    """The name without its namespace; a sort over more than 4,096 elements of its last dim is cub's; an index of two
-    or more output dims gathers rows."""
+    """The name without its namespace; an index of two or more output dims gathers rows (a sort's keys, read off its
+    trace as capture.eager counts its launches, are the capture test's above)."""
+    pytest.importorskip("torch", reason="capture needs PyTorch (pip install torch==2.13.0, the CPU build)")
     from solkit.capture.host_keys import host_key, host_ops
     from solkit.capture.record import Output
 
@@ -210,11 +215,19 @@ def test_a_host_key_is_the_op_with_its_size_class():
         def __init__(self, op, shape):
             self.op, self.outputs = op, (Output(shape, "float", (1,) * len(shape), 4),)
 
-    assert [host_key(E("aten::sort", (4096,))), host_key(E("aten::sort", (4097,))), host_key(E("aten::sort", (3, 5000)))] \
-        == ["sort", "sort_cub", "sort_cub"]
     assert [host_key(E("aten::index", (128, 16))), host_key(E("aten::index", (128,))), host_key(E("aten::add", (2,)))] \
         == ["index_rows", "index", "add"]
-    assert host_ops([E("aten::add", (2,)), E("aten::sort", (9,)), E("aten::add", (3,))]) == (("add", 2), ("sort", 1))
+    assert host_ops([E("aten::add", (2,)), E("aten::mul", (9,)), E("aten::add", (3,))]) == (("add", 2), ("mul", 1))
+
+
+def test_a_spec_weighs_only_measured_host_keys():
+    """op_host_weight's keys are those op_host.py measures: a typo is a SpecError with a did-you-mean."""
+    from solkit.prediction.gpu import _measured
+
+    gpu = load_gpu("h200")
+    bad = gpu.measured.model_copy(update={"op_host_weight": {"sort_cubb": 9.94}})
+    with pytest.raises(SpecError, match="'sort_cubb' is not a measured host key.*did you mean 'sort_cub'"):
+        _measured(gpu, bad)
 
 
 def test_the_committed_counts_are_a_fresh_capture_of_their_cases():

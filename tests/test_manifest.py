@@ -72,6 +72,11 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # host rule (the frozen test of captured programs)"; spent on 2026-12-03 (its MoE misses led to op_host_weight) and
     # joins the captured host fit
     ("h200_captured_steps_test_seed2048.json", "fit", 2048, "c87414b", "83c606c"),
+    # 09c3cf9: "the seed-2049 captured-steps draw's raw file (70 H200 steps measured after f26b086 with transformers
+    # 5.24, the capture's version)"
+    ("h200_captured_steps_test_seed2049.json", "test", 2049, "f26b086", "09c3cf9"),
+    # 0daa1ea: "Serving (issue 30): the frozen seed-3005 draw (24 H200 generate calls measured after d525a14)"
+    ("h200_serving_test_seed3005.json", "test", 3005, "d525a14", "0daa1ea"),
     # 39a79ed: "The frozen seed-3002 serving test ..."; 1fa5ee8: "seed 3002 spent"
     ("h200_serving_test_seed3002.json", "spent", 3002, "bc131bd", "39a79ed"),
     # 74fabd4: "Serving: the seed-3003 fit draw ... and the eager decode-step profile"
@@ -140,8 +145,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 64  # 27 kernel files + 11 step files + 5 captured-step files + 5 collectives files + 5 split-step files
-    # + 6 serving files (5 draws, 1 decode profile) + 5 tune files
+    assert checked == 66  # 27 kernel files + 11 step files + 6 captured-step files + 5 collectives files + 5 split-step files
+    # + 6 serving files (5 draws, 1 decode profile) + 6 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -121,8 +121,8 @@ class Program(Protocol):
 
 class HostCalls(NamedTuple):
     """What a captured program's CPU did beyond launching: ATen calls that launch nothing, module forwards run, and
-    its launching calls by host key (``capture.record.host_key``: the op, with a size class where its host path
-    changes), which the spec's ``host_captured_op_weight`` weighs."""
+    its launching calls by host key (``capture.host_keys``: the op, with a size class where its host path changes),
+    which the spec's ``op_host_weight`` weighs."""
 
     silent: int  # views, metadata, allocations: dispatched, nothing launched
     modules: int  # nn.Module forwards (their Python, hooks)

@@ -267,18 +267,27 @@ def _diff(e: Event) -> list[Launch]:
 _ITEMSIZE = {name: dtype.itemsize for dtype, name in DTYPE_NAMES.items()}
 
 
+def sort_slice(e: Event) -> Optional[tuple[tuple[int, ...], int]]:
+    """(input shape, sorted dim) of a sort call, None where it sorts a scalar or returns fewer than values and
+    indices. sort.stable (and its out form values_stable) put the optional bool ``stable`` before dim; sort and
+    sort.values (whose out tensors follow descending) have dim second."""
+    t = e.trace
+    shape = tuple(t.shapes[0])
+    if not shape or len(e.outputs) < 2:
+        return None
+    stable_first = t.concrete[1] in ("True", "False", "")
+    return shape, int((t.concrete[2] if stable_first else t.concrete[1]) or -1) % len(shape)
+
+
 def _sort(e: Event) -> list[Launch]:
     """sort(self, dim, descending) or sort.stable(self, stable, dim, descending) (or their out forms): a short slice
     sorted in place after an arange of its indices; one long slice by cub's radix sort; several long slices (a segmented
     sort) as one launch (NB: ATen's segmented paths launch more, SortStable.cu: a fill, cub's sorts, a post-process)."""
     t = e.trace
-    shape = tuple(t.shapes[0])
-    if not shape or len(e.outputs) < 2:
+    found = sort_slice(e)
+    if found is None:
         return [Launch(e.op, t)]
-    # sort.stable (and its out form values_stable) put the optional bool ``stable`` before dim; sort and sort.values
-    # (whose out tensors follow descending) have dim second
-    stable_first = t.concrete[1] in ("True", "False", "")
-    dim = int((t.concrete[2] if stable_first else t.concrete[1]) or -1) % len(shape)
+    shape, dim = found
     if shape[dim] <= SMALL_SORT:  # the indices: one slice's arange, copied into every slice (a memcpy for one)
         indices = e.outputs[1]
         arange = Launch("aten::arange", TraceArgs(((), (), (), (shape[dim],)), ("Scalar", "Scalar", "Scalar", indices.dtype),

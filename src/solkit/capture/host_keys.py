@@ -1,30 +1,36 @@
-"""The host key of a captured ATen call: what its host time is looked up by (the spec's ``host_captured_op_weight``).
+"""The host key of a captured ATen call: what its host time is looked up by (the spec's ``op_host_weight``).
 
 A call's key is its op's name without the namespace (``aten::topk`` -> ``topk``), with a size class where the op's
-CUDA implementation takes another host path: a ``sort`` over more than ``SMALL_SORT`` elements runs cub's segmented
-radix sort (``sort_cub``: several kernels, a temporary buffer and copies; measured 90 us against 43 at 3,280
-elements, ``data/h200_op_host.json``), an ``index`` that gathers rows of a matrix (an output of two or more dims)
-is ``index_rows``. Pure functions of the recorded events; no torch.
+CUDA implementation takes another host path: a sort of one slice longer than ``SMALL_SORT`` runs cub's radix sort
+(``sort_cub``: several kernels, a temporary buffer and copies; measured 90 us a call at 6,792 elements against 43 at
+3,280, ``data/h200_op_host.json``), of several such slices ATen's segmented sort (``sort_segmented``); an ``index``
+that gathers rows of a matrix (an output of two or more dims) is ``index_rows``. ``HOST_KEYS`` (``stacks.torch211``)
+are the keys a spec may weigh: those ``benchmarks/programs/op_host.py`` measures. Pure functions of the recorded
+events.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from math import prod
 from typing import Any, Iterable
 
-__all__ = ["SMALL_SORT", "host_key", "host_ops"]
+from ..stacks.torch211 import HOST_KEYS, SMALL_SORT
+from .eager import sort_slice
 
-#: ATen's CUDA sort keeps a dimension of at most this many elements in one kernel (``should_use_small_sort``)
-SMALL_SORT = 4096
+__all__ = ["HOST_KEYS", "host_key", "host_ops"]
 
 
 def host_key(event: Any) -> str:
-    """The host key of one recorded call (``record.Event``). NB: a sort's size is its output's last dimension (the
-    dim argument is not read: Hugging Face's routing sorts a flat vector)."""
+    """The host key of one recorded call (``record.Event``): a sort's slices as ``capture.eager`` counts its launches."""
     name = event.op.split("::")[-1]
+    if name == "sort":
+        found = sort_slice(event)
+        if found is not None and found[0][found[1]] > SMALL_SORT:
+            shape, dim = found
+            return "sort_cub" if prod(shape) == shape[dim] else "sort_segmented"
+        return name
     out = event.outputs[0].shape if event.outputs else ()
-    if name == "sort" and out and out[-1] > SMALL_SORT:
-        return "sort_cub"
     if name == "index" and len(out) >= 2:
         return "index_rows"
     return name

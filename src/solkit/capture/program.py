@@ -108,7 +108,7 @@ class CapturedProgram:
     source: str = SOURCE
     silent_calls: int = 0  # ATen calls that launched nothing (views, metadata, allocations)
     module_calls: int = 0  # module forwards run
-    host_ops: tuple[tuple[str, int], ...] = ()  # (host key, calls) of the launching calls (record.host_key)
+    host_ops: tuple[tuple[str, int], ...] = ()  # (host key, calls) of the launching calls (capture.host_keys)
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
     @property

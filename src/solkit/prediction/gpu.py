@@ -7,7 +7,6 @@ efficiencies, and says so in ``Prediction.notes``.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -18,7 +17,7 @@ from ..hardware.parameters import PARAMETERS, Calibration, ReadOnlyTable
 from ..ops.registry import calibration_keys
 from ..precision import rate_class
 from ..stacks import torch211
-from .._validate import checked_call
+from .._validate import checked_call, did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU, Measured
@@ -45,10 +44,6 @@ def calibration(gpu: Any) -> Calibration:
     return cal
 
 
-#: the form of a host key (``capture.host_keys``)
-HOST_KEY = re.compile(r"_?[a-z][a-z0-9_]*")
-
-
 def _measured(g: "GPU", measured: "Measured") -> Calibration:
     keys = set(calibration_keys())
     for p in PARAMETERS:
@@ -57,11 +52,12 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
             if unknown:
                 raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a collective; "
                                 f"known: {', '.join(COLLECTIVES)}")
-        elif p.name == "op_host_weight":  # host keys (capture.host_keys): an ATen op's name, a size class after it
-            unknown = [k for k in getattr(measured, p.file_key) if not HOST_KEY.fullmatch(k)]
+        elif p.name == "op_host_weight":  # host keys (capture.host_keys) whose calls op_host.py measures
+            unknown = [k for k in getattr(measured, p.file_key) if k not in torch211.HOST_KEYS]
             if unknown:
-                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a host key "
-                                "(an ATen op's name without its namespace, such as 'topk' or 'sort_cub')")
+                raise SpecError(f"{g.path or g.name}: field 'measured.{p.file_key}': {unknown[0]!r} is not a measured "
+                                f"host key; known: {', '.join(torch211.HOST_KEYS)}"
+                                f"{did_you_mean(unknown[0], torch211.HOST_KEYS)}")
         elif p.keyed and p.name != "matmul_rate":
             unknown = [k for k in getattr(measured, p.file_key) if k not in keys]
             if unknown:

@@ -160,8 +160,9 @@ def captured_host_overhead(w: Workload, cal: Calibration, counted: HostCalls, is
     ``host_captured_launch_training``) per launch + ``host_captured_call`` per ATen call that launched
     nothing (views, metadata: dispatched all the same) + ``host_captured_module`` per module forward
     (its Python), spread evenly over the launches; a launching call whose host key the spec weighs
-    (``op_host_weight``: a sort, a topk, a grouped GEMM) costs that many launches. NB: one cost per kind of call
-    elsewhere, whatever the op.
+    (``op_host_weight``: a sort, a topk, a grouped GEMM) adds its weight less one launch on top of its counted
+    kernels' launches (NB: the weight is the whole call's; ``calibration.captured_host`` says why it is charged so).
+    NB: one cost per kind of call elsewhere, whatever the op.
     """
     recipe = w.recipe
     if recipe is None:

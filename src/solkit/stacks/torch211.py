@@ -16,7 +16,7 @@ __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_O
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
            "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES",
-           "SMALL_SORT", "SORT_CUB_LAUNCHES", "TOPK_SINGLE_BLOCK", "TOPK_SORTED_LAUNCHES",
+           "SMALL_SORT", "HOST_KEYS", "SORT_CUB_LAUNCHES", "TOPK_SINGLE_BLOCK", "TOPK_SORTED_LAUNCHES",
            "GROUPED_MM_LAUNCHES",
            "CUDNN_DECODE_ROWS", "CUDNN_SPLIT_ITEMS", "CUDNN_SPLIT_KEYS", "CUDNN_DECODE_WIDE", "DEPTHWISE_OUTPUT_MACS"]
 
@@ -120,6 +120,10 @@ LAYERNORM_BACKWARD_LAUNCHES = 2
 #: sort sorts a slice of at most this many elements in place (Sort.cpp: should_use_small_sort): its indices filled by
 #: an arange kernel, then one sort kernel (radixSortKVInPlace, bitonic for short slices); the values' copy is a memcpy
 SMALL_SORT = 4096
+#: the host keys (``capture.host_keys``) whose call ``benchmarks/programs/op_host.py`` times: the keys a spec's
+#: ``measured.op_host_weight`` may weigh
+HOST_KEYS = ("_grouped_mm", "arange", "cumsum", "floor_divide", "histc", "index", "index_put_", "index_rows",
+             "masked_fill", "mm", "softmax", "sort", "sort_cub", "topk")
 #: a longer slice (of a tensor of one slice) goes to cub's radix sort: the reverse-index fill, cub's histogram and
 #: exclusive sum, then one one-sweep pass per byte of the key (8-bit digits): 11 launches for int64 keys (4 of 4
 #: calls of 6,792 experts' ids). NB: read off int64 keys; other key widths take their bytes' passes (CUB's sm90

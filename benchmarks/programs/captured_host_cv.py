@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""Leave-one-draw-out cross-validation of the captured programs' host rule, in variants of its per-call weights.
+
+    python benchmarks/programs/captured_host_cv.py
+
+For each variant, each fit draw of the committed counts (``data/h200_captured_host_counts.json``) is left out in turn:
+the five ``host_captured_*`` are fitted on the others' rows (``captured_host.fit_rows``: CPU-bound, at most one read
+of the device) and the left-out rows' host time predicted at their probe. Error = exp(|log(predicted / measured)|) - 1
+of the host time per step; the median over every row and per family, and the p90. Variants:
+
+- ``one cost per launch``: no weights (the rule before op_host_weight);
+- ``op_host_weight``: the spec's weights (``op_host_weights()``), charged on top of each call's counted kernels;
+- ``less counted kernels``: each weight less the kernels capture counts for the call beyond one (a sort 2, cub's sort
+  of int64 ids 11, a top-k 2, a grouped GEMM 2, a histc 2, an int32 cumsum 3; ``stacks.torch211``);
+- ``every GEMM weighed``: op_host_weight and mm's measured 2.62 launches on every linear, mm and addmm.
+
+Reads committed files only (no torch).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "src"))
+
+from solkit.calibration.captured_host import (CAPTURED_HOST_PARAMETERS, _COLUMNS, fit_captured_host,  # noqa: E402
+                                              fit_rows, load_host_counts, op_host_weights, weighted_launches)
+from solkit.hardware import load_gpu  # noqa: E402
+from solkit.prediction import calibration  # noqa: E402
+
+#: the kernels capture counts for one call of each weighed key (issue 28's routing counts)
+COUNTED = {"sort": 2, "sort_cub": 11, "topk": 2, "_grouped_mm": 2, "histc": 2, "cumsum": 3}
+
+
+def variants() -> dict[str, dict[str, float]]:
+    w = op_host_weights()
+    mm = 23.678 / 9.053  # data/h200_op_host.json: mm [1640, 1024] x [1024, 8] over add [1640, 1024]
+    return {"one cost per launch": {}, "op_host_weight": w,
+            "less counted kernels": {k: v - (COUNTED.get(k, 1) - 1) for k, v in w.items()},
+            "every GEMM weighed": {**w, "linear": mm, "mm": mm, "addmm": mm}}
+
+
+def main() -> int:
+    reference = calibration(load_gpu("h200")).host_probe
+    rows = fit_rows(load_host_counts())
+    files = sorted({r.file for r in rows})
+    print(f"{len(rows)} CPU-bound rows of {len(files)} fit draws, each left out in turn")
+    for name, weights in variants().items():
+        errors: list[float] = []
+        family: dict[str, list[float]] = {}
+        for left in files:
+            p = fit_captured_host([r for r in rows if r.file != left], reference, weights)
+            for r in (r for r in rows if r.file == left):
+                launches = weighted_launches(r, weights)
+                host = sum(p[n] * _COLUMNS[n](r, launches) for n in CAPTURED_HOST_PARAMETERS) * r.probe_us * 1e-6 \
+                    / reference
+                e = math.expm1(abs(math.log(host / (r.host_ms * 1e-3))))
+                errors.append(e)
+                family.setdefault(r.family, []).append(e)
+        fams = ", ".join(f"{k} {np.median(v):.1%}" for k, v in sorted(family.items()))
+        print(f"{name:22s} median {np.median(errors):.1%}  p90 {np.percentile(errors, 90):.1%}  ({fams})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
