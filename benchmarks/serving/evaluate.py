@@ -7,7 +7,9 @@
 
 Each measured case is predicted by ``planning.inference(model, "h200", batch, prompt, output, engine=...)``, the
 model built by ``models.from_hf_config`` from the case's recorded config, as a user calls it: without a launch probe
-(``--probe`` passes the draw's recorded one, ``--case-probe`` each case's: diagnoses, not the protocol). ``--fit``
+(``--probe`` passes the draw's recorded one: a diagnosis), or with each case's (``--case-probe``, as a user passes
+``host_probe_us=sk.host_probe()``: a diagnosis up to seed 3005, whose reading chose it as the protocol of the frozen
+draws from seed 3006 on, declared before seed 3006 was measured). ``--fit``
 (``fit``'s docstring): the figures of ``stacks.transformers517`` from the pooled fit files and the profile's timings
 (the full models and their 2-layer cuts). The report: per family and engine, the median and p90 of
 exp(|log(pred / meas)|) - 1.
