@@ -145,8 +145,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 66  # 27 kernel files + 11 step files + 6 captured-step files + 5 collectives files + 5 split-step files
-    # + 6 serving files (5 draws, 1 decode profile) + 6 tune files
+    assert checked == 67  # 27 kernel files + 11 step files + 6 captured-step files + 5 collectives files + 5 split-step files
+    # + 7 serving files (6 draws, 1 decode profile) + 6 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -290,6 +290,27 @@ def test_the_frozen_serving_figures_are_the_datas():
     assert sum(r["cases"] for r in overall.values()) == 11
 
 
+def test_the_seed_3006_frozen_figures_are_the_datas():
+    """The seed-3006 draw (15 cases, measured after 2047fe8 declared its reading: each case with its own probe): its
+    table in data/h200_serving.md and the medians docs/many-gpus.md quotes are what evaluate.py computes."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ev = _evaluate()
+    doc = json.loads((root / "data" / "h200_serving_test_seed3006.json").read_text())
+    assert doc["frozen_by_commit"] == "2047fe8" and doc["seed"] == 3006
+    summary = ev.table(ev.predictions(doc, False, True))
+    report = (root / "data" / "h200_serving.md").read_text()
+    for line in ev.markdown(summary).splitlines()[2:]:
+        assert line in report, line
+    e, s = ({r["engine"]: r for r in summary if r["family"] == "all"}[k] for k in ("hf-eager", "hf-static"))
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    assert (f"was hf-eager {e['ttft_median']:.1%} off in TTFT and {e['tpot_median']:.1%} in TPOT, hf-static "
+            f"{s['ttft_median']:.1%} and {s['tpot_median']:.1%}") in page
+    assert e["cases"] + s["cases"] == 15
+
+
 def test_the_seed_3005_frozen_figures_are_the_datas():
     """The seed-3005 draw (24 cases, measured after d525a14 froze today's model): its table in data/h200_serving.md, the
     medians docs/many-gpus.md quotes, and the eager medians with each case's probe, are what evaluate.py computes."""

@@ -591,7 +591,7 @@ def main() -> int:
             err = warm.get(json.dumps([k, small, cfg], sort_keys=True))
             spills = compiled[i].get("n_spills") or 0
             if err is None and spills > SPILL_LIMIT:
-                err = f"not timed: {spills} registers spilled (more than SPILL_LIMIT, {SPILL_LIMIT}: such a kernel faulted)"
+                err = f"not timed: {spills} registers spilled (more than SPILL_LIMIT, {SPILL_LIMIT}: one such kernel faulted)"
             if err is not None:
                 seconds.append(None)
                 errors.append(err)
