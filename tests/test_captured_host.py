@@ -220,6 +220,22 @@ def test_a_host_key_is_the_op_with_its_size_class():
     assert host_ops([E("aten::add", (2,)), E("aten::mul", (9,)), E("aten::add", (3,))]) == (("add", 2), ("mul", 1))
 
 
+def test_the_counts_file_is_schema_2_and_strict():
+    """A counts file of schema 1 (before host_ops), or whose host_ops count is a string or a fraction, is refused."""
+    import json
+
+    from pydantic import ValidationError
+
+    from solkit.calibration.captured_host import HostCounts
+
+    raw = json.loads(json.dumps(load_host_counts().model_dump()))
+    for change in ({"schema_version": 1}, {"rows": [{**raw["rows"][0], "host_ops": {"sort": "4"}}]},
+                   {"rows": [{**raw["rows"][0], "host_ops": {"sort": 4.5}}]}):
+        with pytest.raises(ValidationError):
+            HostCounts.model_validate({**raw, **change})
+    assert HostCounts.model_validate(raw) == load_host_counts()
+
+
 def test_a_spec_weighs_only_measured_host_keys():
     """op_host_weight's keys are those op_host.py measures: a typo is a SpecError with a did-you-mean."""
     from solkit.prediction.gpu import _measured

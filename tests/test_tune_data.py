@@ -184,17 +184,20 @@ def test_docs_spread_and_time_saved():
 
 def test_docs_seed_3206_spread_and_time_saved():
     """docs/tune.md, seed 3206 (GEMM): configs span 1.7x to 49x per shape over those timed; timing the predicted
-    quarter saves 86% of the benchmarking time (mean over shapes); the best measured 0.62x to 3.0x cuBLAS's, median
-    1.26x; 55 of the 1,440 (shape, config) pairs were not timed (SPILL_LIMIT)."""
+    best quarter of the configs that ran saves 87% of their benchmarking time (mean over shapes, as evaluate.py
+    scores it); the best measured 0.62x to 3.0x cuBLAS's, median 1.26x; 55 of the 1,440 (shape, config) pairs were
+    not timed (SPILL_LIMIT)."""
     block = _load("test2")["sets"]["test"]["matmul"]
     shares, spread, vs_cublas = [], [], []
     for row in block["shapes"]:
         measured = np.array([np.nan if s is None else s for s in row["seconds"]])
         r = tune.rank("triton_matmul", block["configs"], gpu="h200", **_shape("matmul", row))
-        shares.append(np.nansum(measured[r.top(0.25)]) / np.nansum(measured))
+        ran = np.isfinite(measured)
+        quarter = np.argsort(r.seconds[ran], kind="stable")[: math.ceil(ran.sum() / 4)]
+        shares.append(measured[ran][quarter].sum() / measured[ran].sum())
         spread.append(np.nanmax(measured) / np.nanmin(measured))
         vs_cublas.append(np.nanmin(measured) / row["library_seconds"])
-    assert round(1 - float(np.mean(shares)), 2) == 0.86
+    assert round(1 - float(np.mean(shares)), 2) == 0.87
     assert (round(min(spread), 1), round(max(spread))) == (1.7, 49)
     assert (round(min(vs_cublas), 2), round(max(vs_cublas), 1), round(float(np.median(vs_cublas)), 2)) == (0.62, 3.0,
                                                                                                           1.26)

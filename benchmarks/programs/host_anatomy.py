@@ -11,7 +11,7 @@ nested calls and CUDA runtime calls inside), and every CUDA runtime call by name
 in: where the memcpys, syncs and launches come from. NB: the profiler adds its own few microseconds per op; read
 the ratios between ops. NB: the "unprofiled" host time of a case is taken after a warm-up profiler session and the
 earlier cases' profiled steps, which slow later launches (steps.py profiles after timing for this reason; the first
-records' probes read 7.8-11.9 us against the draws' 5.4-9.5): it is not a step's clean host time. In a training case
+records' probes read 7.8-11.9 us against the fit draws' 5.0-10.2): it is not a step's clean host time. In a training case
 the backward's ops (the autograd engine's thread) count as top-level ops too. Never imports solkit.
 """
 

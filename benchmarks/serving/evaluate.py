@@ -6,8 +6,8 @@
     python benchmarks/serving/evaluate.py data/h200_serving_test_seed3004.json --markdown  # the frozen report
 
 Each measured case is predicted by ``planning.inference(model, "h200", batch, prompt, output, engine=...)``, the
-model built by ``models.from_hf_config`` from the case's recorded config, as a user calls it: without a launch probe
-(``--probe`` passes the draw's recorded one: a diagnosis), or with each case's (``--case-probe``, as a user passes
+model built by ``models.from_hf_config`` from the case's recorded config, as a user calls it: without a launch probe up
+to seed 3005 (``--probe`` passes the draw's recorded one: a diagnosis), or with each case's (``--case-probe``, as a user passes
 ``host_probe_us=sk.host_probe()``: a diagnosis up to seed 3005, whose reading chose it as the protocol of the frozen
 draws from seed 3006 on, declared before seed 3006 was measured). ``--fit``
 (``fit``'s docstring): the figures of ``stacks.transformers517`` from the pooled fit files and the profile's timings
@@ -178,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--fit", action="store_true")
     ap.add_argument("--probe", action="store_true", help="predict with the recorded launch probe (host_probe_us)")
     ap.add_argument("--case-probe", action="store_true", help="predict each case with the probe taken just before it "
-                    "(case_probe_us; the seed-3002 draw onwards): a diagnosis of the host's drift, not the protocol")
+                    "(case_probe_us; the seed-3002 draw onwards): the frozen draws' protocol from seed 3006 on, a diagnosis "
+                    "before")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
     args = ap.parse_args(argv)

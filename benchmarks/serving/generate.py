@@ -25,6 +25,7 @@ JSON line per case goes to stdout. Needs torch and transformers; never imports s
 from __future__ import annotations
 
 import argparse
+import datetime
 import importlib.util
 import json
 import math
@@ -192,7 +193,9 @@ def main(argv: list[str] | None = None) -> int:
     cases = draw(args.draw, args.count, args.static_cases)
     probe = steps.launch_probe(torch) if dev == "cuda" else None
     doc: dict[str, Any] = {"protocol": __doc__, "seed": args.draw, "space": {k: dict(v) for k, v in SPACE.items()},
-                           "engines": list(ENGINES), "repeats": args.repeats, "static_cases": args.static_cases, "count": args.count, "small": args.small,
+                           "engines": list(ENGINES), "repeats": args.repeats, "static_cases": args.static_cases,
+                           "count": args.count, "small": args.small,
+                           "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                            "environment": steps.environment(torch, dev), "host_probe_us": probe and probe * 1e6,
                            "cases": {c["id"]: {**c, "status": "pending"} for c in cases}}
     models: dict[str, Any] = {}

@@ -17,11 +17,11 @@ by least squares of the relative error (each case weighs alike, whatever its siz
 for each launching call whose host key ``op_host_weights`` weighs, its weight less one launch. NB: the weight is a
 whole call's measured host time, charged on top of the kernels capture counts for the call (a sort of at most 4,096
 ids 2, cub's sort of int64 ids 11, a top-k 2, a grouped GEMM 2), so a call of several kernels pays their launches
-twice against the isolated measurement; charging the weight less the counted kernels (weights below one launch for
+twice against the isolated measurement; charging the weight less the counted kernels (a negative weight, -0.06, for
 cub's sort) cross-validated worse for the MoE on the five fit draws (its host time 25.8% off at the median against
-20.8%; all steps 11.1% against 11.3%, p90 36.4% against 35.8%):
-in a step the MoE's layer costs more host time than its calls alone measured, which the double charge happens to
-carry (``benchmarks/programs/captured_host_cv.py``). NB: each weight was measured on one forward call at a MoE's
+20.8%; all steps 11.1% against 11.3%, p90 36.4% against 35.8%;
+``benchmarks/programs/captured_host_cv.py``), perhaps because a MoE layer costs more host time in a step than its
+calls alone measured, which the double charge happens to carry (not measured apart). NB: each weight was measured on one forward call at a MoE's
 routing shapes; a key's backward calls and other shapes take it too (the grouped GEMM's, of bf16, weighs ATen's fp32
 fallback's grouped call alike), which no fit row tests (a MoE's training steps read the device 25 times: not fitted).
 
@@ -50,21 +50,21 @@ from .manifest import data_path, manifest
 from .programs import nonnegative_least_squares
 from .rounding import rounded
 
-__all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "OP_HOST_FILE", "OP_HOST_LABELS", "load_host_counts", "fit_rows",
+__all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "OP_HOST_LABELS", "load_host_counts", "fit_rows",
            "fit_captured_host", "op_host_weights", "weighted_launches",
            "captured_host_parameters", "CAPTURED_HOST_PARAMETERS"]
 
 #: the committed counts of the measured captured steps
 COUNTS_FILE = "h200_captured_host_counts.json"
-#: the measured host time per call of single ops (op_host.py: the manifest's op_host_weight file), and the label of
-#: its unit, the plain add
-OP_HOST_FILE = "h200_op_host.json"
+#: the label of the unit of the measured host time per call of single ops (op_host.py: the manifest's op_host_weight
+#: file), the plain add
 OP_HOST_UNIT = "add [1640, 1024] bf16"
-#: host key (capture.host_keys) -> the label of its measurement in OP_HOST_FILE
+#: host key (capture.host_keys) -> the label of its measurement in the op_host_weight file
 OP_HOST_LABELS = {"topk": "topk [1640, 8] k=2", "sort": "sort [3280] int64", "sort_cub": "sort [6792] int64 (cub)",
                   "floor_divide": "floor_divide [3280]", "index_rows": "index [1640, 1024] by [3280]",
                   "index": "index [3280] by [3280]", "histc": "histc [3280] int32", "cumsum": "cumsum [8] int32",
-                  "masked_fill": "masked_fill [3280, 1024]", "_grouped_mm": "_grouped_mm [3280, 1024] x [8, 1024, 7168]",
+                  "masked_fill": "masked_fill [3280, 1024]",
+                  "_grouped_mm": "_grouped_mm [3280, 1024] x [8, 1024, 7168]",
                   "index_put_": "index_put_ [3280]", "arange": "arange [3280]", "softmax": "softmax [1640, 8]"}
 #: a fitted case's program reads the device at most this often (module docstring)
 MAX_SYNCS = 1

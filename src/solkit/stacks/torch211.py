@@ -120,8 +120,9 @@ LAYERNORM_BACKWARD_LAUNCHES = 2
 #: sort sorts a slice of at most this many elements in place (Sort.cpp: should_use_small_sort): its indices filled by
 #: an arange kernel, then one sort kernel (radixSortKVInPlace, bitonic for short slices); the values' copy is a memcpy
 SMALL_SORT = 4096
-#: the host keys (``capture.host_keys``) whose call ``benchmarks/programs/op_host.py`` times: the keys a spec's
-#: ``measured.op_host_weight`` may weigh
+#: the host keys (``capture.host_keys``) whose call ``benchmarks/programs/op_host.py`` times, which a spec's
+#: ``measured.op_host_weight`` may weigh (its add is the unit; its int32 cast is left out, as calibration.captured_host
+#: says; NB: a long one-slice sort is ``sort_cub`` whatever its dtype)
 HOST_KEYS = ("_grouped_mm", "arange", "cumsum", "floor_divide", "histc", "index", "index_put_", "index_rows",
              "masked_fill", "mm", "softmax", "sort", "sort_cub", "topk")
 #: a longer slice (of a tensor of one slice) goes to cub's radix sort: the reverse-index fill, cub's histogram and
