@@ -220,6 +220,46 @@ def test_a_host_key_is_the_op_with_its_size_class():
     assert host_ops([E("aten::add", (2,)), E("aten::mul", (9,)), E("aten::add", (3,))]) == (("add", 2), ("mul", 1))
 
 
+def test_a_rows_host_time_by_hand():
+    """A training row of 300 launches (4 sorts), 200 silent calls, 400 modules, with a preamble, at probe 10 us, by
+    parameters fitted at 5 us (TRUE) and sort's weight 4.5: (500 + 12 x (300 + 4 x 3.5) + 7 x 200 + 5 x 400) us
+    = 500 + 3,768 + 1,400 + 2,000 = 7,668 us at 5 us, x 10/5 = 15,336 us."""
+    from solkit.calibration.captured_host import row_host_seconds
+
+    row = _row(True, True, 300, 200, 400, 1.0, probe_us=10.0, host_ops={"sort": 4})
+    assert row_host_seconds(row, TRUE, {"sort": 4.5}, 5.0 * US) == pytest.approx(15_336 * US, rel=1e-12)
+
+
+def test_the_host_keys_a_spec_may_weigh_are_the_measured_ones():
+    """stacks.torch211.HOST_KEYS (what the spec loader accepts) are op_host.py's measured keys: those the spec carries
+    (OP_HOST_LABELS) and mm, measured but not carried."""
+    from solkit.calibration.captured_host import OP_HOST_LABELS
+    from solkit.stacks.torch211 import HOST_KEYS
+
+    assert set(HOST_KEYS) == set(OP_HOST_LABELS) | {"mm"}
+
+
+def test_the_cross_validation_table_is_the_scripts():
+    """docs/accuracy.md's leave-one-draw-out table is what benchmarks/programs/captured_host_cv.py computes."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("captured_host_cv", root / "benchmarks/programs/captured_host_cv.py")
+    cv = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(cv)
+    got = cv.scores()
+    page = (root / "docs" / "accuracy.md").read_text()
+    for label, name in (("one cost per launch (before)", "one cost per launch"), ("`op_host_weight` (today)",
+                                                                                  "op_host_weight"),
+                        ("each weight less the call's counted kernels", "less counted kernels"),
+                        ("and mm's 2.62 on every GEMM", "every GEMM weighed")):
+        median, p90, family = got[name]
+        row = (f"| {label} | {median:.1%} / {p90:.1%} | {family['mixtral']:.1%} | {family['mistral']:.1%} |")
+        assert row in page, row
+
+
 def test_the_counts_file_is_schema_2_and_strict():
     """A counts file of schema 1 (before host_ops), or whose host_ops count is a string or a fraction, is refused."""
     import json

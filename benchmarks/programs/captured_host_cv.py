@@ -27,13 +27,17 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "src"))
 
-from solkit.calibration.captured_host import (CAPTURED_HOST_PARAMETERS, _COLUMNS, fit_captured_host,  # noqa: E402
-                                              fit_rows, load_host_counts, op_host_weights, weighted_launches)
+from solkit.calibration.captured_host import (fit_captured_host, fit_rows, load_host_counts,  # noqa: E402
+                                              op_host_weights, row_host_seconds)
 from solkit.hardware import load_gpu  # noqa: E402
 from solkit.prediction import calibration  # noqa: E402
+from solkit.stacks import torch211  # noqa: E402
 
-#: the kernels capture counts for one call of each weighed key (issue 28's routing counts)
-COUNTED = {"sort": 2, "sort_cub": 11, "topk": 2, "_grouped_mm": 2, "histc": 2, "cumsum": 3}
+#: the kernels capture counts for one call of each weighed key (capture.eager's routing counts, stacks.torch211): a
+#: short sort's arange and sort, cub's sort of int64 ids (8 one-sweep passes), a top-k's selection and sort, the
+#: grouped GEMM's pointer kernel and its own, histc's zero-fill and histogram, an int32 cumsum's cast and cub's scan
+COUNTED = {"sort": 2, "sort_cub": torch211.SORT_CUB_LAUNCHES + 8, "topk": torch211.TOPK_SORTED_LAUNCHES,
+           "_grouped_mm": torch211.GROUPED_MM_LAUNCHES, "histc": 2, "cumsum": 1 + torch211.CUB_SCAN_LAUNCHES}
 
 
 def variants() -> dict[str, dict[str, float]]:
@@ -44,25 +48,32 @@ def variants() -> dict[str, dict[str, float]]:
             "every GEMM weighed": {**w, "linear": mm, "mm": mm, "addmm": mm}}
 
 
-def main() -> int:
+def scores() -> dict[str, tuple[float, float, dict[str, float]]]:
+    """Per variant: (median, p90, {family: median}) of the left-out rows' host-time error."""
     reference = calibration(load_gpu("h200")).host_probe
     rows = fit_rows(load_host_counts())
     files = sorted({r.file for r in rows})
-    print(f"{len(rows)} CPU-bound rows of {len(files)} fit draws, each left out in turn")
+    out = {}
     for name, weights in variants().items():
         errors: list[float] = []
         family: dict[str, list[float]] = {}
         for left in files:
             p = fit_captured_host([r for r in rows if r.file != left], reference, weights)
             for r in (r for r in rows if r.file == left):
-                launches = weighted_launches(r, weights)
-                host = sum(p[n] * _COLUMNS[n](r, launches) for n in CAPTURED_HOST_PARAMETERS) * r.probe_us * 1e-6 \
-                    / reference
-                e = math.expm1(abs(math.log(host / (r.host_ms * 1e-3))))
+                e = math.expm1(abs(math.log(row_host_seconds(r, p, weights, reference) / (r.host_ms * 1e-3))))
                 errors.append(e)
                 family.setdefault(r.family, []).append(e)
-        fams = ", ".join(f"{k} {np.median(v):.1%}" for k, v in sorted(family.items()))
-        print(f"{name:22s} median {np.median(errors):.1%}  p90 {np.percentile(errors, 90):.1%}  ({fams})")
+        out[name] = (float(np.median(errors)), float(np.percentile(errors, 90)),
+                     {k: float(np.median(v)) for k, v in sorted(family.items())})
+    return out
+
+
+def main() -> int:
+    rows = fit_rows(load_host_counts())
+    print(f"{len(rows)} CPU-bound rows of {len({r.file for r in rows})} fit draws, each left out in turn")
+    for name, (median, p90, family) in scores().items():
+        fams = ", ".join(f"{k} {v:.1%}" for k, v in family.items())
+        print(f"{name:22s} median {median:.1%}  p90 {p90:.1%}  ({fams})")
     return 0
 
 

@@ -21,8 +21,8 @@ twice against the isolated measurement; charging the weight less the counted ker
 cub's sort) cross-validated worse for the MoE on the five fit draws (its host time 25.8% off at the median against
 20.8%; all steps 11.1% against 11.3%, p90 36.4% against 35.8%;
 ``benchmarks/programs/captured_host_cv.py``), perhaps because a MoE layer costs more host time in a step than its
-calls alone measured, which the double charge happens to carry (not measured apart). NB: each weight was measured on one forward call at a MoE's
-routing shapes; a key's backward calls and other shapes take it too (the grouped GEMM's, of bf16, weighs ATen's fp32
+calls alone measured, which the double charge happens to carry (not measured apart). NB: each weight was measured on
+one forward call at a MoE's routing shapes; a key's backward calls and other shapes take it too (the grouped GEMM's, of bf16, weighs ATen's fp32
 fallback's grouped call alike), which no fit row tests (a MoE's training steps read the device 25 times: not fitted).
 
 ``op_host_weights`` reads the measured host time per call of single ops (``benchmarks/programs/op_host.py``, on the
@@ -51,7 +51,7 @@ from .programs import nonnegative_least_squares
 from .rounding import rounded
 
 __all__ = ["HostCount", "HostCounts", "COUNTS_FILE", "OP_HOST_LABELS", "load_host_counts", "fit_rows",
-           "fit_captured_host", "op_host_weights", "weighted_launches",
+           "fit_captured_host", "op_host_weights", "weighted_launches", "row_host_seconds",
            "captured_host_parameters", "CAPTURED_HOST_PARAMETERS"]
 
 #: the committed counts of the measured captured steps
@@ -141,6 +141,15 @@ def op_host_weights(name: Optional[str] = None) -> dict[str, float]:
 def weighted_launches(row: HostCount, weights: Mapping[str, float]) -> float:
     """A row's launches, each launching call weighed (``prediction.host.weighted_extra``)."""
     return row.launches + weighted_extra(tuple(row.host_ops.items()), weights)
+
+
+def row_host_seconds(row: HostCount, parameters: Mapping[str, float], weights: Mapping[str, float],
+                     reference_probe: float) -> float:
+    """The host seconds the rule gives ``row`` at its own probe, by ``parameters`` (``fit_captured_host``'s) fitted
+    at ``reference_probe`` and ``weights``: the fit's columns times the parameters, scaled by the row's probe."""
+    launches = weighted_launches(row, weights)
+    at_reference = sum(parameters[n] * _COLUMNS[n](row, launches) for n in CAPTURED_HOST_PARAMETERS)
+    return at_reference * row.probe_us * 1e-6 / reference_probe  # type: ignore[operator]
 
 
 def fit_captured_host(rows: Sequence[HostCount], reference_probe: float,
