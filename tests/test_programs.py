@@ -188,3 +188,19 @@ def test_the_step_files_are_read_from_the_manifest_by_role():
         programs.step_files("bank")
     with pytest.raises(AttributeError, match="has no attribute 'STEP_BANK_DATA'"):
         programs.STEP_BANK_DATA
+
+
+def test_a_cases_probe_is_the_one_before_its_reported_block():
+    """steps.py reports the block of least median wall time; the probe read with it is the one taken just before that
+    block (a case without blocks keeps the probe before the case), and a probe list that does not pair with the blocks
+    is refused."""
+    from pydantic import ValidationError
+
+    from solkit.calibration.programs import StepCase
+
+    base = dict(id="x", family="gpt2", mode="train", batch=1, status="ok", wall_ms=16.2, host_ms=16.1, probe_us=8.4)
+    blocks = StepCase(**base, wall_ms_blocks=(16.6, 17.7, 16.2), probe_us_blocks=(8.5, 8.8, 9.2))
+    assert blocks.timed_probe_us == 9.2  # the third block (16.2 ms, the least) followed the 9.2 us probe
+    assert StepCase(**base).timed_probe_us == 8.4  # no blocks: the probe before the case
+    with pytest.raises(ValidationError, match="2 probes for 3 blocks"):
+        StepCase(**base, wall_ms_blocks=(16.6, 17.7, 16.2), probe_us_blocks=(8.5, 8.8))

@@ -12,7 +12,10 @@ of the host time per step; the median over every row and per family, and the p90
 - ``op_host_weight``: the spec's weights (``op_host_weights()``), charged on top of each call's counted kernels;
 - ``less counted kernels``: each weight less the kernels capture counts for the call beyond one (a sort 2, cub's sort
   of int64 ids 11, a top-k 2, a grouped GEMM 2, a histc 2, an int32 cumsum 3; ``stacks.torch211``);
-- ``every GEMM weighed``: op_host_weight and mm's measured 2.62 launches on every linear, mm and addmm.
+- ``every GEMM weighed``: op_host_weight and mm's measured 2.62 launches on every linear, mm and addmm;
+- ``probe before the case``: op_host_weight, each row read at the launch probe taken before its case's blocks (the
+  reading before ``StepCase.timed_probe_us``: every other variant reads the probe taken just before the reported block,
+  where the draw recorded one per block, seed 2048's rows).
 
 Reads committed files only (no torch).
 """
@@ -27,8 +30,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "src"))
 
-from solkit.calibration.captured_host import (fit_captured_host, fit_rows, load_host_counts,  # noqa: E402
+from solkit.calibration.captured_host import (HostCount, fit_captured_host, fit_rows, load_host_counts,  # noqa: E402
                                               op_host_weights, row_host_seconds)
+from solkit.calibration.programs import load_steps  # noqa: E402
 from solkit.hardware import load_gpu  # noqa: E402
 from solkit.prediction import calibration  # noqa: E402
 from solkit.stacks import torch211  # noqa: E402
@@ -45,16 +49,23 @@ def variants() -> dict[str, dict[str, float]]:
     mm = 23.678 / 9.053  # data/h200_op_host.json: mm [1640, 1024] x [1024, 8] over add [1640, 1024]
     return {"one cost per launch": {}, "op_host_weight": w,
             "less counted kernels": {k: v - (COUNTED.get(k, 1) - 1) for k, v in w.items()},
-            "every GEMM weighed": {**w, "linear": mm, "mm": mm, "addmm": mm}}
+            "every GEMM weighed": {**w, "linear": mm, "mm": mm, "addmm": mm}, "probe before the case": w}
+
+
+def case_probes(rows: list[HostCount]) -> list[HostCount]:
+    """``rows`` read at the probe taken before each case (``StepCase.probe_us``) instead of its reported block's."""
+    probes = {(name, c.id): c.probe_us for name in sorted({r.file for r in rows}) for c in load_steps(name).cases}
+    return [r.model_copy(update={"probe_us": probes[(r.file, r.id)]}) for r in rows]
 
 
 def scores() -> dict[str, tuple[float, float, dict[str, float]]]:
     """Per variant: (median, p90, {family: median}) of the left-out rows' host-time error."""
     reference = calibration(load_gpu("h200")).host_probe
-    rows = fit_rows(load_host_counts())
-    files = sorted({r.file for r in rows})
+    timed = fit_rows(load_host_counts())
+    files = sorted({r.file for r in timed})
     out = {}
     for name, weights in variants().items():
+        rows = case_probes(timed) if name == "probe before the case" else timed
         errors: list[float] = []
         family: dict[str, list[float]] = {}
         for left in files:

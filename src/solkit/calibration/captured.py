@@ -3,7 +3,8 @@
 A captured-steps file (``benchmarks/programs/steps.py --space capture``: Qwen2, Qwen3, Mistral, Gemma, a Mixtral-shaped
 MoE, BERT-large, GPT-2 medium) lists steps measured on the GPU with the config each ran (``hf_config``). Each is
 rebuilt from that config by ``capture.hf_model`` (transformers' own modeling code on the meta device) and predicted
-with the case's launch probe (``predict(host_probe_us=)``); the captured program's live-bytes peak stands beside the
+with the case's launch probe (``predict(host_probe_us=)``: ``StepCase.timed_probe_us``, the probe before the block it
+reports where it recorded one per block); the captured program's live-bytes peak stands beside the
 measured ``max_memory_allocated``. Nothing is fitted on these files: the manifest gives each its role (a validation
 draw that shaped capture, a frozen test measured after capture was frozen).
 """
@@ -93,7 +94,7 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
         w = captured_workload(case, _model_of(case, models))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
-            p = predict(w, gpu, warn=False, host_probe_us=case.probe_us)
+            p = predict(w, gpu, warn=False, host_probe_us=case.timed_probe_us)
         recipe: Any = w.recipe
         out.append(CapturedStep(case.id, case.family, case.mode, float(case.wall_ms) * 1e-3,  # type: ignore[arg-type]
                                 float(p.seconds), float(issued_launches(w)),
@@ -134,7 +135,7 @@ def host_counts(names: Sequence[str]) -> "HostCounts":
                                   preamble=recipe.preamble, launches=float(issued_launches(w)), silent=counted.silent,
                                   modules=counted.modules, syncs=recipe.syncs, host_ops=dict(counted.ops),
                                   host_ms=case.host_ms,
-                                  wall_ms=case.wall_ms, probe_us=case.probe_us, cpu_bound=case.cpu_bound))
+                                  wall_ms=case.wall_ms, probe_us=case.timed_probe_us, cpu_bound=case.cpu_bound))
     return HostCounts(schema_version=2, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
                       command="python -m solkit.calibration captured --counts", rows=tuple(rows))
 

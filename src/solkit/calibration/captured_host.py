@@ -12,7 +12,9 @@ Face's packed-sequence check reads once, a dozen launches in, with nothing queue
                                           + launch_training x weighted launches (training) + call x silent
                                           + module x modules
 
-by least squares of the relative error (each case weighs alike, whatever its size) over non-negative values, the
+(the case probe: the one taken just before the block whose time the case reports, where it recorded one per block,
+``StepCase.timed_probe_us``) by least squares of the relative error (each case weighs alike, whatever its size) over
+non-negative values, the
 ``host_captured_*`` parameters (``prediction.host.captured_host_overhead``). Weighted launches: the launches, and
 for each launching call whose host key ``op_host_weights`` weighs, its weight less one launch. NB: the weight is a
 whole call's measured host time, charged on top of the kernels capture counts for the call (a sort of at most 4,096
@@ -95,7 +97,7 @@ class HostCount(BaseModel):
     host_ops: dict[StrictStr, StrictInt]  # the launching calls by host key (capture.host_keys; NB: a dict, not frozen)
     host_ms: float  # measured: the host's time to issue one step
     wall_ms: float  # measured: one step's time
-    probe_us: Optional[float]  # the launch probe before the case
+    probe_us: Optional[float]  # the launch probe nearest before the reported steps (StepCase.timed_probe_us)
     cpu_bound: bool  # the step's wall time is within CPU_BOUND of its host time
 
 

@@ -21,7 +21,7 @@ import os
 from typing import Any, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .._files import read_json
 from ..errors import OptionError, SpecError
@@ -94,13 +94,31 @@ class StepCase(BaseModel):
     wall_ms: Optional[float] = None
     host_ms: Optional[float] = None
     probe_us: Optional[float] = None  # the host's launch probe before the case (steps.py), when recorded
+    wall_ms_blocks: Optional[tuple[float, ...]] = None  # each block's median step time (steps.py's blocks), when recorded
+    probe_us_blocks: Optional[tuple[float, ...]] = None  # the launch probe just before each block, in block order
     peak_memory_bytes: Optional[int] = None
     memory_before_bytes: Optional[int] = None
     profile: Optional[StepProfile] = None
 
+    @model_validator(mode="after")
+    def _blocks_pair(self) -> "StepCase":
+        if self.probe_us_blocks is not None and len(self.probe_us_blocks) != len(self.wall_ms_blocks or ()):
+            raise ValueError(f"probe_us_blocks holds {len(self.probe_us_blocks)} probes for "
+                             f"{len(self.wall_ms_blocks or ())} blocks of wall_ms_blocks: one probe before each block")
+        return self
+
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.wall_ms is not None
+
+    @property
+    def timed_probe_us(self) -> Optional[float]:
+        """The launch probe taken nearest before the steps whose time is reported: the one before the block of least
+        median wall time (the block steps.py reports) where the case recorded a probe per block, else the one before the
+        case. (A shared host's speed drifts between blocks; the probe beside the reported block reads it best.)"""
+        if self.probe_us_blocks and self.wall_ms_blocks:
+            return self.probe_us_blocks[int(np.argmin(self.wall_ms_blocks))]
+        return self.probe_us
 
     @property
     def cpu_bound(self) -> bool:
@@ -201,7 +219,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
     """
     infer: list[tuple[float, float, float, float]] = []
     train: list[tuple[float, float, float, float]] = []
-    probes = [c.probe_us for s in sets for c in s.cases if c.ok and c.probe_us]
+    probes = [c.timed_probe_us for s in sets for c in s.cases if c.ok and c.timed_probe_us]
     reference = float(np.median(probes)) if probes else None
     for s in sets:
         for case in s.cases:
@@ -209,7 +227,7 @@ def fit_host(sets: Sequence[StepSet]) -> HostFit:
                 continue
             w = workload_of_step(case)
             preamble = float(w.recipe is not None and w.recipe.preamble)
-            speed = reference / case.probe_us if reference and case.probe_us else 1.0
+            speed = reference / case.timed_probe_us if reference and case.timed_probe_us else 1.0
             row = (preamble, float(_layers(w)), float(issued_launches(w)), case.host_ms * 1e-3 * speed)  # type: ignore[operator]
             (train if case.mode == "train" else infer).append(row)
     if len(infer) < 3 or not train:
@@ -250,8 +268,8 @@ def step_errors(s: StepSet, gpu: Any, probe: bool = False) -> list[tuple[StepCas
 
     out = []
     for case in s.cases:
-        if case.ok and (case.probe_us or not probe):
-            p = predict(workload_of_step(case), gpu, warn=False, host_probe_us=case.probe_us if probe else None)
+        if case.ok and (case.timed_probe_us or not probe):
+            p = predict(workload_of_step(case), gpu, warn=False, host_probe_us=case.timed_probe_us if probe else None)
             out.append((case, float(p.seconds), case.wall_ms * 1e-3))  # type: ignore[operator]
     return out
 
@@ -288,7 +306,7 @@ def programs_report(gpu: Any = "h200") -> str:
                       "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
             lines += _table(step_errors(st, gpu))
             lines.append("")
-            probes = [c.probe_us for c in st.cases if c.ok and c.probe_us]
+            probes = [c.timed_probe_us for c in st.cases if c.ok and c.timed_probe_us]
             if probes:
                 lines += [f"The host's launch probe before each case (µs per small `torch.add` launch): median "
                           f"{np.median(probes):.2f}, p10 {np.percentile(probes, 10):.2f}, p90 {np.percentile(probes, 90):.2f}. "
