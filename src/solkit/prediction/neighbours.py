@@ -538,13 +538,15 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
         rows = max(1, BLOCK // max(n, 1))
         return [finish(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
                          np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k, padded) for s in range(0, m, rows)]
-    z = _morton(u, bits)
-    order = np.argsort(z)
-    z, qs = z[order], qf[order]
+    z, order = _sorted_codes(_morton(u, bits), bits * dims)
+    qs = qf[order]
     # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
     # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
     first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
-    tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
+    if len(first) == m:  # distinct points (a sweep's cells): each finest box is one point, its own bounds
+        tree = [(first, qs, qs)]
+    else:
+        tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
     for level in range(1, bits + 1):
         starts, lo, hi = tree[-1]
         prefix = z[starts] >> (level * dims)
@@ -577,7 +579,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
         of = np.repeat(np.arange(len(boxes)), sizes)  # each point's box
         grouped = group[of]
         local = np.empty(len(boxes), dtype=np.intp)
-        for g in np.unique(group):
+        for g in np.flatnonzero(np.bincount(group, minlength=1)):  # the groups present, in order
             part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
             local[mine] = np.arange(len(mine))
             width = int(counts[mine].max())
@@ -594,6 +596,22 @@ def _columns(a: np.ndarray, reduce: Any) -> np.ndarray:
     """``reduce`` (np.min, np.max) of each column of a 2-D array, column by column (numpy's axis-0 reduction of a few
     wide columns walks them row by row, 3-4x slower)."""
     return np.array([reduce(a[:, j]) for j in range(a.shape[1])], dtype=a.dtype)
+
+
+def _sorted_codes(z: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``z`` sorted, the order that sorts it) of non-negative codes below 2^width: one sort of each code with its
+    position in its low bits where both fit in 63 bits (faster than ``argsort``; distinct keys, the same order),
+    else a stable ``argsort``."""
+    places = max(len(z) - 1, 0).bit_length()
+    if width + places > 63:
+        order = np.argsort(z, kind="stable")
+        return z[order], order
+    packed = z << places
+    packed |= np.arange(len(z))
+    packed.sort()
+    order = packed & ((1 << places) - 1)
+    packed >>= places
+    return packed, order
 
 
 def _morton(u: np.ndarray, bits: int) -> np.ndarray:
