@@ -245,3 +245,52 @@ def test_the_search_finds_the_brute_forces_neighbours(dims, n, spread):
     assert np.abs(got_c - brute(bank, q)[0]).max() <= TOLERANCE
     sample = rng.integers(0, len(q), 50)
     assert all(nb._nearest(bank, q[i:i + 1])[0] == got_c[i] for i in sample)
+
+
+@pytest.mark.parametrize("dims, n, spread", [(3, 131, 60), (4, 556, 130), (2, 9, 5)])
+def test_the_sweeps_c_is_the_formula_summed_by_hand_in_bank_order(dims, n, spread):
+    """Each point's c from the lattice search (``_blended``: weights, sums and the nearest distance in one pass) is
+    bit for bit the formula in plain Python floats over the brute force's neighbours in bank order, summed left to
+    right (the order the module docstring promises), ties at the K-th included."""
+    rng = np.random.default_rng(dims * 31 + n)
+    x = rng.integers(0, spread, (n, dims))
+    residuals = rng.normal(0, 0.5, n)
+    q = np.unique(rng.integers(-6, spread + 6, (4_000, dims)), axis=0)
+    got = nb._nearest((x, residuals), q)
+    k = min(nb.K, n)
+    for i in rng.integers(0, len(q), 300):
+        dist = [int(((q[i] - row) ** 2).sum()) for row in x]
+        kth = sorted(dist)[k - 1]
+        num = den = 0.0
+        for j in range(n):  # bank order, members only
+            if dist[j] <= kth:
+                t = math.sqrt(float(dist[j])) / STEP + nb.SOFTEN
+                w = 1.0 / (t * t)
+                num, den = num + w * residuals[j], den + w
+        nearest = math.sqrt(float(min(dist))) / STEP
+        want = num / (den + nb.PRIOR) * min(1.0, nb.REACH / max(nearest, 1e-12))
+        assert got[i] == want, (i, got[i], want)
+
+
+def test_repeated_query_rows_take_the_brute_forces_neighbours():
+    """Queries that repeat a row (boxes of more than one point at the finest level) get the brute force's c, and
+    each repeat the same bits as the row alone."""
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 40, (90, 3))
+    bank = (x, rng.normal(0, 0.5, 90))
+    q = rng.integers(-4, 44, (300, 3))
+    q = q[rng.integers(0, len(q), 3_000)]  # each row about ten times
+    got = nb._nearest(bank, q)
+    assert np.abs(got - brute(bank, q)[0]).max() <= TOLERANCE
+    assert all(nb._nearest(bank, q[i:i + 1])[0] == got[i] for i in range(0, len(q), 97))
+
+
+@pytest.mark.parametrize("width", [10, 62])
+def test_sorted_codes_are_a_stable_argsort(width):
+    """``_sorted_codes``: the codes sorted and the order that sorts them, as numpy's stable argsort gives them (the
+    packed sort where codes and positions fit in 63 bits, the argsort beyond)."""
+    z = np.random.default_rng(width).integers(0, 1 << width, 5_000)
+    z[::7] = z[0]  # ties: the stable order
+    got, order = nb._sorted_codes(z, width)
+    want = np.argsort(z, kind="stable")
+    assert np.array_equal(order, want) and np.array_equal(got, z[want])

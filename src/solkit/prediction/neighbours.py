@@ -22,8 +22,9 @@ Lookups are memoized per loaded bank. A sweep is quantized by buckets of its siz
 bucket, not per element) and each distinct cell is looked up once. The search (``_search``) is exact on the
 lattice: distances are integers in 1/STEP octave, so the neighbours (ties included) and their distances are
 the brute force's exactly; boxes of a sweep's points keep only the banked kernels that can be among their
-nearest. ``_blend`` (the formula above, on each point's neighbours in bank order) sums column by column, so a
-point's c is bit for bit the same alone or in any sweep; against the brute force's BLAS sums it differs by a
+nearest. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep ``_blended``, the same
+operations on each box's candidates, a non-member weighing 0) sums column by column, so a point's c is bit for bit the
+same alone or in any sweep; against the brute force's BLAS sums it differs by a
 few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted time).
 """
 
@@ -465,8 +466,8 @@ def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
         member = np.flatnonzero(dist <= np.partition(dist, k - 1)[k - 1])
         return _blend(np.sqrt(dist[member].astype(np.float64))[None, :] / STEP, residuals[member][None, :])
     out = np.empty(len(q))
-    for rows, dist, _, r in _search(x, q, min(K, len(x)), residuals):
-        out[rows] = _blend(np.sqrt(dist) / STEP, r)  # octaves: inf where no member
+    for rows, c in _search(x, q, min(K, len(x)), residuals, _blended):
+        out[rows] = c
     return out
 
 
@@ -501,18 +502,19 @@ _FAR = 1e100
 _FAR32 = 1e15
 
 
-def _search(x: np.ndarray, q: np.ndarray, k: int,
-            residuals: Optional[np.ndarray] = None) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray] = None, finish: Any = None) -> list[Any]:
     """The K nearest rows of ``x`` (n x d integers) to each row of ``q`` (m x d integers), ties at the K-th included.
 
     Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order, their ``residuals``
-    (zeros where None)); places of candidates that are not among the K nearest hold inf, n and 0. Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
+    (zeros where None)); places of candidates that are not among the K nearest hold inf, n and 0 (``_members``).
+    ``finish``: another function of ``_members``' arguments for each group (``_blended``: its points' c). Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
     else in float64 (exact below 2^53).
     A sweep's points are sorted along a Z-order curve and split into boxes (every feature halved per level), each
     box keeping only the banked kernels that may be among the K nearest of a point in it: those no farther from
     the box than the K-th smallest of the kernels' farthest distances to it. A box left with at most ``LEAF``
     candidates (or holding one point) stops splitting; its points are compared with its candidates alone.
     """
+    finish = finish or _members
     n = len(x)
     m = len(q)
     low = _columns(q, np.min) if m else np.zeros(x.shape[1], dtype=np.int64)
@@ -534,15 +536,17 @@ def _search(x: np.ndarray, q: np.ndarray, k: int,
     bits = int(u.max()).bit_length() if m and dims else 0
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
-        return [_members(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
+        return [finish(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
                          np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k, padded) for s in range(0, m, rows)]
-    z = _morton(u, bits)
-    order = np.argsort(z)
-    z, qs = z[order], qf[order]
+    z, order = _sorted_codes(_morton(u, bits), bits * dims)
+    qs = qf[order]
     # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
     # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
     first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
-    tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
+    if len(first) == m:  # distinct points (a sweep's cells): each finest box is one point, its own bounds
+        tree = [(first, qs, qs)]
+    else:
+        tree = [(first, np.minimum.reduceat(qs, first, axis=0), np.maximum.reduceat(qs, first, axis=0))]
     for level in range(1, bits + 1):
         starts, lo, hi = tree[-1]
         prefix = z[starts] >> (level * dims)
@@ -575,11 +579,11 @@ def _search(x: np.ndarray, q: np.ndarray, k: int,
         of = np.repeat(np.arange(len(boxes)), sizes)  # each point's box
         grouped = group[of]
         local = np.empty(len(boxes), dtype=np.intp)
-        for g in np.unique(group):
+        for g in np.flatnonzero(np.bincount(group, minlength=1)):  # the groups present, in order
             part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
             local[mine] = np.arange(len(mine))
             width = int(counts[mine].max())
-            found.append(_members(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k, padded))
+            found.append(finish(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k, padded))
     return found
 
 
@@ -592,6 +596,22 @@ def _columns(a: np.ndarray, reduce: Any) -> np.ndarray:
     """``reduce`` (np.min, np.max) of each column of a 2-D array, column by column (numpy's axis-0 reduction of a few
     wide columns walks them row by row, 3-4x slower)."""
     return np.array([reduce(a[:, j]) for j in range(a.shape[1])], dtype=a.dtype)
+
+
+def _sorted_codes(z: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``z`` sorted, the order that sorts it) of non-negative codes below 2^width: one sort of each code with its
+    position in its low bits where both fit in 63 bits (faster than ``argsort``; distinct keys, the same order),
+    else a stable ``argsort``."""
+    places = max(len(z) - 1, 0).bit_length()
+    if width + places > 63:
+        order = np.argsort(z, kind="stable")
+        return z[order], order
+    packed = z << places
+    packed |= np.arange(len(z))
+    packed.sort()
+    order = packed & ((1 << places) - 1)
+    packed >>= places
+    return packed, order
 
 
 def _morton(u: np.ndarray, bits: int) -> np.ndarray:
@@ -670,3 +690,33 @@ def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     r = np.take(np.take(residuals, columns), of, axis=1)
     np.copyto(r, 0.0, where=far)
     return where, d.T, member.T, r.T
+
+
+def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray,
+             k: int, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(where, c): ``_members`` and ``_blend`` in one, on the same figures in the same order (bit for bit): a
+    non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
+    nothing), and the nearest distance is the smallest candidate's (the nearest is a member)."""
+    columns = boxes.T  # (W, boxes)
+    dist = np.take(np.take(base, columns), of, axis=1)  # (W, m')
+    for j in range(q.shape[1]):
+        step = np.take(np.take(xt[j], columns), of, axis=1)
+        np.subtract(q[:, j], step, out=step)
+        np.multiply(step, step, out=step)
+        dist += step
+    ranked = np.sort(dist.T, axis=1)
+    far = dist > ranked[:, k - 1]
+    w = np.sqrt(dist, dtype=np.float64)  # octaves, then the weights 1 / (d + SOFTEN)^2
+    w /= STEP
+    w += SOFTEN
+    np.square(w, out=w)
+    np.divide(1.0, w, out=w)
+    np.copyto(w, 0.0, where=far)
+    r = np.take(np.take(residuals, columns), of, axis=1)
+    num, den = w[0] * r[0], w[0].copy()
+    for j in range(1, len(w)):
+        num += w[j] * r[j]
+        den += w[j]
+    c = num / (den + PRIOR)
+    nearest = np.sqrt(ranked[:, 0], dtype=np.float64) / STEP
+    return where, c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
