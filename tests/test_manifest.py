@@ -73,8 +73,10 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # joins the captured host fit
     ("h200_captured_steps_test_seed2048.json", "fit", 2048, "c87414b", "83c606c"),
     # 09c3cf9: "the seed-2049 captured-steps draw's raw file (70 H200 steps measured after f26b086 with transformers
-    # 5.24, the capture's version)"
-    ("h200_captured_steps_test_seed2049.json", "test", 2049, "f26b086", "09c3cf9"),
+    # 5.24, the capture's version)"; spent on 2026-12-03 (its per-block probes chose ac3459d's reading)
+    ("h200_captured_steps_test_seed2049.json", "spent", 2049, "f26b086", "09c3cf9"),
+    # 605e2c6: "The seed-2050 captured-steps draw's raw file (70 H200 steps measured after ac3459d ...)"
+    ("h200_captured_steps_test_seed2050.json", "test", 2050, "ac3459d", "605e2c6"),
     # 0daa1ea: "Serving (issue 30): the frozen seed-3005 draw (24 H200 generate calls measured after d525a14)";
     # 2047fe8: "seed 3005's probe-read diagnosis chose it" (the next draw's reading): spent
     ("h200_serving_test_seed3005.json", "spent", 3005, "d525a14", "0daa1ea"),
@@ -105,7 +107,7 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2051 (kernels: the default mix, SDPA and issue 31's weak families),
-    2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 2049 (captured steps), 3006 (serving), 3205 (Triton
+    2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 2050 (captured steps), 3006 (serving), 3205 (Triton
     configs; 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
@@ -114,7 +116,7 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
-    assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2049.json"
+    assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2050.json"
     assert m.newest_test("serving").file == "h200_serving_test_seed3006.json"
     assert m.newest_test("tune_configs").file == "h200_tune_test_seed3205.json"  # 3206 spent on the top-1 diagnosis
     assert m.newest_test("kernels", "cast") is None
@@ -155,7 +157,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 67  # 27 kernel files + 11 step files + 6 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 68  # 27 kernel files + 11 step files + 7 captured-step files + 5 collectives files + 5 split-step files
     # + 7 serving files (6 draws, 1 decode profile) + 6 tune files
 
 
