@@ -24,7 +24,7 @@ def _row(preamble: bool, training: bool, launches: float, silent: int, modules: 
     return HostCount(file=file, id=f"c{launches}-{silent}-{modules}-{training}", family="x",
                      mode="train" if training else "infer", training=training, preamble=preamble, launches=launches,
                      silent=silent, modules=modules, syncs=syncs, host_ops=host_ops or {}, host_ms=host_ms,
-                     wall_ms=host_ms, probe_us=probe_us, cpu_bound=cpu_bound)
+                     wall_ms=host_ms, timed_probe_us=probe_us, cpu_bound=cpu_bound)
 
 
 # the parameters the synthetic steps below are made of (us): preamble 500, launch 9, training launch 12, call 7, module 5
@@ -89,7 +89,7 @@ def test_the_fit_reads_cpu_bound_cases_of_fit_files_with_at_most_one_read_of_the
     from solkit.calibration.captured_host import HostCounts
 
     kept = _row(True, False, 300, 200, 400, 5.0, syncs=1)
-    counts = HostCounts(schema_version=2, captured_with={}, command="", rows=(
+    counts = HostCounts(schema_version=3, captured_with={}, command="", rows=(
         kept, _row(True, False, 301, 200, 400, 5.0, cpu_bound=False), _row(True, True, 302, 200, 400, 5.0, syncs=25),
         _row(True, False, 303, 200, 400, 5.0, file="other.json")))
     assert fit_rows(counts, ["f.json"]) == [kept]
@@ -262,8 +262,30 @@ def test_the_cross_validation_table_is_the_scripts():
         assert row in page, row
 
 
-def test_the_counts_file_is_schema_2_and_strict():
-    """A counts file of schema 1 (before host_ops), or whose host_ops count is a string or a fraction, is refused."""
+def test_the_probe_spreads_docs_quote_are_the_scripts():
+    """docs/accuracy.md's spreads of log(host / probe) (seeds 2048 and 2049, before and after the reading of
+    StepCase.timed_probe_us) and of blocks (seeds 2048-2050) are what captured_host_cv.probe_spreads computes."""
+    import importlib.util
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("captured_host_cv", root / "benchmarks/programs/captured_host_cv.py")
+    cv = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(cv)
+    page = " ".join((root / "docs" / "accuracy.md").read_text().split())  # the prose's line breaks as spaces
+    (_, a, b, r48), (_, c, d, r49), (n50, _, _, r50) = (cv.probe_spreads(name) for name in cv.BLOCK_FILES)
+    assert (f"from {a[1]:.3f} median / {a[2]:.3f} p90 (the probe before the case) to {b[1]:.3f} / {b[2]:.3f} on the "
+            f"seed-2048 fit draw's {a[0]} such steps, and from {c[1]:.3f} / {c[2]:.3f} to {d[1]:.3f} / {d[2]:.3f} on "
+            f"the spent seed-2049 draw's {c[0]}") in page
+    pct = [round(100 * (x - 1)) for x in (*r50, *r48, *r49)]
+    assert (f"took a median {pct[0]}% and at the p90 {pct[1]}% longer than its fastest on seed 2050 ({n50} steps; seed "
+            f"2048 {pct[2]}% / {pct[3]}%, seed 2049 {pct[4]}% / {pct[5]}%)") in page
+
+
+def test_the_counts_file_is_schema_3_and_strict():
+    """A counts file of schema 1 (before host_ops) or 2 (its probe_us the probe before the case, not the reported
+    block's), or whose host_ops count is a string or a fraction, is refused."""
     import json
 
     from pydantic import ValidationError
@@ -271,7 +293,10 @@ def test_the_counts_file_is_schema_2_and_strict():
     from solkit.calibration.captured_host import HostCounts
 
     raw = json.loads(json.dumps(load_host_counts().model_dump()))
-    for change in ({"schema_version": 1}, {"rows": [{**raw["rows"][0], "host_ops": {"sort": "4"}}]},
+    old = {k: v for k, v in raw["rows"][0].items() if k != "timed_probe_us"}
+    for change in ({"schema_version": 1}, {"schema_version": 2},
+                   {"schema_version": 2, "rows": [{**old, "probe_us": raw["rows"][0]["timed_probe_us"]}]},
+                   {"rows": [{**raw["rows"][0], "host_ops": {"sort": "4"}}]},
                    {"rows": [{**raw["rows"][0], "host_ops": {"sort": 4.5}}]}):
         with pytest.raises(ValidationError):
             HostCounts.model_validate({**raw, **change})
@@ -309,5 +334,5 @@ def test_the_committed_counts_are_a_fresh_capture_of_their_cases():
         assert (w.recipe.host_calls.silent, w.recipe.host_calls.modules) == (row.silent, row.modules), row.id
         assert dict(w.recipe.host_calls.ops) == row.host_ops, row.id
         assert issued_launches(w) == row.launches and w.recipe.syncs == row.syncs
-        assert row.host_ms == case.host_ms and row.probe_us == case.timed_probe_us
-    assert next(r for r in rows if r.id == wanted[-1]).probe_us == 5.64
+        assert row.host_ms == case.host_ms and row.timed_probe_us == case.timed_probe_us
+    assert next(r for r in rows if r.id == wanted[-1]).timed_probe_us == 5.64

@@ -190,17 +190,47 @@ def test_the_step_files_are_read_from_the_manifest_by_role():
         programs.STEP_BANK_DATA
 
 
-def test_a_cases_probe_is_the_one_before_its_reported_block():
+def test_a_cases_probe_is_the_one_before_its_reported_block(tmp_path):
     """steps.py reports the block of least median wall time; the probe read with it is the one taken just before that
-    block (a case without blocks keeps the probe before the case), and a probe list that does not pair with the blocks
-    is refused."""
+    block (``reported_block`` where recorded, else the least median), a case without blocks keeps the probe before the
+    case, and blocks that do not pair with their probes, a reported block out of range or a block time that is not a
+    positive number are refused (a SpecError from a file)."""
+    import json
+
     from pydantic import ValidationError
 
-    from solkit.calibration.programs import StepCase
+    from solkit.calibration.programs import StepCase, load_steps
+    from solkit.errors import SpecError
 
     base = dict(id="x", family="gpt2", mode="train", batch=1, status="ok", wall_ms=16.2, host_ms=16.1, probe_us=8.4)
-    blocks = StepCase(**base, wall_ms_blocks=(16.6, 17.7, 16.2), probe_us_blocks=(8.5, 8.8, 9.2))
-    assert blocks.timed_probe_us == 9.2  # the third block (16.2 ms, the least) followed the 9.2 us probe
+    walls, probes = (17.0, 16.2, 16.9), (8.5, 7.1, 9.0)
+    assert StepCase(**base, wall_ms_blocks=walls, probe_us_blocks=probes).timed_probe_us == 7.1  # the middle block
+    assert StepCase(**base, wall_ms_blocks=walls, probe_us_blocks=probes, reported_block=2).timed_probe_us == 9.0
     assert StepCase(**base).timed_probe_us == 8.4  # no blocks: the probe before the case
-    with pytest.raises(ValidationError, match="2 probes for 3 blocks"):
-        StepCase(**base, wall_ms_blocks=(16.6, 17.7, 16.2), probe_us_blocks=(8.5, 8.8))
+    for bad, match in (({"probe_us_blocks": probes[:2]}, "2 probes for 3 blocks"),
+                       ({"probe_us_blocks": probes, "reported_block": 3}, "one of its 3 blocks, got 3"),
+                       ({"probe_us_blocks": probes, "wall_ms_blocks": (17.0, float("nan"), 16.9)}, "finite"),
+                       ({"probe_us_blocks": (8.5, 0.0, 9.0)}, "greater than 0")):
+        with pytest.raises(ValidationError, match=match):
+            StepCase(**{**base, "wall_ms_blocks": walls, **bad})
+    raw = {"created_utc": "2026-12-03T00:00:00+00:00", "env": {},
+           "cases": [{**base, "wall_ms_blocks": list(walls), "probe_us_blocks": [8.5, 7.1]}]}
+    (tmp_path / "steps.json").write_text(json.dumps(raw))
+    with pytest.raises(SpecError, match="probe_us_blocks holds 2 probes for 3 blocks"):
+        load_steps(str(tmp_path / "steps.json"))
+
+
+def test_seed_2048_is_read_at_its_reported_blocks_probe():
+    """A committed case (seed 2048's Qwen3 inference under autocast at 7 x 280): blocks of 25.78, 24.77 and 29.05 ms,
+    read at the second block's probe, 5.64 us (the probes 5.871, 5.64, 7.552; 8.031 before the case), as the captured
+    host counts file carries it."""
+    walls = (25.7842, 24.7695, 29.0488)
+    from solkit.calibration.captured_host import load_host_counts
+    from solkit.calibration.programs import load_steps
+
+    name = "h200_captured_steps_test_seed2048.json"
+    case = next(c for c in load_steps(name).cases if c.id == "d2048-qwen3-infer_amp-s280-b7")
+    assert (case.probe_us, case.probe_us_blocks, case.wall_ms_blocks) == (8.031, (5.871, 5.64, 7.552), walls)
+    assert case.timed_probe_us == 5.64
+    row = next(r for r in load_host_counts().rows if r.file == name and r.id == case.id)
+    assert row.timed_probe_us == 5.64

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from typing import Callable
 
 import numpy as np
 
@@ -44,28 +45,38 @@ COUNTED = {"sort": 2, "sort_cub": torch211.SORT_CUB_LAUNCHES + 8, "topk": torch2
            "_grouped_mm": torch211.GROUPED_MM_LAUNCHES, "histc": 2, "cumsum": 1 + torch211.CUB_SCAN_LAUNCHES}
 
 
-def variants() -> dict[str, dict[str, float]]:
-    w = op_host_weights()
-    mm = 23.678 / 9.053  # data/h200_op_host.json: mm [1640, 1024] x [1024, 8] over add [1640, 1024]
-    return {"one cost per launch": {}, "op_host_weight": w,
-            "less counted kernels": {k: v - (COUNTED.get(k, 1) - 1) for k, v in w.items()},
-            "every GEMM weighed": {**w, "linear": mm, "mm": mm, "addmm": mm}, "probe before the case": w}
+def timed(rows: list[HostCount]) -> list[HostCount]:
+    """``rows`` as the counts file reads them: at the probe before each case's reported block."""
+    return rows
 
 
 def case_probes(rows: list[HostCount]) -> list[HostCount]:
     """``rows`` read at the probe taken before each case (``StepCase.probe_us``) instead of its reported block's."""
     probes = {(name, c.id): c.probe_us for name in sorted({r.file for r in rows}) for c in load_steps(name).cases}
-    return [r.model_copy(update={"probe_us": probes[(r.file, r.id)]}) for r in rows]
+    return [r.model_copy(update={"timed_probe_us": probes[(r.file, r.id)]}) for r in rows]
+
+
+Reading = Callable[[list[HostCount]], list[HostCount]]
+
+
+def variants() -> dict[str, tuple[dict[str, float], Reading]]:
+    """Per variant: its per-call weights and its reading of the rows' probes."""
+    w = op_host_weights()
+    mm = 23.678 / 9.053  # data/h200_op_host.json: mm [1640, 1024] x [1024, 8] over add [1640, 1024]
+    return {"one cost per launch": ({}, timed), "op_host_weight": (w, timed),
+            "less counted kernels": ({k: v - (COUNTED.get(k, 1) - 1) for k, v in w.items()}, timed),
+            "every GEMM weighed": ({**w, "linear": mm, "mm": mm, "addmm": mm}, timed),
+            "probe before the case": (w, case_probes)}
 
 
 def scores() -> dict[str, tuple[float, float, dict[str, float]]]:
     """Per variant: (median, p90, {family: median}) of the left-out rows' host-time error."""
     reference = calibration(load_gpu("h200")).host_probe
-    timed = fit_rows(load_host_counts())
-    files = sorted({r.file for r in timed})
+    fitted = fit_rows(load_host_counts())
+    files = sorted({r.file for r in fitted})
     out = {}
-    for name, weights in variants().items():
-        rows = case_probes(timed) if name == "probe before the case" else timed
+    for name, (weights, reading) in variants().items():
+        rows = reading(fitted)
         errors: list[float] = []
         family: dict[str, list[float]] = {}
         for left in files:
@@ -79,12 +90,48 @@ def scores() -> dict[str, tuple[float, float, dict[str, float]]]:
     return out
 
 
+def _spread(values: dict[tuple[str, str], list[float]]) -> tuple[int, float, float]:
+    """(values, median, p90) of |x - its group's mean| over the groups of at least two."""
+    out = [abs(x - float(np.mean(v))) for v in values.values() if len(v) >= 2 for x in v]
+    return len(out), float(np.median(out)), float(np.percentile(out, 90))
+
+
+def probe_spreads(name: str) -> tuple[int, tuple[int, float, float], tuple[int, float, float], tuple[float, float]]:
+    """Of the CPU-bound cases (``StepCase.cpu_bound``) of the captured-steps file ``name`` with a probe per block:
+    their number; the spread of log(host / probe) about its (family, mode) group's mean, read at the probe before the
+    case and at the probe before the reported block (``_spread``: cases in groups of two or more, median, p90); and
+    the median and p90 of each case's slowest block's wall time over its fastest's."""
+    case: dict[tuple[str, str], list[float]] = {}
+    block: dict[tuple[str, str], list[float]] = {}
+    ratios = []
+    for c in load_steps(name).cases:
+        if not (c.cpu_bound and c.probe_us and c.probe_us_blocks and c.wall_ms_blocks):
+            continue
+        case.setdefault((c.family, c.mode), []).append(math.log(c.host_ms / c.probe_us))  # type: ignore[operator]
+        block.setdefault((c.family, c.mode), []).append(math.log(c.host_ms / c.timed_probe_us))  # type: ignore[operator]
+        ratios.append(max(c.wall_ms_blocks) / min(c.wall_ms_blocks))
+    return (len(ratios), _spread(case), _spread(block),
+            (float(np.median(ratios)), float(np.percentile(ratios, 90))))
+
+
+#: the captured-steps files with a probe per block: seed 2048 (fitted on), 2049 (spent), 2050 (the frozen test, its
+#: blocks' spread quoted beside its result)
+BLOCK_FILES = ("h200_captured_steps_test_seed2048.json", "h200_captured_steps_test_seed2049.json",
+               "h200_captured_steps_test_seed2050.json")
+
+
 def main() -> int:
     rows = fit_rows(load_host_counts())
     print(f"{len(rows)} CPU-bound rows of {len({r.file for r in rows})} fit draws, each left out in turn")
     for name, (median, p90, family) in scores().items():
         fams = ", ".join(f"{k} {v:.1%}" for k, v in family.items())
         print(f"{name:22s} median {median:.1%}  p90 {p90:.1%}  ({fams})")
+    print("CPU-bound cases with a probe per block: |log(host / probe) - its family and mode's mean|, median / p90, at "
+          "the probe before the case -> before the reported block; each case's slowest block over its fastest")
+    for name in BLOCK_FILES:
+        n, case, block, ratio = probe_spreads(name)
+        print(f"{name}: {n} cases ({case[0]} in groups of two or more), {case[1]:.3f} / {case[2]:.3f} -> "
+              f"{block[1]:.3f} / {block[2]:.3f}; blocks {ratio[0]:.3f} / {ratio[1]:.3f}")
     return 0
 
 

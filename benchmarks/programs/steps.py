@@ -658,6 +658,7 @@ class Runner:
         r["wall_ms_all"] = [round(x, 4) for x in wall]
         r["host_ms"] = round(blocks[quiet][1], 4)
         r["host_ms_all"] = [round(x, 4) for x in host]
+        r["reported_block"] = quiet  # the index of that block (solkit reads the case at the probe taken before it)
         r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
         r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
         r["probe_us_blocks"] = probes or None

@@ -135,8 +135,8 @@ def host_counts(names: Sequence[str]) -> "HostCounts":
                                   preamble=recipe.preamble, launches=float(issued_launches(w)), silent=counted.silent,
                                   modules=counted.modules, syncs=recipe.syncs, host_ops=dict(counted.ops),
                                   host_ms=case.host_ms,
-                                  wall_ms=case.wall_ms, probe_us=case.timed_probe_us, cpu_bound=case.cpu_bound))
-    return HostCounts(schema_version=2, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
+                                  wall_ms=case.wall_ms, timed_probe_us=case.timed_probe_us, cpu_bound=case.cpu_bound))
+    return HostCounts(schema_version=3, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
                       command="python -m solkit.calibration captured --counts", rows=tuple(rows))
 
 

@@ -20,9 +20,10 @@ for each launching call whose host key ``op_host_weights`` weighs, its weight le
 whole call's measured host time, charged on top of the kernels capture counts for the call (a sort of at most 4,096
 ids 2, cub's sort of int64 ids 11, a top-k 2, a grouped GEMM 2), so a call of several kernels pays their launches
 twice against the isolated measurement; charging the weight less the counted kernels (a negative weight, -0.06, for
-cub's sort) cross-validated worse for the MoE on the five fit draws (its host time 25.8% off at the median against
-20.8%; all steps 11.1% against 11.3%, p90 36.4% against 35.8%;
-``benchmarks/programs/captured_host_cv.py``), perhaps because a MoE layer costs more host time in a step than its
+cub's sort) cross-validated worse for the MoE on the five fit draws (its host time 27.1% off at the median against
+21.6%; all steps 9.6% against 9.9%, p90 34.5% against 33.2%, each row at its reported block's probe;
+``benchmarks/programs/captured_host_cv.py``): better at the median of all steps by a third of a point, worse at the
+p90 and for the MoE, the miss the weights were made for, so the rule stays as f26b086 froze it; perhaps because a MoE layer costs more host time in a step than its
 calls alone measured, which the double charge happens to carry (not measured apart). NB: each weight was measured on
 one forward call at a MoE's routing shapes; a key's backward calls and other shapes take it too (the grouped GEMM's, of bf16, weighs ATen's fp32
 fallback's grouped call alike), which no fit row tests (a MoE's training steps read the device 25 times: not fitted).
@@ -31,7 +32,7 @@ fallback's grouped call alike), which no fit row tests (a MoE's training steps r
 H200: a MoE's routing ops at its shapes) over a plain ``torch.add``'s, the spec's ``op_host_weight``. NB: the same
 file's ``mm`` (2.6 launches, a router's skinny GEMM through cuBLAS) is not carried to every GEMM, nor its int32 cast
 to every ``_to_copy``: leaving each of the five fit draws out in turn, weighing every linear, mm and addmm so left
-the MoE's host time 25.1% off at the median against 20.8% (all steps 11.2% against 11.3%, p90 35.8% alike;
+the MoE's host time 26.4% off at the median against 21.6% (all steps 9.6% against 9.9%, p90 35.2% against 33.2%;
 ``benchmarks/programs/captured_host_cv.py`` prints each variant, docs/accuracy.md).
 """
 
@@ -97,7 +98,7 @@ class HostCount(BaseModel):
     host_ops: dict[StrictStr, StrictInt]  # the launching calls by host key (capture.host_keys; NB: a dict, not frozen)
     host_ms: float  # measured: the host's time to issue one step
     wall_ms: float  # measured: one step's time
-    probe_us: Optional[float]  # the launch probe nearest before the reported steps (StepCase.timed_probe_us)
+    timed_probe_us: Optional[float]  # the launch probe before the case's reported block (StepCase.timed_probe_us)
     cpu_bound: bool  # the step's wall time is within CPU_BOUND of its host time
 
 
@@ -105,7 +106,7 @@ class HostCounts(BaseModel):
     """The counts file: its rows and the software that captured them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    schema_version: Literal[2]  # 2: host_ops
+    schema_version: Literal[3]  # 2: host_ops; 3: timed_probe_us (was probe_us, the probe before the case)
     captured_with: dict[str, str]  # torch and transformers versions of the capture
     command: str
     rows: tuple[HostCount, ...]
@@ -124,7 +125,7 @@ def fit_rows(counts: HostCounts, files: Optional[Sequence[str]] = None) -> list[
     """The rows the fit reads: of ``files`` (default the manifest's captured-steps fit files), CPU-bound, at most
     ``MAX_SYNCS`` reads of the device."""
     names = tuple(files) if files is not None else manifest().files(role="fit", measures="captured_steps")
-    return [r for r in counts.rows if r.file in names and r.cpu_bound and r.syncs <= MAX_SYNCS and r.probe_us]
+    return [r for r in counts.rows if r.file in names and r.cpu_bound and r.syncs <= MAX_SYNCS and r.timed_probe_us]
 
 
 def op_host_weights(name: Optional[str] = None) -> dict[str, float]:
@@ -151,7 +152,7 @@ def row_host_seconds(row: HostCount, parameters: Mapping[str, float], weights: M
     at ``reference_probe`` and ``weights``: the fit's columns times the parameters, scaled by the row's probe."""
     launches = weighted_launches(row, weights)
     at_reference = sum(parameters[n] * _COLUMNS[n](row, launches) for n in CAPTURED_HOST_PARAMETERS)
-    return at_reference * row.probe_us * 1e-6 / reference_probe  # type: ignore[operator]
+    return at_reference * row.timed_probe_us * 1e-6 / reference_probe  # type: ignore[operator]
 
 
 def fit_captured_host(rows: Sequence[HostCount], reference_probe: float,
@@ -166,7 +167,7 @@ def fit_captured_host(rows: Sequence[HostCount], reference_probe: float,
         raise SpecError(f"fit_captured_host: reference_probe must be a positive number of seconds, got {reference_probe!r}")
     w = op_host_weights() if weights is None else weights
     x = np.array([[_COLUMNS[name](r, weighted_launches(r, w)) for name in CAPTURED_HOST_PARAMETERS] for r in rows])
-    y = np.array([r.host_ms * 1e-3 * reference_probe / (r.probe_us * 1e-6) for r in rows  # type: ignore[operator]
+    y = np.array([r.host_ms * 1e-3 * reference_probe / (r.timed_probe_us * 1e-6) for r in rows  # type: ignore[operator]
                   ])
     coef = nonnegative_least_squares(x / y[:, None], np.ones(len(y)))  # relative error: each row over its host time
     return {name: rounded(value, name) for name, value in zip(CAPTURED_HOST_PARAMETERS, coef)}

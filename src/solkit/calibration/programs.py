@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any, Optional, Sequence
+from typing import Annotated, Any, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .._files import read_json
 from ..errors import OptionError, SpecError
@@ -76,6 +76,10 @@ class StepProfile(BaseModel):
     kernel_us: float
 
 
+#: a measured time or probe of a block: a positive, finite number
+Measured = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
 class StepCase(BaseModel):
     """One measured whole step."""
 
@@ -94,17 +98,23 @@ class StepCase(BaseModel):
     wall_ms: Optional[float] = None
     host_ms: Optional[float] = None
     probe_us: Optional[float] = None  # the host's launch probe before the case (steps.py), when recorded
-    wall_ms_blocks: Optional[tuple[float, ...]] = None  # each block's median step time (steps.py's blocks), when recorded
-    probe_us_blocks: Optional[tuple[float, ...]] = None  # the launch probe just before each block, in block order
+    wall_ms_blocks: Optional[tuple[Measured, ...]] = None  # each block's median step time (steps.py's blocks), if recorded
+    probe_us_blocks: Optional[tuple[Measured, ...]] = None  # the launch probe just before each block, in block order
+    reported_block: Optional[int] = None  # the index of the block wall_ms reports (steps.py since 2026-12-03)
     peak_memory_bytes: Optional[int] = None
     memory_before_bytes: Optional[int] = None
     profile: Optional[StepProfile] = None
 
     @model_validator(mode="after")
     def _blocks_pair(self) -> "StepCase":
-        if self.probe_us_blocks is not None and len(self.probe_us_blocks) != len(self.wall_ms_blocks or ()):
-            raise ValueError(f"probe_us_blocks holds {len(self.probe_us_blocks)} probes for "
-                             f"{len(self.wall_ms_blocks or ())} blocks of wall_ms_blocks: one probe before each block")
+        """One probe before each block, and a reported block that is one of them."""
+        blocks = len(self.wall_ms_blocks or ())
+        if self.probe_us_blocks is not None and len(self.probe_us_blocks) != blocks:
+            raise ValueError(f"case {self.id!r}: probe_us_blocks holds {len(self.probe_us_blocks)} probes for "
+                             f"{blocks} blocks of wall_ms_blocks: one probe before each block")
+        if self.reported_block is not None and not 0 <= self.reported_block < blocks:
+            raise ValueError(f"case {self.id!r}: reported_block must index one of its {blocks} blocks, got "
+                             f"{self.reported_block}")
         return self
 
     @property
@@ -117,7 +127,10 @@ class StepCase(BaseModel):
         median wall time (the block steps.py reports) where the case recorded a probe per block, else the one before the
         case. (A shared host's speed drifts between blocks; the probe beside the reported block reads it best.)"""
         if self.probe_us_blocks and self.wall_ms_blocks:
-            return self.probe_us_blocks[int(np.argmin(self.wall_ms_blocks))]
+            # NB: a file before reported_block is read by the least rounded median: steps.py's choice (unrounded) but
+            # where two blocks' medians round alike (none in the committed files)
+            block = self.reported_block if self.reported_block is not None else int(np.argmin(self.wall_ms_blocks))
+            return self.probe_us_blocks[block]
         return self.probe_us
 
     @property
