@@ -249,3 +249,34 @@ def test_a_replaced_calibration_looks_its_own_parameters_up():
     assert not halved.memo
     _, slower, _ = kernel_seconds(kernel_terms(ops.matmul(4096, 4096, 4096).kernels[0], gpu, halved), halved)
     assert slower == t.t_compute / 0.5 and compute == t.t_compute / cal.compute_efficiency.get("matmul", 1.0)
+
+
+def test_swept_seconds_is_kernel_seconds_general_path(monkeypatch):
+    """A sweep's in-place kernel_seconds (``_swept_seconds``) gives the general path's body, compute and memory bit
+    for bit, for GEMMs (all variants swept), convs, attention and row kernels."""
+    import solkit as sk
+    from solkit import ops
+    from solkit.prediction import kernel
+    from solkit.prediction.expected import calibration
+
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.integers(1, 9000, 3000).astype(float) for _ in range(3))
+    small = rng.integers(1, 64, 3000).astype(float)
+    workloads = [ops.matmul(a, b, c), ops.matmul(a, b, c, dtype="fp32"), ops.matmul(a, b, c, dtype="fp16", batch=3),
+                 ops.conv2d(small, np.floor(b / 10) + 1, small + 6, small + 6, np.floor(c / 10) + 1, kernel=3, padding=1, layout="nhwc"),
+                 ops.attention(small, small, a, b, 128), ops.layernorm(a, b), ops.softmax(a, b)]
+    real = kernel._one_shape
+    for w in workloads:
+        for k, _ in w.counted:
+            terms = kernel.kernel_terms(k, gpu, cal)
+            monkeypatch.setattr(kernel, "_one_shape", real)
+            fast = kernel.kernel_seconds(terms, cal)
+            monkeypatch.setattr(kernel, "_one_shape", lambda *args: False)
+            general = kernel.kernel_seconds(terms, cal)
+            for x, y in zip(fast, general):
+                assert np.shape(x) == np.shape(y) and np.array_equal(x, y)
+    monkeypatch.setattr(kernel, "_one_shape", real)
+    terms = kernel.kernel_terms(ops.matmul(a, b, c).counted[0][0], gpu, cal)
+    assert kernel._selector(terms) is not None and kernel._one_shape(terms, a.shape)  # the path is taken

@@ -83,8 +83,9 @@ def clip(x: Any, low: Any, high: Any, out: Any = None) -> Any:
     return np.clip(x, low, high, out=out)
 
 
-def product(*factors: Any) -> Any:
-    """The product of the factors, the scalars multiplied first (a sweep then takes one pass per array factor)."""
+def product(*factors: Any, out: Any = None) -> Any:
+    """The product of the factors, the scalars multiplied first (a sweep then takes one pass per array factor); into
+    ``out`` (a float64 array the caller has spent, of the product's shape) when given and not a scalar call."""
     scalar = 1.0
     arrays = []
     for f in factors:
@@ -94,7 +95,10 @@ def product(*factors: Any) -> Any:
             arrays.append(f)
     if not arrays:
         return float(scalar)
-    out = arrays[0] * scalar
+    if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == np.broadcast_shapes(*(np.shape(a) for a in arrays)):
+        out = np.multiply(arrays[0], scalar, out=out)
+    else:
+        out = arrays[0] * scalar
     for a in arrays[1:]:
         out = np.multiply(out, a, out=out) if np.shape(a) == out.shape else out * a
     return out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .._num import product
 from ..workload import Gemm, Kernel, Workload
 from ._common import element_bytes, out_precision, single
@@ -38,13 +40,21 @@ def gemm(
     e_w = element_bytes(weight_dtype) if weight_dtype is not None else e_in
     c = product(batch, m, n)  # output elements
     # A [b,m,k] and B [b,k,n] read, C [b,m,n] written
-    read = product(batch, m, k, e_in) + product(batch, k, n, e_w)
+    read = _plus(product(batch, m, k, e_in), product(batch, k, n, e_w))
     if bias:
-        read = read + product(n, e_out)
+        read = _plus(read, product(n, e_out))
     per_output = EPILOGUE_FLOPS[epilogue] + (1 if bias else 0)
     vector = product(c, per_output) if per_output else 0.0  # pragma: no mutate (0.0 or an array of zeros: the same)
-    return Kernel(name, "gemm", dtype, matrix_flops=product(2.0, c, k), vector_flops=vector,
-                  bytes_read=read, bytes_written=product(c, e_out), gemm=Gemm(m, n, k, batch), op="matmul")
+    written = product(c, e_out)
+    return Kernel(name, "gemm", dtype, matrix_flops=product(2.0, c, k, out=c), vector_flops=vector,  # (c spent)
+                  bytes_read=read, bytes_written=written, gemm=Gemm(m, n, k, batch), op="matmul")
+
+
+def _plus(a: Any, b: Any) -> Any:
+    """a + b, into ``a`` where it is a fresh array of the sum's shape (a product's)."""
+    if type(a) is np.ndarray and a.dtype == np.float64 and np.shape(b) in (a.shape, ()):
+        return np.add(a, b, out=a)
+    return a + b
 
 
 def gemm_backward(label: str, m: Any, n: Any, k: Any, dtype: str, batch: Any = 1.0) -> tuple[Kernel, Kernel]:

@@ -300,9 +300,10 @@ def _selector(terms: KernelTerms) -> Selector:
     return code.astype(np.intp), tuple(swept)
 
 
-def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, selector: Selector) -> Any:
+def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, selector: Selector,
+          out: Optional[np.ndarray] = None) -> Any:
     """``lookup`` with the sweep's variants packed once (``_selector``): the table's entry for each combination of
-    them, chained as ``lookup`` chains them (the last applying entry wins), then one take."""
+    them, chained as ``lookup`` chains them (the last applying entry wins), then one take (into ``out`` if given)."""
     if selector is None:
         return lookup(table, terms, default)
     code, swept = selector
@@ -323,6 +324,8 @@ def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, select
         for bit, entry in steps:
             if c >> bit & 1:
                 choices[c] = entry
+    if out is not None:  # (every code indexes the table: "clip" changes none, and takes into out unbuffered)
+        return np.take(choices, code, out=out, mode="clip")
     return np.take(choices, code)
 
 
@@ -407,6 +410,8 @@ def _wave_seconds(terms: KernelTerms, cal: Calibration, selector: Selector,
 def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]:
     """(body seconds, compute seconds, memory seconds) of one launch under ``cal``'s efficiencies."""
     selector = _selector(terms) if type(terms.t_compute) is not float else None
+    if selector is not None and _one_shape(terms, selector[0].shape):
+        return _swept_seconds(terms, cal, selector)
     known = _parameters(terms, cal) if selector is None and type(terms.t_compute) is float else None
     if known is not None:  # one shape: its parameters memoized by key and variants
         compute = terms.t_compute / known[0]
@@ -430,6 +435,68 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
         body = body * (math.exp(c) if type(c) is float else np.exp(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def _one_shape(terms: KernelTerms, shape: tuple[int, ...]) -> bool:
+    """Whether a sweep's figures are float64 arrays of ``shape`` (its t_compute one of them) or Python floats."""
+    if type(terms.t_compute) is not np.ndarray:
+        return False
+    for x in (terms.t_compute, terms.t_memory, terms.waves, terms.block_bytes, terms.k_steps, terms.helper_bytes,
+              terms.neighbour):
+        if type(x) is not float and not (type(x) is np.ndarray and x.shape == shape and x.dtype == np.float64):
+            return False
+    return True
+
+
+def _swept_seconds(terms: KernelTerms, cal: Calibration, selector: Any) -> tuple[Num, Num, Num]:
+    """``kernel_seconds`` of a sweep whose figures share one shape (``_one_shape``): the same operations in the same
+    order, the lookups and the wave terms in two scratch buffers and the body in place (fewer fresh 8 MB arrays)."""
+    scratch, spare = np.empty(selector[0].shape), np.empty(selector[0].shape)
+    compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector, scratch)
+    memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector, scratch)
+    body = soft_max(compute, memory, cal.overlap_exponent)  # a fresh array of the shape: updated in place below
+    if any_(terms.waves):
+        waves = terms.waves
+        per_wave: Any = 0.0  # as _wave_seconds: the latency-bound seconds of one wave
+        if any_(terms.block_bytes):
+            bandwidth = _pick(cal.block_bandwidth, terms, math.inf, selector, scratch)
+            if not (type(bandwidth) is float and bandwidth == math.inf):
+                per_wave = _divided(terms.block_bytes, bandwidth, scratch)
+        step = _pick(cal.kstep_latency, terms, 0.0, selector, spare) if any_(terms.k_steps) else 0.0
+        if not (type(step) is float and step == 0.0):
+            k_loop = _multiplied(terms.k_steps, step, spare)
+            if type(per_wave) is float and per_wave == 0.0:
+                per_wave = k_loop
+            elif type(per_wave) is np.ndarray:
+                per_wave = np.maximum(per_wave, k_loop, out=per_wave)
+            else:
+                per_wave = np.maximum(per_wave, k_loop, out=spare)
+        if not (type(per_wave) is float and per_wave == 0.0):
+            stream = _multiplied(waves, per_wave, per_wave if type(per_wave) is np.ndarray else scratch)
+            if not (type(stream) is float and stream == 0.0):
+                body = np.maximum(body, stream, out=body)
+        latency = _pick(cal.wave_latency, terms, 0.0, selector, scratch)
+        if not (type(latency) is float and latency == 0.0):
+            body += _multiplied(waves, latency, scratch)
+    latency = _pick(cal.kernel_latency, terms, 0.0, selector, scratch)
+    if type(latency) is not float or latency:
+        body += latency
+    if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
+        body += terms.helper_bytes / (cal.copy_bandwidth * _pick(cal.memory_efficiency, terms, 1.0, selector))
+    c = terms.neighbour
+    if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
+        body *= math.exp(c) if type(c) is float else np.exp(c, out=scratch)
+    return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def _divided(a: Any, b: Any, out: np.ndarray) -> Any:
+    """a / b, into ``out`` where either is an array (of its shape)."""
+    return a / b if type(a) is float and type(b) is float else np.divide(a, b, out=out)
+
+
+def _multiplied(a: Any, b: Any, out: np.ndarray) -> Any:
+    """a * b, into ``out`` where either is an array (of its shape)."""
+    return a * b if type(a) is float and type(b) is float else np.multiply(a, b, out=out)
 
 
 @checked_call

@@ -323,9 +323,7 @@ def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     table = np.where(below == above, below - low, -1).astype(np.intp)
     keys = x.view(np.int64) >> shift
     keys -= first
-    if least < 1.0:
-        np.maximum(keys, 0, out=keys)
-    u = np.take(table, keys)
+    u = np.take(table, keys, out=keys, mode="clip")  # in place, unbuffered; "clip" takes a size below 1 as 1
     near = np.flatnonzero(u < 0)
     if near.size:
         u.flat[near] = np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low

@@ -127,14 +127,15 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
         if side == 1 and batch != 1.0:
             for t in (64, 128, 256):
                 np.multiply(into[t], np.float32(batch), out=into[t])
-    largest = np.multiply(rows[128], cols[256])
+    largest = np.multiply(rows[128], cols[256], out=cols[256])  # (each buffer reused once its counts are spent)
     np.minimum(largest, np.multiply(rows[256], cols[128], out=rows[256]), out=largest)
+    np.copyto(tmp, largest)  # the largest tiles in float64 (exact), in the scaled sizes' buffer
     if 2 * int(np.count_nonzero(largest < sms)) > largest.size:  # mostly small grids: no units
-        return None, largest.astype(np.float64)
+        return None, tmp
     units = np.multiply(rows[64], cols[64], out=rows[128])  # the 64x64 tile's units, the fewest (gemm_time)
     np.divide(units, np.float32(sms), out=units)
     np.ceil(units, out=units)
-    return units, largest.astype(np.float64)
+    return units, tmp
 
 
 def _full(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool, shape: tuple[int, ...],
@@ -154,7 +155,12 @@ def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: 
     base = 2.0 * 64 * 64 / (rate / sms)
     whole: Any = float(np.ceil(k)) if np.ndim(k) == 0 else np.ceil(k)  # split = 1: ceil(k / 1), as one shape's
     whole *= base
-    best = np.multiply(units, whole, dtype=np.float64, out=units if units.dtype == np.float64 else None)
+    if units.dtype == np.float64:
+        best = np.multiply(units, whole, out=units)
+    else:  # float32 units (``_narrow_units``): widened exactly by the float64 product, into ceil(k)'s buffer if it can
+        best = np.multiply(units, whole, dtype=np.float64,
+                           out=whole if type(whole) is np.ndarray and whole.shape == shape and whole.dtype == np.float64
+                           else None)
     # a grid of fewer tiles than SMs for some tile (the largest tiles, the fewest): split-K there, on those elements
     small = np.flatnonzero(largest < sms)
     if small.size:
