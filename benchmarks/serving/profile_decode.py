@@ -5,7 +5,9 @@
     python benchmarks/serving/profile_decode.py --out /tmp/p --small    # anywhere: tiny configs, CPU if no CUDA
 
 Per family (``generate.py``'s models: GPT-2 124M, Llama-3.2-1B dims, Qwen2.5-0.5B; bf16, random weights, no EOS),
-engine ``hf-eager`` (the default ``DynamicCache``), batch ``--batch``, prompt ``--prompt``:
+engine ``--engine`` (``hf-eager``, the default ``DynamicCache``; or ``hf-static``, ``cache_implementation="static"``
+as ``generate.py`` runs it: ``torch._dynamo.reset()`` before each model's first call, one more warmup call to record
+its CUDA graphs), batch ``--batch``, prompt ``--prompt``:
 
 1. timing, before any profiler session in this process (one session slows every later launch of the process):
    TTFT = median of ``--repeats`` CUDA-event-timed ``generate(max_new_tokens=1)``, T_N likewise for
@@ -77,19 +79,23 @@ def build(torch: Any, family: str, dev: str, small: bool, layers: int | None) ->
     return model, int(next(getattr(config, k) for k in LAYER_KEYS if hasattr(config, k)))
 
 
-def caller(torch: Any, model: Any, batch: int, prompt: int, dev: str) -> Any:
+def caller(torch: Any, model: Any, batch: int, prompt: int, dev: str, engine: str = "hf-eager") -> Any:
     gen_ = torch.Generator(device="cpu").manual_seed(1)
     ids = torch.randint(0, model.config.vocab_size, (batch, prompt), generator=gen_).to(dev)
-    mask = torch.ones_like(ids)
+    kw: dict[str, Any] = {"attention_mask": torch.ones_like(ids), "do_sample": False}
+    if engine == "hf-static":
+        kw["cache_implementation"] = "static"
 
     def call(tokens: int) -> Any:
         with torch.inference_mode():
-            return model.generate(ids, attention_mask=mask, max_new_tokens=tokens, min_new_tokens=tokens,
-                                  do_sample=False)
+            return model.generate(ids, max_new_tokens=tokens, min_new_tokens=tokens, **kw)
     return call
 
 
-def timing(torch: Any, call: Any, tokens: int, repeats: int, dev: str) -> dict[str, Any]:
+def timing(torch: Any, call: Any, tokens: int, repeats: int, dev: str, engine: str = "hf-eager") -> dict[str, Any]:
+    if engine == "hf-static":
+        torch._dynamo.reset()  # every model compiles anew, as generate.py's cases do
+        call(tokens)
     call(tokens)
     call(tokens)
     call(1)
@@ -178,13 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--few-layers", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--small", action="store_true")
+    ap.add_argument("--engine", choices=("hf-eager", "hf-static"), default="hf-eager")
     args = ap.parse_args(argv)
     import torch
 
     os.makedirs(args.out, exist_ok=True)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     b, p, n = (min(args.batch, 2), 16, 8) if args.small else (args.batch, args.prompt, args.tokens)
-    doc: dict[str, Any] = {"protocol": __doc__, "batch": b, "prompt": p, "tokens": n, "steps": args.steps,
+    doc: dict[str, Any] = {"protocol": __doc__, "engine": args.engine, "batch": b, "prompt": p, "tokens": n,
+                           "steps": args.steps,
                            "environment": steps.environment(torch, dev), "families": {}}
     fams = args.families.split(",")
     models: dict[str, Any] = {}
@@ -199,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
             model, count = build(torch, fam, dev, args.small, layers)
             if dev == "cuda":
                 rec[f"{label}_probe_us"] = steps.launch_probe(torch) * 1e6
-            rec[label] = {"layers": count, **timing(torch, caller(torch, model, b, p, dev), n, args.repeats, dev)}
+            rec[label] = {"layers": count, **timing(torch, caller(torch, model, b, p, dev, args.engine), n, args.repeats,
+                                                    dev, args.engine)}
             if label == "full":
                 models[fam] = model
             else:
@@ -217,8 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         save()
     for fam in fams:  # 2. and 3. counts per decode step
         rec = doc["families"][fam]
-        call = caller(torch, models[fam], b, p, dev)
+        call = caller(torch, models[fam], b, p, dev, args.engine)
         call(1 + args.steps)
+        if args.engine == "hf-static":  # compiled anew after the other models' resets: record its graphs again
+            call(1 + args.steps)
+            call(1)
         one, more = profiled(torch, call, 1, dev), profiled(torch, call, 1 + args.steps, dev)
         k = args.steps
         rec["profile"] = {"wall_per_step_s": (more["wall_s"] - one["wall_s"]) / k,
