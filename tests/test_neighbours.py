@@ -312,3 +312,15 @@ def test_a_renamed_copy_may_not_borrow_the_bank(tmp_path):
     spec.write_text(SPEC.read_text().replace("name: h200-sxm", "name: my-h200", 1))
     with pytest.raises(SpecError, match="measured on 'h200-sxm', not on 'my-h200'"):
         calibration(sk.load_gpu(spec))
+
+
+def test_a_bank_built_in_code_refuses_a_residual_that_is_not_finite():
+    """A sweep blends every candidate of a box (a non-member weighs 0): a NaN or inf residual is refused when the bank
+    is built, naming its key, not spread through a sweep's points."""
+    from solkit.prediction.neighbours import Neighbours
+
+    points = np.array([[1.0, 2.0, 3.0, 0.0], [4.0, 5.0, 6.0, 0.0]])
+    assert len(Neighbours("made", {"mm|gemm|bf16||gemm|": (points, np.array([0.1, -0.2]))})) == 2
+    for bad in (math.nan, math.inf):
+        with pytest.raises(SpecError, match="key 'mm\\|gemm\\|bf16\\|\\|gemm\\|' holds a residual that is not a finite"):
+            Neighbours("made", {"mm|gemm|bf16||gemm|": (points, np.array([0.1, bad]))})

@@ -123,6 +123,9 @@ class Neighbours:
         self.gpu = gpu
         self._banks = {key: (_lattice(key, points), np.asarray(residuals, dtype=float))
                        for key, (points, residuals) in banks.items()}
+        for key, (_, residuals) in self._banks.items():
+            if not np.all(np.isfinite(residuals)):  # a sweep blends every candidate of a box: one NaN would spread
+                raise SpecError(f"neighbour bank {source!r}: key {key!r} holds a residual that is not a finite number")
         self._memo: dict[Any, Any] = {}  # corrections and notes, by what they depend on
         self._blocks: dict[tuple[str, bytes], np.ndarray] = {}  # corrections of a sweep's distinct points, by them
         self._size = sum(len(r) for _, r in self._banks.values())
