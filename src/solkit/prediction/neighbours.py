@@ -667,6 +667,20 @@ def _compact(cand: np.ndarray, n: int) -> np.ndarray:
     return out
 
 
+def _candidate_distances(q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray,
+                         base: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the boxes' candidates, column-major (W, boxes); each query row's squared distance to its box's candidates,
+    (W, m')): each figure gathered per box, a row per candidate place, then copied to its points."""
+    columns = boxes.T  # (W, boxes)
+    dist = np.take(np.take(base, columns), of, axis=1)  # (W, m')
+    for j in range(q.shape[1]):
+        step = np.take(np.take(xt[j], columns), of, axis=1)
+        np.subtract(q[:, j], step, out=step)
+        np.multiply(step, step, out=step)
+        dist += step
+    return columns, dist
+
+
 def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray,
              k: int, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(where, squared distances, bank rows, residuals) of the K nearest with ties of each query row among its
@@ -675,13 +689,7 @@ def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     exactly nothing there). Column-major (``_blend`` sums them column by column): each figure is gathered per box,
     a row per candidate place, then copied to its points (``take`` along the rows, far cheaper than a gather of
     every point's candidates from the bank)."""
-    columns = boxes.T  # (W, boxes)
-    dist = np.take(np.take(base, columns), of, axis=1)  # (W, m')
-    for j in range(q.shape[1]):
-        step = np.take(np.take(xt[j], columns), of, axis=1)
-        np.subtract(q[:, j], step, out=step)
-        np.multiply(step, step, out=step)
-        dist += step
+    columns, dist = _candidate_distances(q, boxes, of, xt, base)
     # the K-th smallest of each point (a sort of its few candidates is faster than numpy's partition, the same value)
     kth = np.sort(dist.T, axis=1)[:, k - 1]
     far = dist > kth
@@ -698,13 +706,7 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     """(where, c): ``_members`` and ``_blend`` in one, on the same figures in the same order (bit for bit): a
     non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
     nothing), and the nearest distance is the smallest candidate's (the nearest is a member)."""
-    columns = boxes.T  # (W, boxes)
-    dist = np.take(np.take(base, columns), of, axis=1)  # (W, m')
-    for j in range(q.shape[1]):
-        step = np.take(np.take(xt[j], columns), of, axis=1)
-        np.subtract(q[:, j], step, out=step)
-        np.multiply(step, step, out=step)
-        dist += step
+    columns, dist = _candidate_distances(q, boxes, of, xt, base)
     ranked = np.sort(dist.T, axis=1)
     far = dist > ranked[:, k - 1]
     w = np.sqrt(dist, dtype=np.float64)  # octaves, then the weights 1 / (d + SOFTEN)^2
