@@ -315,12 +315,19 @@ def test_a_renamed_copy_may_not_borrow_the_bank(tmp_path):
 
 
 def test_a_bank_built_in_code_refuses_a_residual_that_is_not_finite():
-    """A sweep blends every candidate of a box (a non-member weighs 0): a NaN or inf residual is refused when the bank
-    is built, naming its key, not spread through a sweep's points."""
+    """A sweep blends every candidate of a box (a non-member weighs 0): a NaN or inf residual or feature, or residuals
+    that do not pair with the points, are refused when the bank is built, naming its key, not spread through a sweep."""
     from solkit.prediction.neighbours import Neighbours
 
     points = np.array([[1.0, 2.0, 3.0, 0.0], [4.0, 5.0, 6.0, 0.0]])
     assert len(Neighbours("made", {"mm|gemm|bf16||gemm|": (points, np.array([0.1, -0.2]))})) == 2
+    key = "mm|gemm|bf16||gemm|"
     for bad in (math.nan, math.inf):
-        with pytest.raises(SpecError, match="key 'mm\\|gemm\\|bf16\\|\\|gemm\\|' holds a residual that is not a finite"):
-            Neighbours("made", {"mm|gemm|bf16||gemm|": (points, np.array([0.1, bad]))})
+        with pytest.raises(SpecError, match="holds a feature or residual that is not a finite number"):
+            Neighbours("made", {key: (points, np.array([0.1, bad]))})
+    for bad in (math.nan, math.inf):
+        with pytest.raises(SpecError, match="holds a feature or residual that is not a finite number"):
+            Neighbours("made", {key: (np.array([[1.0, 2.0, bad, 0.0], [4.0, 5.0, 6.0, 0.0]]), np.array([0.1, 0.2]))})
+    for residuals in (np.array([0.1, 0.2, 0.3]), np.array([0.1]), np.array([[0.1], [0.2]])):
+        with pytest.raises(SpecError, match="needs one residual per point"):
+            Neighbours("made", {key: (points, residuals)})

@@ -280,3 +280,26 @@ def test_swept_seconds_is_kernel_seconds_general_path(monkeypatch):
     monkeypatch.setattr(kernel, "_one_shape", real)
     terms = kernel.kernel_terms(ops.matmul(a, b, c).counted[0][0], gpu, cal)
     assert kernel._selector(terms) is not None and kernel._one_shape(terms, a.shape)  # the path is taken
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed"])
+def test_a_sweep_whose_k_is_in_fortran_order_is_each_elements_tile_search(layout):
+    """A 2-D sweep whose k is a Fortran-ordered array or a transposed view gives each element the one-shape tile
+    search's seconds, split-K elements among them (their seconds are written into the buffer ceil(k) lends the sweep,
+    whatever its memory order), and predict gives the C-ordered sweep's seconds bit for bit."""
+    import solkit as sk
+    from solkit import ops
+
+    rng = np.random.default_rng(0)
+    rate, sms = 989.4e12, 132
+    m, n, k = (rng.integers(1000, 9000, (40, 40)).astype(float) for _ in range(3))
+    m[:5], n[:5] = 64.0, 64.0  # 64 x 64: one tile, a grid that leaves SMs idle (split-K)
+    fk = np.asfortranarray(k) if layout == "fortran" else np.ascontiguousarray(k.T).T
+    assert not fk.flags.c_contiguous and np.array_equal(fk, k)
+    seconds, _, largest = tiles.gemm_time(m, n, fk, 1.0, rate, sms)
+    want = np.array([[tiles._gemm_compute_time_one(m[i, j], n[i, j], k[i, j], 1.0, rate, sms, True)[0]
+                      for j in range(40)] for i in range(40)])
+    assert np.any(largest < sms) and np.array_equal(seconds, want)
+    h200 = sk.load_gpu("h200")
+    c_order = sk.predict(ops.matmul(m, n, k), h200, warn=False).seconds
+    assert np.array_equal(sk.predict(ops.matmul(m, n, fk), h200, warn=False).seconds, c_order)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What one eager decode step inside Hugging Face ``generate`` does on the host: launches, ops, syncs, Python.
+"""What one decode step inside Hugging Face ``generate`` does (eager or static cache): launches, ops, syncs, Python.
 
     python benchmarks/serving/profile_decode.py --out "$OUT"            # on the H200 (about 1 minute)
     python benchmarks/serving/profile_decode.py --out /tmp/p --small    # anywhere: tiny configs, CPU if no CUDA

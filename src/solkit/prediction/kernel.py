@@ -267,7 +267,7 @@ def _chosen(value: float, swept: list[tuple[np.ndarray, float]]) -> Any:
     code: Any = swept[0][0].astype(np.uint8)
     for bit, (mask, _) in enumerate(swept[1:], start=1):
         code = code | (mask.astype(np.uint8) << bit)
-    choices = np.full(1 << len(swept), value)
+    choices = np.full(1 << len(swept), float(value))  # a float table, whatever the base entry's type
     for c in range(1, len(choices)):
         choices[c] = swept[c.bit_length() - 1][1]  # the highest bit set: the last mask that holds
     return np.take(choices, code.astype(np.intp))  # (an intp index: numpy converts a uint8 one more slowly)
@@ -319,7 +319,7 @@ def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, select
             steps.append((swept.index(i), table[key]))
     if not steps:
         return value
-    choices = np.full(1 << len(swept), value)
+    choices = np.full(1 << len(swept), float(value))  # a float table, whatever the base entry's type
     for c in range(1, len(choices)):
         for bit, entry in steps:
             if c >> bit & 1:

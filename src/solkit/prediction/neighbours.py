@@ -121,11 +121,16 @@ class Neighbours:
     def __init__(self, source: str, banks: Mapping[str, tuple[np.ndarray, np.ndarray]], gpu: str = "") -> None:
         self.source = source
         self.gpu = gpu
+        for key, (points, residuals) in banks.items():
+            p, r = np.asarray(points, dtype=float), np.asarray(residuals, dtype=float)
+            if r.ndim != 1 or p.ndim != 2 or len(p) != len(r):
+                raise SpecError(f"neighbour bank {source!r}: key {key!r} needs one residual per point (n x d features, "
+                                f"n residuals), got features of shape {p.shape} and residuals of shape {r.shape}")
+            if not (np.all(np.isfinite(r)) and np.all(np.isfinite(p))):  # a sweep blends every candidate of a box
+                raise SpecError(f"neighbour bank {source!r}: key {key!r} holds a feature or residual that is not a "
+                                "finite number")
         self._banks = {key: (_lattice(key, points), np.asarray(residuals, dtype=float))
                        for key, (points, residuals) in banks.items()}
-        for key, (_, residuals) in self._banks.items():
-            if not np.all(np.isfinite(residuals)):  # a sweep blends every candidate of a box: one NaN would spread
-                raise SpecError(f"neighbour bank {source!r}: key {key!r} holds a residual that is not a finite number")
         self._memo: dict[Any, Any] = {}  # corrections and notes, by what they depend on
         self._blocks: dict[tuple[str, bytes], np.ndarray] = {}  # corrections of a sweep's distinct points, by them
         self._size = sum(len(r) for _, r in self._banks.values())

@@ -165,7 +165,8 @@ def _finish(units: Any, largest: Any, m: Any, n: Any, k: Any, batch: Any, rate: 
     small = np.flatnonzero(largest < sms)
     if small.size:
         pm, pn, pk, pb = (_at(x, shape, small) for x in (m, n, k, batch))
-        best.reshape(-1)[small] = _gemm_sweep(pm, pn, pk, pb, rate, sms, split_k)
+        # NB: .flat, not reshape(-1): best may take a Fortran-ordered k's buffer, whose reshape is a copy
+        best.flat[small] = _gemm_sweep(pm, pn, pk, pb, rate, sms, split_k)
     useful = product(2.0 / rate, m, n, k, batch)  # seconds at the rate, no tile or wave loss
     efficiency = np.divide(useful, best, out=useful if type(useful) is np.ndarray and useful.shape == best.shape else None)
     return best, efficiency, largest
