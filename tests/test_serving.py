@@ -338,3 +338,29 @@ def test_the_seed_3005_frozen_figures_are_the_datas():
     p = {r["engine"]: r for r in probed if r["family"] == "all"}["hf-eager"]
     assert f"the eager engine's medians on that draw were {p['ttft_median']:.1%} and {p['tpot_median']:.1%}" in page
     assert e["cases"] + s["cases"] == 24
+
+
+def test_the_static_decode_profile_docs_quote_is_the_records():
+    """docs/many-gpus.md's static-engine figures are data/h200_serving_static_decode_profile.json's: the Llama's
+    kernels a decode step (ms) and its TPOT at batch 1 and 13, its kernels a step, the eager engine's at batch 13;
+    and its weights' streaming time by hand: 1.2358e9 parameters x 2 bytes / 4.8e12 B/s = 0.515 ms (embedding tied:
+    128256 x 2048 = 262.7M, each of 16 layers 10.49M attention + 50.33M MLP)."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    runs = json.loads((root / "data" / "h200_serving_static_decode_profile.json").read_text())["runs"]
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    b1 = runs["hf-static_b1"]["families"]["llama"]
+    b13 = next(x for x in runs["hf-static_b13"]["stdout"] if x["family"] == "llama" and x["phase"] == "profile")
+    b13_time = next(x for x in runs["hf-static_b13"]["stdout"] if x["family"] == "llama" and x["phase"] == "timing")
+    eager = runs["hf-eager_b13"]["families"]["llama"]
+    assert (f"{b1['profile']['kernel_us_per_step'] / 1e3:.2f} ms of kernels at batch 1 and {b13['kernel_us'] / 1e3:.2f} "
+            f"ms at batch 13") in page
+    assert f"{b1['profile']['kernels']['total']:.0f} kernels a step through its CUDA graphs ({b13['kernels']:.0f} at" in page
+    assert f"in a TPOT of {b1['full']['tpot_s'] * 1e3:.2f} and {b13_time['tpot_full_ms']:.2f} ms" in page
+    assert (f"{eager['profile']['kernel_us_per_step'] / 1e3:.2f} ms of kernels ({eager['profile']['kernels']['total']:.0f}) "
+            f"in {eager['full']['tpot_s'] * 1e3:.1f} ms") in page
+    params = 128256 * 2048 + 16 * ((2 * 2048 * 2048 + 2 * 2048 * 512) + 3 * 2048 * 8192 + 2 * 2048) + 2048
+    assert params == 1_235_814_400 and "weights' 0.51 ms at the HBM's 4.8 TB/s" in page
+    assert params * 2 / 4.8e12 == pytest.approx(0.515e-3, rel=1e-3)

@@ -33,6 +33,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from solkit.calibration.captured_host import (HostCount, fit_captured_host, fit_rows, load_host_counts,  # noqa: E402
                                               op_host_weights, row_host_seconds)
+from solkit.calibration.manifest import manifest  # noqa: E402
 from solkit.calibration.programs import load_steps  # noqa: E402
 from solkit.hardware import load_gpu  # noqa: E402
 from solkit.prediction import calibration  # noqa: E402
@@ -114,10 +115,10 @@ def probe_spreads(name: str) -> tuple[int, tuple[int, float, float], tuple[int, 
             (float(np.median(ratios)), float(np.percentile(ratios, 90))))
 
 
-#: the captured-steps files with a probe per block: seed 2048 (fitted on), 2049 (spent), 2050 (the frozen test, its
-#: blocks' spread quoted beside its result)
-BLOCK_FILES = ("h200_captured_steps_test_seed2048.json", "h200_captured_steps_test_seed2049.json",
-               "h200_captured_steps_test_seed2050.json")
+def block_files() -> tuple[str, ...]:
+    """The manifest's captured-steps draws (protocol steps_captured) whose cases recorded a probe per block, in order."""
+    names = [e.file for e in manifest().entries if e.protocol == "steps_captured"]
+    return tuple(n for n in names if any(c.probe_us_blocks for c in load_steps(n).cases))
 
 
 def main() -> int:
@@ -128,7 +129,7 @@ def main() -> int:
         print(f"{name:22s} median {median:.1%}  p90 {p90:.1%}  ({fams})")
     print("CPU-bound cases with a probe per block: |log(host / probe) - its family and mode's mean|, median / p90, at "
           "the probe before the case -> before the reported block; each case's slowest block over its fastest")
-    for name in BLOCK_FILES:
+    for name in block_files():
         n, case, block, ratio = probe_spreads(name)
         print(f"{name}: {n} cases ({case[0]} in groups of two or more), {case[1]:.3f} / {case[2]:.3f} -> "
               f"{block[1]:.3f} / {block[2]:.3f}; blocks {ratio[0]:.3f} / {ratio[1]:.3f}")

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Annotated, Any, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .._files import read_json
 from ..errors import OptionError, SpecError
+from ..hardware.records import Figure
 from ..prediction import cpu_bound
 from ..workload import Workload, issued_launches
 from .data import MAX_DATA_BYTES
@@ -76,10 +77,6 @@ class StepProfile(BaseModel):
     kernel_us: float
 
 
-#: a measured time or probe of a block: a positive, finite number
-Measured = Annotated[float, Field(gt=0, allow_inf_nan=False)]
-
-
 class StepCase(BaseModel):
     """One measured whole step."""
 
@@ -98,8 +95,8 @@ class StepCase(BaseModel):
     wall_ms: Optional[float] = None
     host_ms: Optional[float] = None
     probe_us: Optional[float] = None  # the host's launch probe before the case (steps.py), when recorded
-    wall_ms_blocks: Optional[tuple[Measured, ...]] = None  # each block's median step time (steps.py's blocks), if recorded
-    probe_us_blocks: Optional[tuple[Measured, ...]] = None  # the launch probe just before each block, in block order
+    wall_ms_blocks: Optional[tuple[Figure, ...]] = None  # each block's median step time (steps.py's blocks), if recorded
+    probe_us_blocks: Optional[tuple[Figure, ...]] = None  # the launch probe just before each block, in block order
     reported_block: Optional[int] = None  # the index of the block wall_ms reports (steps.py since 2026-12-03)
     peak_memory_bytes: Optional[int] = None
     memory_before_bytes: Optional[int] = None
@@ -123,9 +120,10 @@ class StepCase(BaseModel):
 
     @property
     def timed_probe_us(self) -> Optional[float]:
-        """The launch probe taken nearest before the steps whose time is reported: the one before the block of least
-        median wall time (the block steps.py reports) where the case recorded a probe per block, else the one before the
-        case. (A shared host's speed drifts between blocks; the probe beside the reported block reads it best.)"""
+        """The launch probe taken nearest before the steps whose time is reported: where the case recorded a probe per
+        block, the one before the block steps.py reports (``reported_block``; in a file before it, the block of least
+        median wall time, steps.py's rule), else the one before the case. (A shared host's speed drifts between
+        blocks; the probe beside the reported block reads it best.)"""
         if self.probe_us_blocks and self.wall_ms_blocks:
             # NB: a file before reported_block is read by the least rounded median: steps.py's choice (unrounded) but
             # where two blocks' medians round alike (none in the committed files)

@@ -485,14 +485,20 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
     The sums run column by column, so a row's c never depends on how many unused places follow it.
     """
     w = 1.0 / np.square(d + SOFTEN)
-    num, den = w[:, 0] * r[:, 0], w[:, 0].copy()
-    for j in range(1, d.shape[1]):
-        num += w[:, j] * r[:, j]
-        den += w[:, j]
-    c = num / (den + PRIOR)
     nearest = d[:, 0].copy()
     for j in range(1, d.shape[1]):
         np.minimum(nearest, d[:, j], out=nearest)
+    return _faded(w.T, r.T, nearest)
+
+
+def _faded(w: np.ndarray, r: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """c from the weights ``w`` and residuals ``r`` of each point's candidates, a row per candidate place (summed
+    row by row), and the nearest distance (octaves): sum w r / (PRIOR + sum w) x min(1, REACH / nearest)."""
+    num, den = w[0] * r[0], w[0].copy()
+    for j in range(1, len(w)):
+        num += w[j] * r[j]
+        den += w[j]
+    c = num / (den + PRIOR)
     return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
 
 
@@ -721,10 +727,4 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     np.divide(1.0, w, out=w)
     np.copyto(w, 0.0, where=far)
     r = np.take(np.take(residuals, columns), of, axis=1)
-    num, den = w[0] * r[0], w[0].copy()
-    for j in range(1, len(w)):
-        num += w[j] * r[j]
-        den += w[j]
-    c = num / (den + PRIOR)
-    nearest = np.sqrt(ranked[:, 0], dtype=np.float64) / STEP
-    return where, c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
+    return where, _faded(w, r, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
