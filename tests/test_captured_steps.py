@@ -78,3 +78,23 @@ def test_the_docs_quote_the_newest_frozen_tests_report():
     for family, name in names.items():
         n, median, p90, memory = rows[family]
         assert f"| {name} | {n} | {median} / {p90} | {memory} |" in accuracy.split("\n\n", 1)[0], family
+
+
+def test_accuracy_md_quotes_the_reports_repeat_figures():
+    """docs/accuracy.md's "Two timings of one program" figures are the generated report's paragraph for the repeat
+    (data/h200_captured.md): the same ten percentages in the same order (step time median, p90; host time; host time
+    over each timing's probe; the model against the first timing; against the second), and the 55 CPU-bound steps."""
+    import re
+
+    report = (DATA / "h200_captured.md").read_text()
+    name = captured_files("repeat")[0]
+    section = report.split(f"## {name}: repeat", 1)[1].split("\n## ", 1)[0]
+    paragraph = next(p for p in section.split("\n\n") if p.startswith("Two timings of the same"))
+    page = " ".join((DATA.parent / "docs" / "accuracy.md").read_text().split())
+    docs = page.split("**Two timings of one program.**", 1)[1].split("A prediction cannot", 1)[0]
+    figures = re.findall(r"\d+\.\d%", paragraph)
+    assert len(figures) == 10 and re.findall(r"\d+\.\d%", docs) == figures
+    cpu = re.search(r"the (\d+) CPU-bound in both", paragraph)
+    assert cpu is not None and f"the {cpu.group(1)} steps CPU-bound in both" in docs
+    readme = " ".join((DATA.parent / "README.md").read_text().split())
+    assert f"differ by {figures[0]} / {figures[1]} in step time" in readme

@@ -77,6 +77,8 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_captured_steps_test_seed2049.json", "spent", 2049, "f26b086", "09c3cf9"),
     # 605e2c6: "The seed-2050 captured-steps draw's raw file (70 H200 steps measured after ac3459d ...)"
     ("h200_captured_steps_test_seed2050.json", "test", 2050, "ac3459d", "605e2c6"),
+    # 836333f: "Data: seed 2050's 70 captured steps timed again on the H200 (...): the run-to-run spread" (no model frozen)
+    ("h200_captured_steps_repeat_seed2050.json", "repeat", 2050, None, "836333f"),
     # 0daa1ea: "Serving (issue 30): the frozen seed-3005 draw (24 H200 generate calls measured after d525a14)";
     # 2047fe8: "seed 3005's probe-read diagnosis chose it" (the next draw's reading): spent
     ("h200_serving_test_seed3005.json", "spent", 3005, "d525a14", "0daa1ea"),
@@ -158,7 +160,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 68  # 27 kernel files + 11 step files + 7 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 69  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
     # + 7 serving files (6 draws, 1 decode profile) + 6 tune files
 
 

@@ -133,6 +133,32 @@ def _step_set(*cases):
         for i, w, h in cases))
 
 
+def test_timing_repeat_by_hand():
+    """Two timings (wall, host, probe): a CPU-bound in both (10.5, 10, 8 then 13, 12.5, 10), b likewise (20, 20, 5 then
+    30, 30, 6), c GPU-bound (40, 10, 8 then 50, 10, 8), d in the first only. Walls apart: a 13 / 10.5 - 1 = 23.8%,
+    b 50%, c 25%: median 25%, p90 (linear) 25% + 0.8 x 25% = 45%. Hosts of a and b: 25% and 50% (median 37.5%, p90
+    25% + 0.9 x 25% = 47.5%); over each timing's probe: a 10 / 8 = 1.25 against 12.5 / 10 = 1.25, 0%; b 20 / 5 = 4
+    against 30 / 6 = 5, 25% (median 12.5%, p90 22.5%)."""
+    from solkit.calibration.captured import timing_repeat
+    from solkit.calibration.programs import StepSet
+    from solkit.errors import OptionError
+
+    def timing(*cases):
+        return StepSet(created_utc="2026-12-03T00:00:00", env={}, cases=tuple(
+            {"id": i, "family": "gpt2", "mode": "prefill", "batch": 1, "seq": 8, "status": "ok", "wall_ms": w,
+             "host_ms": h, "probe_us": p} for i, w, h, p in cases))
+
+    first = timing(("a", 10.5, 10, 8), ("b", 20, 20, 5), ("c", 40, 10, 8), ("d", 5, 5, 8))
+    second = timing(("a", 13, 12.5, 10), ("b", 30, 30, 6), ("c", 50, 10, 8))
+    r = timing_repeat(first, second)
+    assert (r.steps, r.cpu_bound, r.model) == (3, 2, None)
+    assert r.wall == (pytest.approx(0.25), pytest.approx(0.45))
+    assert r.host == (pytest.approx(0.375), pytest.approx(0.475))
+    assert r.host_per_probe == (pytest.approx(0.125), pytest.approx(0.225))
+    with pytest.raises(OptionError, match="times none of the cases"):
+        timing_repeat(first, timing(("e", 1, 1, 8)))
+
+
 def test_repeatability_by_hand():
     """Two timings of three cases: a (CPU-bound in both: wall 10.5 < 1.1 x host 10), b (CPU-bound in both, host 20 then
     30), c (GPU-bound in both, wall 40 then 50). Host of a: 10 vs 12.5 -> 12.5/10 - 1 = 25%; of b: 30/20 - 1 = 50%;

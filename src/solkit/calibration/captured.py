@@ -11,6 +11,7 @@ draw that shaped capture, a frozen test measured after capture was frozen).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import warnings
@@ -29,8 +30,8 @@ from ..workload import issued_launches
 if TYPE_CHECKING:  # pragma: no cover
     from .captured_host import HostCounts
 
-__all__ = ["CapturedStep", "captured_workload", "captured_steps", "captured_summary", "captured_report", "captured_files",
-           "host_counts", "MODES"]
+__all__ = ["CapturedStep", "Repeat", "captured_workload", "captured_steps", "captured_summary", "timing_repeat",
+           "captured_repeat", "captured_report", "captured_files", "host_counts", "MODES"]
 
 #: the modes a captured-steps file measures, and the captured program of each
 MODES = ("train", "infer", "infer_amp", "prefill", "decode")
@@ -103,6 +104,65 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
     return out
 
 
+@dataclass(frozen=True)
+class Repeat:
+    """Two timings of the same programs: how far they agree with each other (and, from ``captured_repeat``, the
+    prediction with each). Each figure is (median, p90) of exp(|log(a / b)|) - 1 over the cases timed in both."""
+
+    steps: int  # cases measured in both timings
+    wall: tuple[float, float]  # their step times, one timing against the other
+    cpu_bound: int  # of them, CPU-bound in both (``StepCase.cpu_bound``)
+    host: tuple[float, float]  # those cases' host times (NaN where none)
+    host_per_probe: tuple[float, float]  # those host times, each over its own timing's probe (``timed_probe_us``)
+    model: Optional[tuple[tuple[float, float], tuple[float, float]]] = None  # the prediction against each timing
+
+
+def _median_p90(errors: Sequence[float]) -> tuple[float, float]:
+    if not errors:
+        return math.nan, math.nan
+    return float(np.median(errors)), float(np.percentile(errors, 90))
+
+
+def _apart(a: float, b: float) -> float:
+    return float(np.expm1(log_error(a, b)))
+
+
+def timing_repeat(first: StepSet, second: StepSet) -> Repeat:
+    """How far ``second`` (the same cases timed again) agrees with ``first``: step times, and CPU-bound host times
+    as measured and over each timing's own launch probe."""
+    other = {c.id: c for c in second.cases if c.ok}
+    pairs = [(a, other[a.id]) for a in first.cases if a.ok and a.id in other]
+    if not pairs:
+        raise OptionError(f"{second.path or 'the second timing'} times none of the cases of {first.path or 'the first'}")
+    cpu = [(a, b) for a, b in pairs if a.cpu_bound and b.cpu_bound]
+    return Repeat(len(pairs), _median_p90([_apart(a.wall_ms, b.wall_ms) for a, b in pairs]),  # type: ignore[arg-type]
+                  len(cpu), _median_p90([_apart(a.host_ms, b.host_ms) for a, b in cpu]),  # type: ignore[arg-type]
+                  _median_p90([_apart(a.host_ms / a.timed_probe_us, b.host_ms / b.timed_probe_us)  # type: ignore[operator]
+                               for a, b in cpu]))
+
+
+def captured_repeat(first: StepSet, second: StepSet, gpu: Any = "h200") -> Repeat:
+    """``timing_repeat`` of two timings of captured steps, with the prediction's error on each over the same cases."""
+    r = timing_repeat(first, second)
+    ids = {c.id for c in second.cases if c.ok}
+    only = [c.id for c in first.cases if c.ok and c.id in ids]
+    a, b = (_median_p90([row.error for row in captured_steps(s, gpu, only=only)]) for s in (first, second))
+    return dataclasses.replace(r, model=(a, b))
+
+
+def _repeat_paragraph(first: str, second: str, r: Repeat) -> list[str]:
+    """The report's lines on two timings of the same programs (``r`` from ``captured_repeat``)."""
+    model = r.model or ((math.nan, math.nan), (math.nan, math.nan))
+    return [f"Two timings of the same {r.steps} captured programs ({first} and {second}, the same protocol on two "
+            f"machine starts): their step times differ by a median of {r.wall[0]:.1%} (p90 {r.wall[1]:.1%}); the host "
+            f"times of the {r.cpu_bound} CPU-bound in both by {r.host[0]:.1%} (p90 {r.host[1]:.1%}), and by "
+            f"{r.host_per_probe[0]:.1%} (p90 {r.host_per_probe[1]:.1%}) once each is divided by its own timing's launch "
+            "probe, the part no probe explains. The prediction misses the first timing by "
+            f"{_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by {_pct(model[1][0])} (p90 "
+            f"{_pct(model[1][1])}): a prediction cannot agree with one timing better than two timings agree with each "
+            "other.", ""]
+
+
 def _model_of(case: StepCase, models: dict[str, Any]) -> Any:
     """The ``CapturedModel`` of ``case``'s config, built once per distinct config (``models``: the ones built)."""
     key = json.dumps(case.hf_config, sort_keys=True)
@@ -167,13 +227,16 @@ def captured_report(gpu: Any = "h200") -> str:
              "steps.py --space capture`). Each step is rebuilt from the config it ran by `solkit.capture.hf_model` and "
              "predicted with its launch probe. Error = exp(|log(predicted / measured)|) - 1 of the median step time "
              "(CUDA events); memory: |captured peak - measured max_memory_allocated| / measured.", ""]
-    for role in ("test", "validation", "spent", "fit"):
+    for role in ("test", "validation", "spent", "fit", "repeat"):
         for name in captured_files(role):
             entry = manifest().entry(name)
             steps = load_steps(name)
             rows = captured_steps(steps, gpu)
-            lines += [f"## {name}: {role} ({entry.describe()})", "", _versions(steps), "",
-                      "| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
+            lines += [f"## {name}: {role} ({entry.describe()})", "", _versions(steps), ""]
+            if role == "repeat":
+                first = _timed_first(name)
+                lines += _repeat_paragraph(first, name, captured_repeat(load_steps(first), steps, gpu))
+            lines += ["| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
             for family in sorted({r.family for r in rows}):
                 for mode in [m for m in MODES if any(r.family == family and r.mode == m for r in rows)]:
                     group = [r for r in rows if r.family == family and r.mode == mode]
@@ -183,6 +246,13 @@ def captured_report(gpu: Any = "h200") -> str:
                 lines.append(f"| **{family}** | all | {n} | {med:.1%} | {p90:.1%} | {_pct(mem)} |")
             lines.append("")
     return "\n".join(lines)
+
+
+def _timed_first(name: str) -> str:
+    """The captured-steps file whose cases the repeat ``name`` timed again: the other file of its seed."""
+    seed = manifest().entry(name).seed
+    return next(e.file for e in manifest().entries
+                if e.measures == "captured_steps" and e.seed == seed and e.role != "repeat")
 
 
 def _pct(x: Optional[float]) -> str:
