@@ -84,6 +84,8 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_serving_test_seed3005.json", "spent", 3005, "d525a14", "0daa1ea"),
     # 9e4d8ef: "the frozen seed-3006 draw (15 H200 generate calls measured after 2047fe8 declared its reading ...)"
     ("h200_serving_test_seed3006.json", "test", 3006, "2047fe8", "9e4d8ef"),
+    # 16aaa87: "Data: seed 3006's serving draw timed again on the H200 (...): the run-to-run spread" (no model frozen)
+    ("h200_serving_repeat_seed3006.json", "repeat", 3006, None, "16aaa87"),
     # a18b96e: "Issue 32: the frozen seed-3206 GEMM test (after f26b086)"; d18979d: "... seed 3206 ... spent" (its shapes
     # read for the diagnosis of the GEMM's top-1 misses)
     ("h200_tune_test_seed3206.json", "spent", 3206, "f26b086", "a18b96e"),
@@ -160,8 +162,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 69  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
-    # + 7 serving files (6 draws, 1 decode profile) + 6 tune files
+    assert checked == 70  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
+    # + 8 serving files (6 draws, 1 repeat, 1 decode profile) + 6 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

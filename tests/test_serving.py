@@ -405,3 +405,72 @@ def test_the_static_decode_repeat_docs_quote_is_the_records():
                            output=52, engine="hf-static", host_probe_us=config["case_probe_us"])
     assert f"(0.58x of its {d13:.2f} ms) is a prediction {1 - e.tpot * 1e3 / llama13:.0%} under ({e.tpot * 1e3:.2f} ms)" in page
     assert e.tpot * 1e3 / d13 == pytest.approx(0.58, abs=0.005)
+
+
+def _evaluate():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "serving" / "evaluate.py"
+    spec = importlib.util.spec_from_file_location("serving_evaluate", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def test_repeatability_by_hand():
+    """evaluate.repeatability: per engine, the cases ok in both timings; a TTFT of 10 then 12.5 ms is 25% apart, 20
+    then 30 ms 50% (median 37.5%, p90 25% + 0.9 x 25% = 47.5%); a case failed in either timing is left out."""
+    ev = _evaluate()
+
+    def case(engine, ttft, tpot, probe, status="ok"):
+        return {"engine": engine, "status": status, "ttft_s": ttft, "tpot_s": tpot, "case_probe_us": probe}
+
+    first = {"cases": {"a": case("hf-eager", 10e-3, 1e-3, 8.0), "b": case("hf-eager", 20e-3, 2e-3, 8.0),
+                       "c": case("hf-eager", 5e-3, 1e-3, 8.0), "d": case("hf-static", 4e-3, 1e-3, 6.0)}}
+    second = {"cases": {"a": case("hf-eager", 12.5e-3, 1e-3, 6.0), "b": case("hf-eager", 30e-3, 3e-3, 6.0),
+                        "c": case("hf-eager", 5e-3, 1e-3, 8.0, "skipped (budget)"), "d": case("hf-static", 4e-3, 1e-3, 6.0)}}
+    eager, static = ev.repeatability(first, second)
+    assert (eager["engine"], eager["cases"], static["cases"]) == ("hf-eager", 2, 1)
+    assert eager["ttft_s_median"] == pytest.approx(0.375) and eager["ttft_s_p90"] == pytest.approx(0.475)
+    assert eager["tpot_s_median"] == pytest.approx(0.25)  # 1 -> 1 ms is 0%, 2 -> 3 ms 50%
+    assert eager["case_probe_us_median"] == pytest.approx(8 / 6 - 1)  # 33.3%
+    assert static["ttft_s_median"] == 0.0
+
+
+def test_the_serving_repeat_docs_quote_is_the_datas():
+    """data/h200_serving.md's and docs/many-gpus.md's figures of seed 3006 timed twice are the files': the
+    repeatability table, the second timing over the first per engine (TTFT and TPOT), the eager cases' median probes,
+    and the model's medians on each timing read with each case's probe."""
+    import json
+    from pathlib import Path
+
+    ev = _evaluate()
+    root = Path(__file__).resolve().parents[1]
+    first = json.loads((root / "data" / "h200_serving_test_seed3006.json").read_text())
+    second = json.loads((root / "data" / "h200_serving_repeat_seed3006.json").read_text())
+    record = " ".join((root / "data" / "h200_serving.md").read_text().split())
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    assert " ".join(ev.repeat_markdown(ev.repeatability(first, second)).split()) in record
+    ranges = {}
+    for engine in ("hf-eager", "hf-static"):
+        pairs = [(c, second["cases"][i]) for i, c in first["cases"].items() if c["engine"] == engine
+                 and c["status"] == "ok" and second["cases"][i]["status"] == "ok"]
+        ratios = [b[k] / a[k] for a, b in pairs for k in ("ttft_s", "tpot_s")]
+        ranges[engine] = f"{min(ratios):.1f}-{max(ratios):.1f}x"
+    assert f"took {ranges['hf-eager']} the time (TTFT and TPOT), the static engine's {ranges['hf-static']}" in record
+    assert f"took {ranges['hf-eager']} its first timing with hf-eager and {ranges['hf-static']} with hf-static" in page
+    probes = [float(np.median([c["case_probe_us"] for i, c in d["cases"].items() if c["engine"] == "hf-eager"
+                               and c["status"] == "ok" and i in first["cases"] and first["cases"][i]["status"] == "ok"]))
+              for d in (second, first)]
+    assert f"read a median {probes[0]:.1f} us, against {probes[1]:.1f}" in record
+    medians = {}
+    for tag, doc in (("second", second), ("first", first)):
+        rows = {(r["family"], r["engine"]): r for r in ev.table(ev.predictions(doc, False, case_probe=True))}
+        medians[tag] = {e: f"{rows[('all', e)]['ttft_median']:.1%} / {rows[('all', e)]['tpot_median']:.1%}"
+                        for e in ("hf-eager", "hf-static")}
+    s, f = medians["second"], medians["first"]
+    assert (f"{s['hf-eager']} off (TTFT / TPOT medians) with hf-eager and {s['hf-static']} with hf-static on it, against "
+            f"{f['hf-eager']} and {f['hf-static']} on the first timing") in page
+    assert (f"the eager engine's medians are {s['hf-eager'].replace(' / ', ' (TTFT) and ')} (TPOT), the static engine's "
+            f"{s['hf-static'].replace(' / ', ' and ')}; against the first, {f['hf-eager']} and {f['hf-static']}") in record

@@ -4,6 +4,8 @@
     python benchmarks/serving/evaluate.py data/h200_serving_fit_seed3001.json data/h200_serving_fit_seed3003.json \
         --profile data/h200_serving_decode_profile.json --fit                              # the figures to freeze
     python benchmarks/serving/evaluate.py data/h200_serving_test_seed3004.json --markdown  # the frozen report
+    python benchmarks/serving/evaluate.py data/h200_serving_repeat_seed3006.json --repeat-of \
+        data/h200_serving_test_seed3006.json --markdown --case-probe                        # two timings of one draw
 
 Each measured case is predicted by ``planning.inference(model, "h200", batch, prompt, output, engine=...)``, the
 model built by ``models.from_hf_config`` from the case's recorded config, as a user calls it: without a launch probe up
@@ -159,6 +161,31 @@ def table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def repeatability(first: dict[str, Any], second: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per engine, of the cases measured in both of two timings of one draw (``second`` the same cases timed again):
+    their number and the median and p90 of ``error(a, b)`` of their TTFT, their TPOT and their launch probes."""
+    out = []
+    for engine in sorted({c["engine"] for c in first["cases"].values()}):
+        pairs = [(c, second["cases"][i]) for i, c in first["cases"].items() if c["engine"] == engine
+                 and c.get("status") == "ok" and second["cases"].get(i, {}).get("status") == "ok"]
+        row: dict[str, Any] = {"engine": engine, "cases": len(pairs)}
+        for what in ("ttft_s", "tpot_s", "case_probe_us"):
+            errs = [error(a[what], b[what]) for a, b in pairs]
+            row.update({f"{what}_median": float(np.median(errs)) if errs else math.nan,
+                        f"{what}_p90": float(np.percentile(errs, 90)) if errs else math.nan})
+        out.append(row)
+    return out
+
+
+def repeat_markdown(rows: list[dict[str, Any]]) -> str:
+    lines = ["| engine | cases in both | TTFT apart: median | p90 | TPOT apart: median | p90 | launch probe apart: median |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['engine']} | {r['cases']} | {r['ttft_s_median']:.1%} | {r['ttft_s_p90']:.1%} | "
+                     f"{r['tpot_s_median']:.1%} | {r['tpot_s_p90']:.1%} | {r['case_probe_us_median']:.1%} |")
+    return "\n".join(lines)
+
+
 def markdown(summary: list[dict[str, Any]]) -> str:
     lines = ["| engine | family | cases | TTFT median | TTFT p90 | TTFT pred/meas | TPOT median | TPOT p90 | TPOT pred/meas |",
              "|---|---|---:|---:|---:|---|---:|---:|---|"]
@@ -182,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                     "before")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
+    ap.add_argument("--repeat-of", metavar="FIRST", help="DATA times again the cases of this generate.py file: print "
+                    "how far the two timings agree (repeatability), then the report of DATA")
     args = ap.parse_args(argv)
     probe = args.probe
     rows: list[dict[str, Any]] = []
@@ -201,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.cases:
         for r in rows:
             print(f"{r['id']:42s} TTFT {r['ttft_pred'] / r['ttft_meas']:.2f}  TPOT {r['tpot_pred'] / r['tpot_meas']:.2f}")
+    if args.repeat_of:
+        with open(args.repeat_of) as f:
+            again = repeatability(json.load(f), docs[0])
+        print(repeat_markdown(again) if args.markdown else json.dumps(again, indent=1))
     summary = table(rows)
     print(markdown(summary) if args.markdown else json.dumps(summary, indent=1))
     return 0
