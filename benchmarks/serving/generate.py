@@ -31,6 +31,7 @@ import json
 import math
 import os
 import random
+import re
 import statistics
 import sys
 import time
@@ -180,6 +181,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--budget-s", type=float, default=330.0)
     ap.add_argument("--static-cases", type=int, default=STATIC_CASES,
                     help="at most this many hf-static cases (5 for the seeds 3001 and 3002)")
+    ap.add_argument("--only", default=None, metavar="REGEX",
+                    help="time only the drawn cases whose id matches (re.search); the others are recorded as skipped")
     ap.add_argument("--small", action="store_true")
     return ap.parse_args(argv)
 
@@ -194,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     probe = steps.launch_probe(torch) if dev == "cuda" else None
     doc: dict[str, Any] = {"protocol": __doc__, "seed": args.draw, "space": {k: dict(v) for k, v in SPACE.items()},
                            "engines": list(ENGINES), "repeats": args.repeats, "static_cases": args.static_cases,
-                           "count": args.count, "small": args.small,
+                           "count": args.count, "small": args.small, "only": args.only,
                            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                            "environment": steps.environment(torch, dev), "host_probe_us": probe and probe * 1e6,
                            "cases": {c["id"]: {**c, "status": "pending"} for c in cases}}
@@ -202,7 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     path = os.path.join(args.out, "serving.json")
     for case in cases:
         rec = doc["cases"][case["id"]]
-        if elapsed() > args.budget_s:
+        if args.only is not None and not re.search(args.only, case["id"]):
+            rec["status"] = "skipped (--only)"
+        elif elapsed() > args.budget_s:
             rec["status"] = "skipped (budget)"
         else:
             try:
