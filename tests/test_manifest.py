@@ -142,7 +142,7 @@ def _own_record(name: str) -> dict:
         return {"gpu": raw["environment"]["gpu"], "gpus": 1, "seed": raw["seed"]}
     if "families" in raw and "environment" in raw:  # benchmarks/serving/profile_decode.py: its GPU, no seed, no date
         return {"gpu": raw["environment"]["gpu"], "gpus": 1}
-    command = raw.get("command") or []
+    command = raw.get("command") if isinstance(raw.get("command"), list) else []  # argv; a record's may be prose
     seed = int(command[command.index("--draw") + 1]) if "--draw" in command else None
     if "env" in raw and "gpu" in raw["env"]:
         return {"date": raw["created_utc"], "gpu": raw["env"]["gpu"], "gpus": 1, "seed": seed}

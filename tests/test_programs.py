@@ -138,7 +138,8 @@ def test_timing_repeat_by_hand():
     30, 30, 6), c GPU-bound (40, 10, 8 then 50, 10, 8), d in the first only. Walls apart: a 13 / 10.5 - 1 = 23.8%,
     b 50%, c 25%: median 25%, p90 (linear) 25% + 0.8 x 25% = 45%. Hosts of a and b: 25% and 50% (median 37.5%, p90
     25% + 0.9 x 25% = 47.5%); over each timing's probe: a 10 / 8 = 1.25 against 12.5 / 10 = 1.25, 0%; b 20 / 5 = 4
-    against 30 / 6 = 5, 25% (median 12.5%, p90 22.5%)."""
+    against 30 / 6 = 5, 25% (median 12.5%, p90 22.5%); a time midway (the geometric mean) is sqrt(ratio) - 1 from
+    each."""
     from solkit.calibration.captured import timing_repeat
     from solkit.calibration.programs import StepSet
     from solkit.errors import OptionError
@@ -155,6 +156,9 @@ def test_timing_repeat_by_hand():
     assert r.wall == (pytest.approx(0.25), pytest.approx(0.45))
     assert r.host == (pytest.approx(0.375), pytest.approx(0.475))
     assert r.host_per_probe == (pytest.approx(0.125), pytest.approx(0.225))
+    # midway: sqrt(13 / 10.5) - 1 = 11.27%, sqrt(1.5) - 1 = 22.47%, sqrt(1.25) - 1 = 11.80%: median 11.80%, p90
+    # 11.80% + 0.8 x (22.47% - 11.80%) = 20.34%
+    assert r.midway == (pytest.approx(0.118034, abs=1e-6), pytest.approx(0.203403, abs=1e-6))
     with pytest.raises(OptionError, match="times none of the cases"):
         timing_repeat(first, timing(("e", 1, 1, 8)))
 

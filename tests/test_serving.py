@@ -474,3 +474,37 @@ def test_the_serving_repeat_docs_quote_is_the_datas():
             f"{f['hf-eager']} and {f['hf-static']} on the first timing") in page
     assert (f"the eager engine's medians are {s['hf-eager'].replace(' / ', ' (TTFT) and ')} (TPOT), the static engine's "
             f"{s['hf-static'].replace(' / ', ' and ')}; against the first, {f['hf-eager']} and {f['hf-static']}") in record
+
+
+def test_the_static_process_record_docs_quote_is_the_datas():
+    """data/h200_serving.md's table and sentences, and docs/many-gpus.md's, of one static call timed in one process
+    after other cases and in a fresh one are data/h200_serving_static_process_record.json's: each case's TPOT in both
+    (ms), fresh / in one process, the ratios' range, the warmups' ranges, the static cases run before the Llama's."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    doc = json.loads((root / "data" / "h200_serving_static_process_record.json").read_text())
+    record = " ".join((root / "data" / "h200_serving.md").read_text().split())
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    inproc = doc["in_process"]["cases"]
+    ratios, fresh_warm = {}, []
+    for v in doc["fresh"].values():
+        (c,) = [x for x in v["cases"].values() if x["status"] == "ok"]
+        i = inproc[c["id"]]
+        ratios[c["id"]] = c["tpot_s"] / i["tpot_s"]
+        fresh_warm.append(c["warmup_s"])
+        assert (f"| {c['id']} | {i['tpot_s'] * 1e3:.2f} ms | {c['tpot_s'] * 1e3:.2f} ms | {ratios[c['id']]:.2f} |"
+                in record)
+    assert f"moves by {min(ratios.values()):.2f}-{max(ratios.values()):.2f}x between a fresh process" in record
+    warm = [c["warmup_s"] for c in inproc.values() if c["status"] == "ok"]
+    assert f"their warmups took {min(fresh_warm):.1f}-{max(fresh_warm):.1f} s, the first process's " \
+           f"{min(warm):.1f}-{max(warm):.1f} s" in record
+    llama = "d3006-llama-hf-static-b13-p125-o52"
+    order = [k for k, c in inproc.items() if c["status"] == "ok"]
+    assert order.index(llama) == 4 and "after four other static cases" not in page  # four ran before it
+    assert (f"{inproc[llama]['tpot_s'] * 1e3:.2f} ms in a process that had timed four other static cases before it "
+            f"and {doc['fresh']['llama-hf-static-b13-p125-o52']['cases'][llama]['tpot_s'] * 1e3:.2f} ms in a fresh "
+            f"one (the Llama at 13 x 125 + 52: {ratios[llama]:.2f}x") in page
+    others = sorted(v for k, v in ratios.items() if k != llama)
+    assert "two more shapes {:.2f}x and {:.2f}x".format(*others) in page

@@ -114,6 +114,9 @@ class Repeat:
     cpu_bound: int  # of them, CPU-bound in both (``StepCase.cpu_bound``)
     host: tuple[float, float]  # those cases' host times (NaN where none)
     host_per_probe: tuple[float, float]  # those host times, each over its own timing's probe (``timed_probe_us``)
+    #: how far a time midway between the two (their geometric mean) is from each: exp(|log(a / b)| / 2) - 1 of
+    #: their step times; any prediction is at least this far from one of them
+    midway: tuple[float, float] = (math.nan, math.nan)
     model: Optional[tuple[tuple[float, float], tuple[float, float]]] = None  # the prediction against each timing
 
 
@@ -138,7 +141,8 @@ def timing_repeat(first: StepSet, second: StepSet) -> Repeat:
     return Repeat(len(pairs), _median_p90([_apart(a.wall_ms, b.wall_ms) for a, b in pairs]),  # type: ignore[arg-type]
                   len(cpu), _median_p90([_apart(a.host_ms, b.host_ms) for a, b in cpu]),  # type: ignore[arg-type]
                   _median_p90([_apart(a.host_ms / a.timed_probe_us, b.host_ms / b.timed_probe_us)  # type: ignore[operator]
-                               for a, b in cpu]))
+                               for a, b in cpu]),
+                  _median_p90([float(np.expm1(log_error(a.wall_ms, b.wall_ms) / 2)) for a, b in pairs]))
 
 
 def captured_repeat(first: StepSet, second: StepSet, gpu: Any = "h200") -> Repeat:
@@ -159,8 +163,9 @@ def _repeat_paragraph(first: str, second: str, r: Repeat) -> list[str]:
             f"{r.host_per_probe[0]:.1%} (p90 {r.host_per_probe[1]:.1%}) once each is divided by its own timing's launch "
             "probe, the part no probe explains. The prediction misses the first timing by "
             f"{_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by {_pct(model[1][0])} (p90 "
-            f"{_pct(model[1][1])}): a prediction cannot agree with one timing better than two timings agree with each "
-            "other.", ""]
+            f"{_pct(model[1][1])}). A time midway between the two timings (their geometric mean) is {r.midway[0]:.1%} "
+            f"(p90 {r.midway[1]:.1%}) from each, and any prediction is at least that far from one of them: a "
+            "prediction cannot agree with one timing better than two timings agree with each other.", ""]
 
 
 def _model_of(case: StepCase, models: dict[str, Any]) -> Any:
