@@ -18,8 +18,11 @@ calls compile and record its graphs). NB: hf-static's TTFT call preallocates pro
 The model's ``generation_config`` has no EOS token (random weights would stop at random), so every call makes
 exactly N tokens. Models are built from configs with random weights (``benchmarks/programs/steps.py``'s
 ``hf_config``: GPT-2 124M, Llama-3.2-1B dims, Qwen2.5-0.5B's config.json). A launch probe (2,000 small
-``torch.add``, median of 5) records the host's speed, at the start and again before each case (``case_probe_us``). ``DIR/serving.json`` is rewritten after every case; one
-JSON line per case goes to stdout. Needs torch and transformers; never imports solkit.
+``torch.add``, median of 5) records the host's speed, at the start and again before each case (``case_probe_us``).
+``--fresh-process hf-static`` times each case of those engines in a child process of its own (this script with
+``--only`` its id): in one process a static case's TPOT moves by 0.60-1.25x with the cases compiled before it
+(``data/h200_serving_static_process_record.json``), while a user's server compiles one model. ``DIR/serving.json`` is
+rewritten after every case; one JSON line per case goes to stdout. Needs torch and transformers; never imports solkit.
 """
 
 from __future__ import annotations
@@ -183,8 +186,32 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                     help="at most this many hf-static cases (5 for the seeds 3001 and 3002)")
     ap.add_argument("--only", default=None, metavar="REGEX",
                     help="time only the drawn cases whose id matches (re.search); the others are recorded as skipped")
+    ap.add_argument("--fresh-process", default="", metavar="ENGINES",
+                    help="comma-separated engines (hf-eager, hf-static) whose cases each run in a fresh Python process")
     ap.add_argument("--small", action="store_true")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    fresh = [e for e in args.fresh_process.split(",") if e]
+    if any(e not in ENGINES for e in fresh):
+        ap.error(f"--fresh-process takes engines of {', '.join(ENGINES)}, got {args.fresh_process!r}")
+    args.fresh_process = fresh
+    return args
+
+
+def in_fresh_process(args: argparse.Namespace, case: dict[str, Any]) -> dict[str, Any]:
+    """``case`` timed by this script in a child process of its own (``--only`` its id): the child's record of it."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as out:
+        cmd = [sys.executable, os.path.abspath(__file__), "--draw", str(args.draw), "--count", str(args.count),
+               "--static-cases", str(args.static_cases), "--repeats", str(args.repeats), "--only",
+               f"^{re.escape(case['id'])}$", "--out", out] + (["--small"] if args.small else [])
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=max(120.0, args.budget_s - elapsed() + 120.0))
+        if run.returncode != 0:
+            raise RuntimeError(f"the child process exited {run.returncode}: {run.stderr[-400:]}")
+        with open(os.path.join(out, "serving.json")) as f:
+            rec = json.load(f)["cases"][case["id"]]
+    return {**rec, "process": "fresh"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     doc: dict[str, Any] = {"protocol": __doc__, "seed": args.draw, "space": {k: dict(v) for k, v in SPACE.items()},
                            "engines": list(ENGINES), "repeats": args.repeats, "static_cases": args.static_cases,
                            "count": args.count, "small": args.small, "only": args.only,
+                           "fresh_process": args.fresh_process,
                            "created_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                            "environment": steps.environment(torch, dev), "host_probe_us": probe and probe * 1e6,
                            "cases": {c["id"]: {**c, "status": "pending"} for c in cases}}
@@ -211,13 +239,16 @@ def main(argv: list[str] | None = None) -> int:
             rec["status"] = "skipped (budget)"
         else:
             try:
-                if case["family"] not in models:  # kept: the three fit one GPU together
-                    models[case["family"]] = build(torch, case["family"], dev, args.small)
-                model, info = models[case["family"]]
-                if dev == "cuda":
-                    torch.cuda.reset_peak_memory_stats()
-                    rec["case_probe_us"] = steps.launch_probe(torch) * 1e6  # the host's speed just before this case
-                rec.update(measure(torch, model, case, dev, args.repeats, args.small), model=info, status="ok")
+                if case["engine"] in args.fresh_process:
+                    rec.update(in_fresh_process(args, case))
+                else:
+                    if case["family"] not in models:  # kept: the three fit one GPU together
+                        models[case["family"]] = build(torch, case["family"], dev, args.small)
+                    model, info = models[case["family"]]
+                    if dev == "cuda":
+                        torch.cuda.reset_peak_memory_stats()
+                        rec["case_probe_us"] = steps.launch_probe(torch) * 1e6  # the host's speed just before this case
+                    rec.update(measure(torch, model, case, dev, args.repeats, args.small), model=info, status="ok")
             except Exception as err:  # noqa: BLE001 - recorded, the next case runs
                 rec["status"] = f"error: {type(err).__name__}: {err}"[:400]
                 rec["traceback"] = traceback.format_exc()[-2000:]
