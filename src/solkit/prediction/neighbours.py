@@ -546,24 +546,26 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
     n = len(x)
     m = len(q)
     low = _columns(q, np.min) if m else np.zeros(x.shape[1], dtype=np.int64)
-    varies: np.ndarray = low != _columns(q, np.max) if m else np.zeros(x.shape[1], dtype=bool)
+    high = _columns(q, np.max) if m else low
+    varies: np.ndarray = low != high
     # the features every query shares add the same to each of a banked kernel's distances: summed once ("base")
-    shared = (x[:, ~varies] - q[:1, ~varies]).astype(np.float64) if m else np.zeros((n, 0))
+    shared = (x[:, ~varies] - low[~varies]).astype(np.float64)
     base = np.square(shared).sum(axis=1)
-    q = q[:, varies]
     # int32 where every distance these points and kernels can have is below 2^29 (exact, half the bytes, a fast sort),
     # else float64 (exact below 2^53); the unused place n sits at the least corner, far by its base distance
-    both = np.vstack([q, x[:, varies]]) if m else x[:, varies]
-    reach = float(np.square((_columns(both, np.max) - _columns(both, np.min)).astype(np.float64)).sum()) + float(base.max())
+    xv = x[:, varies]
+    lows, highs = np.minimum(low[varies], _columns(xv, np.min)), np.maximum(high[varies], _columns(xv, np.max))
+    reach = float(np.square((highs - lows).astype(np.float64)).sum()) + float(base.max())
     kind: Any = np.int32 if reach < 1 << 29 else np.float64
-    corner = low[varies] if m else np.zeros(int(varies.sum()), dtype=np.int64)
-    xt = np.hstack([(x[:, varies] - corner).astype(kind).T, np.zeros((int(varies.sum()), 1), dtype=kind)])
+    corner = low[varies]
+    xt = np.hstack([(xv - corner).astype(kind).T, np.zeros((len(corner), 1), dtype=kind)])
     base = np.append(base, _FAR if kind is np.int32 else math.inf).astype(kind)
     padded = np.append(np.zeros(n) if residuals is None else residuals, 0.0)  # a residual of 0 at the unused place n
-    q = q - corner
-    qf = q.astype(kind)
-    dims = q.shape[1]
-    u = q if m and dims else np.zeros((m, 0), dtype=np.int64)
+    qf = (q[:, varies] - corner).astype(kind)
+    dims = qf.shape[1]
+    u = qf  # (int32, or float64 integers below 2^53 where the distances pass 2^29: the Z-order takes int64 ones)
+    if kind is not np.int32:
+        u = u.astype(np.int64)
     bits = int(u.max()).bit_length() if m and dims else 0
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
@@ -665,10 +667,13 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     far = near.copy()
     for j in range(lo.shape[1]):
         c = np.take(xt[j], cand)
-        gap = np.maximum(np.maximum(lo[:, j:j + 1] - c, c - hi[:, j:j + 1]), 0)
-        top = np.maximum(c - lo[:, j:j + 1], hi[:, j:j + 1] - c)
-        near += gap * gap
-        far += top * top
+        a, b = lo[:, j:j + 1], hi[:, j:j + 1]
+        gap = c - np.clip(c, a, b)  # the distance from the box along the feature, 0 inside it
+        top = np.maximum(c - a, b - c)
+        np.multiply(gap, gap, out=gap)
+        np.multiply(top, top, out=top)
+        near += gap
+        far += top
     kth = np.partition(far, k - 1, axis=1)[:, k - 1:k]
     return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
 
@@ -740,9 +745,9 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     kth = ranked[:, k - 1]
     top = int(kth.max()) if len(kth) else 0
     if dist.dtype == np.int32 and top < TABLE:  # each weight looked up: the formula's values at 0 .. top
-        np.copyto(dist, top + 1, where=dist > kth)  # a non-member's place: weight 0
-        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), dist.astype(np.intp))  # (numpy's take
-        # converts int32 places slowly)
+        # a non-member's place top + 1 (weight 0); intp places (numpy's take converts int32 ones slowly)
+        places = np.where(dist > kth, np.intp(top + 1), dist)
+        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places)
     else:
         w = _weights(dist.astype(np.float64), None)
         np.copyto(w, 0.0, where=dist > kth)
