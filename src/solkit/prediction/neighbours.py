@@ -19,13 +19,20 @@ entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated G
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
-bucket, not per element) and each distinct cell is looked up once. The search (``_search``) is exact on the
-lattice: distances are integers in 1/STEP octave, so the neighbours (ties included) and their distances are
-the brute force's exactly; boxes of a sweep's points keep only the banked kernels that can be among their
-nearest. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep ``_blended``, the same
-operations on each box's candidates, a non-member weighing 0) sums column by column, so a point's c is bit for bit the
-same alone or in any sweep; against the brute force's BLAS sums it differs by a
-few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted time).
+bucket, not per element); its elements' cells (quantized features and variant flags) are marked on a grid
+(``_grid``), each distinct cell is looked up once, and its c is written at its place on the grid, where every
+element reads it back. The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
+(summed in int32 where every one is below 2^29, else in float64), so the neighbours (ties included) and their
+distances are the brute force's exactly. A sweep's points are sorted along a Z-order curve and split into boxes
+(each feature halved per level); a box keeps, of its parent's candidates, only the banked kernels no farther from
+it than the K-th smallest of the kernels' farthest distances to it, and stops splitting at ``LEAF`` candidates or
+one point. Each point's K-th distance is the K-th of its box's candidates' distances, sorted; every candidate
+farther than it weighs 0. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep
+``_blended``, the same operations on each box's candidates in bank order, each weight looked up in a table of the
+formula's values at the integers 0 .. the largest K-th distance: the same operations on the same integers, the
+same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
+force's BLAS sums it differs by a few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted
+time).
 """
 
 from __future__ import annotations
@@ -256,12 +263,13 @@ class Neighbours:
             code = code | rows[:, len(swept) + i] << bit
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
         found = np.zeros(len(rows))
-        for c in np.unique(code):
+        cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
+        for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else [code]):  # the variant codes present
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
                 mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
-                points = _points(fixed, rows[mine, :len(swept)])
+                points = cells[mine] if len(mine) < len(rows) else cells
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
         if at is None:
