@@ -134,10 +134,9 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
     arr = _as_array(name, value)
     if arr.size:
         low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
-        floored = np.floor(arr) if arr.dtype.kind == "f" else None  # a float64 sweep's copy where its values are whole
-        integral = floored is None or not (floored != arr).any()
+        integral = arr.dtype.kind != "f" or not (np.floor(arr) != arr).any()
         if low >= minimum and np.isfinite(high) and integral:
-            out = floored if floored is not None and floored.dtype == np.float64 else arr.astype(np.float64)
+            out = arr.astype(np.float64)
             return float(out) if out.ndim == 0 else out
     expected = _integer(minimum)
     if not arr.size:
