@@ -127,6 +127,32 @@ def test_the_grid_and_the_sort_agree(h200, monkeypatch, grids):
     assert np.abs(on_grid - plain(bank, key, variants, feats)).max() <= TOLERANCE
 
 
+@pytest.mark.parametrize("layout", ["fortran", "transposed"])
+def test_a_sweep_in_fortran_order_reads_its_cells_back_in_place(h200, layout):
+    """A 2-D sweep of sizes whose m is Fortran-ordered or a transposed view, its flags likewise: the grid's places and
+    the c read back at them follow the sweep's shape, bit for bit the C-ordered sweep's and each element's own lookup."""
+    _, bank = h200
+    key = "matmul|gemm|bf16||gemm"
+    rng = np.random.default_rng(11)
+    m, n, k = (rng.integers(1 << 8, 1 << 16, (300, 300)).astype(float) for _ in range(3))
+    odd, skinny = rng.random((300, 300)) < 0.7, rng.random((300, 300)) < 0.1
+    flip = np.asfortranarray if layout == "fortran" else (lambda a: np.ascontiguousarray(a.T).T)
+    fm, fodd = flip(m), flip(odd)
+    assert not fm.flags.c_contiguous and not fodd.flags.c_contiguous
+    grid = nb._grid([np.log2(fm), np.log2(n), np.log2(k)], [skinny, fodd, odd], m.shape, False)
+    assert grid is not None and grid[1].shape == m.shape  # the grid path: two grids (65^3 cells x 8 flags > ONE_GRID)
+    assert grid[3] == len(np.unique(grid[2] >> 3)) * 8
+    got = bank.correction(key, [("skinny", skinny), ("misaligned", fodd), ("odd", odd)],
+                          [np.log2(fm), np.log2(n), np.log2(k), 0.0])
+    want = bank.correction(key, [("skinny", skinny), ("misaligned", odd), ("odd", odd)],
+                           [np.log2(m), np.log2(n), np.log2(k), 0.0])
+    assert got.shape == m.shape and np.array_equal(got, want) and np.any(got != 0)
+    for i, j in rng.integers(0, 300, (40, 2)):
+        one = [float(np.log2(m[i, j])), float(np.log2(n[i, j])), float(np.log2(k[i, j])), 0.0]
+        flags = [("skinny", bool(skinny[i, j])), ("misaligned", bool(odd[i, j])), ("odd", bool(odd[i, j]))]
+        assert Neighbours.correction(copy.copy(bank), key, flags, one) == got[i, j]
+
+
 @pytest.mark.parametrize("sizes", [
     np.arange(1, 300_001, dtype=float),
     np.exp(np.random.default_rng(3).uniform(0, 43, 200_000)),
