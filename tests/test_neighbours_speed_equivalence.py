@@ -106,17 +106,51 @@ def test_a_sweep_gives_the_brute_force_numbers(h200):
     assert checked >= 6
 
 
-def test_the_grid_and_the_sort_agree(h200, monkeypatch):
-    """A sweep's cells marked on a grid and found by sorting (np.unique) give the same numbers, the brute force's."""
+@pytest.mark.parametrize("grids", [1, 2])
+def test_the_grid_and_the_sort_agree(h200, monkeypatch, grids):
+    """A sweep's cells marked on a grid and found by sorting (np.unique) give the same numbers, the brute force's:
+    on one grid (cells and flags), and on two (three swept features and three flags: the cells ranked first)."""
     _, bank = h200
     key = "matmul|gemm|bf16||gemm"
     rng = np.random.default_rng(7)
     feats = [np.log2(rng.integers(1, 1 << 16, 5000).astype(float)), 12.0, np.log2(rng.integers(1, 1 << 14, 5000)), 0.0]
     variants = [("skinny", feats[0] <= 4.0)]
+    if grids == 2:  # enough elements that a grid of 2^21 places is small for them
+        size = 80_000
+        feats = [np.log2(rng.integers(1 << 8, 1 << 16, size).astype(float)) for _ in range(3)] + [0.0]  # 65^3 cells
+        variants = [("skinny", feats[0] <= 4.0), ("misaligned", rng.random(size) < 0.9), ("odd", rng.random(size) < 0.7)]
+        rows, index, at, total = nb._grid([np.asarray(f) for f in feats[:3]], [m for _, m in variants], (size,), False)
+        assert total == len(np.unique(np.asarray(at) >> 3)) * 8 and len(at) == len(rows)  # the (rank, flags) grid
     on_grid = bank.correction(key, variants, feats)
     monkeypatch.setattr(nb, "_grid", lambda *args: None)
     assert np.array_equal(bank.correction(key, variants, feats), on_grid)
     assert np.abs(on_grid - plain(bank, key, variants, feats)).max() <= TOLERANCE
+
+
+@pytest.mark.parametrize("layout", ["fortran", "transposed"])
+def test_a_sweep_in_fortran_order_reads_its_cells_back_in_place(h200, layout):
+    """A 2-D sweep of sizes whose m is Fortran-ordered or a transposed view, its flags likewise: the grid's places and
+    the c read back at them follow the sweep's shape, bit for bit the C-ordered sweep's and each element's own lookup."""
+    _, bank = h200
+    key = "matmul|gemm|bf16||gemm"
+    rng = np.random.default_rng(11)
+    m, n, k = (rng.integers(1 << 8, 1 << 16, (300, 300)).astype(float) for _ in range(3))
+    odd, skinny = rng.random((300, 300)) < 0.7, rng.random((300, 300)) < 0.1
+    flip = np.asfortranarray if layout == "fortran" else (lambda a: np.ascontiguousarray(a.T).T)
+    fm, fodd = flip(m), flip(odd)
+    assert not fm.flags.c_contiguous and not fodd.flags.c_contiguous
+    grid = nb._grid([np.log2(fm), np.log2(n), np.log2(k)], [skinny, fodd, odd], m.shape, False)
+    assert grid is not None and grid[1].shape == m.shape  # the grid path: two grids (65^3 cells x 8 flags > ONE_GRID)
+    assert grid[3] == len(np.unique(grid[2] >> 3)) * 8
+    got = bank.correction(key, [("skinny", skinny), ("misaligned", fodd), ("odd", odd)],
+                          [np.log2(fm), np.log2(n), np.log2(k), 0.0])
+    want = bank.correction(key, [("skinny", skinny), ("misaligned", odd), ("odd", odd)],
+                           [np.log2(m), np.log2(n), np.log2(k), 0.0])
+    assert got.shape == m.shape and np.array_equal(got, want) and np.any(got != 0)
+    for i, j in rng.integers(0, 300, (40, 2)):
+        one = [float(np.log2(m[i, j])), float(np.log2(n[i, j])), float(np.log2(k[i, j])), 0.0]
+        flags = [("skinny", bool(skinny[i, j])), ("misaligned", bool(odd[i, j])), ("odd", bool(odd[i, j]))]
+        assert Neighbours.correction(copy.copy(bank), key, flags, one) == got[i, j]
 
 
 @pytest.mark.parametrize("sizes", [
@@ -222,10 +256,12 @@ def test_random_sweeps_match_the_brute_force(h200, seed):
     assert seen > 10_000
 
 
-@pytest.mark.parametrize("dims, n, spread", [(2, 40, 30), (3, 600, 128), (4, 700, 130), (6, 500, 90), (1, 7, 4)])
+@pytest.mark.parametrize("dims, n, spread", [(2, 40, 30), (3, 600, 128), (4, 700, 130), (6, 500, 90), (1, 7, 4),
+                                             (3, 300, 40_000)])
 def test_the_search_finds_the_brute_forces_neighbours(dims, n, spread):
     """Random banks with many ties (integer lattices, few values): each query's neighbours are the brute force's set,
-    their squared distances the integers summed by hand, and c within TOLERANCE; alone or in a sweep, bit for bit."""
+    their squared distances the integers summed by hand, and c within TOLERANCE; alone or in a sweep, bit for bit.
+    The last bank is so wide that its distances pass 2^29: summed in float64, not int32."""
     rng = np.random.default_rng(dims * 1000 + n)
     x = rng.integers(0, spread, (n, dims))
     bank = (x, rng.normal(0, 0.5, n))
@@ -270,6 +306,38 @@ def test_the_sweeps_c_is_the_formula_summed_by_hand_in_bank_order(dims, n, sprea
         nearest = math.sqrt(float(min(dist))) / STEP
         want = num / (den + nb.PRIOR) * min(1.0, nb.REACH / max(nearest, 1e-12))
         assert got[i] == want, (i, got[i], want)
+
+
+@pytest.mark.parametrize("points, spread", [(1, 8), (2, 8), (500, 8), (300, 400)])
+def test_blended_is_the_formula_by_hand_for_any_group(points, spread):
+    """``_blended`` on a group of points (ties at the K-th included): each point's c bit for bit the formula in plain
+    Python floats over its members in candidate order; a group of one point (whose transposed distances are already
+    contiguous) included, and distances beyond the weight table (each weight by the formula)."""
+    rng = np.random.default_rng(points + spread)
+    n, width, k = 40, 12, nb.K
+    x = rng.integers(0, spread, (n, 2))
+    xt = np.hstack([x.T, np.zeros((2, 1), dtype=x.dtype)]).astype(np.int32)  # the unused place n at the corner
+    base = np.append(np.zeros(n, dtype=np.int32), nb._FAR).astype(np.int32)
+    boxes = np.sort(np.stack([rng.choice(n, width, replace=False) for _ in range(3)]), axis=1)
+    of = rng.integers(0, 3, points)
+    q = rng.integers(0, spread, (points, 2)).astype(np.int32)
+    residuals = np.append(rng.normal(0, 0.5, n), 0.0)
+    where, got = nb._blended(np.arange(points), q, boxes, of, xt, base, k, residuals)
+    assert np.array_equal(where, np.arange(points))
+    kths = []
+    for i in range(points):
+        column = [int(((q[i] - x[j]) ** 2).sum()) for j in boxes[of[i]]]
+        kth = sorted(column)[k - 1]
+        kths.append(kth)
+        num = den = 0.0
+        for j, d in zip(boxes[of[i]], column):  # candidate order, members only
+            if d <= kth:
+                t = math.sqrt(float(d)) / STEP + nb.SOFTEN
+                w = 1.0 / (t * t)
+                num, den = num + w * residuals[j], den + w
+        nearest = math.sqrt(float(min(column))) / STEP
+        assert got[i] == num / (den + nb.PRIOR) * min(1.0, nb.REACH / max(nearest, 1e-12)), i
+    assert (max(kths) >= nb.TABLE) == (spread > 100)  # the wide bank's weights by the formula, the others' looked up
 
 
 def test_repeated_query_rows_take_the_brute_forces_neighbours():

@@ -37,12 +37,14 @@ def test_a_prediction_loads_neither_the_models_nor_the_charts():
 @pytest.mark.parametrize("d", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 0.5, 3.0, 2.0 ** 40])
 def test_off_is_the_remainders_test(d):
     """_num.off(x, d) is numpy's own x % d != 0 (the outside oracle) on integers, fractions, negatives, huge and tiny
-    values, infinities and NaN, for powers of two (its fast path) and others."""
+    values, infinities and NaN, for powers of two (its fast paths: any finite values, and values of at least 1) and
+    others."""
     rng = np.random.default_rng(int(d * 7) % 1000)
     x = np.concatenate([rng.integers(1, 1 << 40, 20_000).astype(float), rng.uniform(-1e6, 1e6, 20_000),
-                        [0.0, -0.0, -8.0, 2.0 ** 53, 2.0 ** 60 + 2048, 1e308, -1e308, 5e-324, 2.0 ** -1070]])
+                        [0.0, -0.0, -8.0, 2.0 ** 53, 2.0 ** 60 + 2048, 1e308, -1e308, 5e-324, 2.0 ** -1070, 1.0, 1.5]])
     with np.errstate(invalid="ignore"):
         assert np.array_equal(off(x, d), x % d != 0)
+        assert np.array_equal(off(x[x >= 1.0], d), x[x >= 1.0] % d != 0)
         for odd in ([np.inf, 8.0], [np.nan, 16.0]):
             assert np.array_equal(off(np.array(odd), d), np.array(odd) % d != 0)
     assert off(24.0, 8.0) is False and off(20.0, 8.0) is True  # a scalar: Python's own %

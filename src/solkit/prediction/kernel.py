@@ -118,7 +118,9 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             else:
                 t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
             waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
-            k_steps = ceil(minimum(g.k, SERIAL_K) / K_STEP)
+            k_steps = minimum(g.k, SERIAL_K)  # a sweep's: a fresh array, divided and rounded up in place
+            k_steps = (np.ceil(np.divide(k_steps, K_STEP, out=k_steps), out=k_steps) if type(k_steps) is np.ndarray
+                       else ceil(k_steps / K_STEP))
             # tensor-core kernels need 16-byte aligned rows; fp32 and fp64 (CUDA-core SIMT/DMMA kernels) take any.
             # The rows are the stored operands' leading dimensions: k and n, except a weight gradient's
             # (dW [k,n] = X^T [k,m] @ dY [m,n] reads X [m,k] and dY [m,n]: k and n again, m only counts rows)

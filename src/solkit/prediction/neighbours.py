@@ -19,13 +19,20 @@ entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated G
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
-bucket, not per element) and each distinct cell is looked up once. The search (``_search``) is exact on the
-lattice: distances are integers in 1/STEP octave, so the neighbours (ties included) and their distances are
-the brute force's exactly; boxes of a sweep's points keep only the banked kernels that can be among their
-nearest. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep ``_blended``, the same
-operations on each box's candidates, a non-member weighing 0) sums column by column, so a point's c is bit for bit the
-same alone or in any sweep; against the brute force's BLAS sums it differs by a
-few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted time).
+bucket, not per element); its elements' cells (quantized features and variant flags) are marked on a grid
+(``_grid``), each distinct cell is looked up once, and its c is written at its place on the grid, where every
+element reads it back. The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
+(summed in int32 where every one is below 2^29, else in float64), so the neighbours (ties included) and their
+distances are the brute force's exactly. A sweep's points are sorted along a Z-order curve and split into boxes
+(each feature halved per level); a box keeps, of its parent's candidates, only the banked kernels no farther from
+it than the K-th smallest of the kernels' farthest distances to it, and stops splitting at ``LEAF`` candidates or
+one point. Each point's K-th distance is the K-th of its box's candidates' distances, sorted; every candidate
+farther than it weighs 0. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep
+``_blended``, the same operations on each box's candidates in bank order, each weight looked up in a table of the
+formula's values at the integers 0 .. the largest K-th distance: the same operations on the same integers, the
+same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
+force's BLAS sums it differs by a few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted
+time).
 """
 
 from __future__ import annotations
@@ -249,21 +256,27 @@ class Neighbours:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
-        rows, index = _grid(swept, flags, shape, raw) or _unique([_log2(v) if raw else v for v in swept], flags, shape)
+        grid = _grid(swept, flags, shape, raw)
+        rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
         code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
         for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
             code = code | rows[:, len(swept) + i] << bit
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
         found = np.zeros(len(rows))
+        cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
         for c in np.unique(code):
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
                 mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
-                points = _points(fixed, rows[mine, :len(swept)])
+                points = cells[mine] if len(mine) < len(rows) else cells
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
-        return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
+        if at is None:
+            return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
+        table = np.empty(total)  # each cell's c at its place on the grid, read back at every element's place
+        table[at] = found
+        return np.take(table, index)
 
 
 def _lattice(key: str, points: Any) -> np.ndarray:
@@ -345,7 +358,8 @@ def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
-    """``_unique``'s answer by marking cells on a small grid (the distinct cells, in the order of their places).
+    """(the distinct cells, as ``_unique``'s rows; each element's place on a small grid; each cell's place; the grid's
+    size) by marking the elements' places on the grid (the cells in the order of their places).
 
     An element's place on the grid is its quantized features in mixed radix, the first feature fastest, and its
     flags the highest digit; where that grid is large (more than ``ONE_GRID``), the places of the features alone are
@@ -380,15 +394,18 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
             high = code.astype(np.intp)
             high *= stride
             place += high
-        index, slots = _ranked(place, stride << len(flags))
-        cells, bits = slots % stride, slots // stride
+        total = stride << len(flags)
+        slots = _present(place, total)
+        index, cells, bits = place, slots % stride, slots // stride
     else:  # the feature cells present ranked on a grid of the features alone, then the (rank, flags) pairs present
-        rank, slots = _ranked(place, stride)
+        rank, present = _ranked(place, stride)
         pair = rank.astype(np.intp)
         pair <<= len(flags)
         pair += code
-        index, pairs = _ranked(pair, len(slots) << len(flags))
-        cells, bits = slots[pairs >> len(flags)], pairs & ((1 << len(flags)) - 1)
+        total = len(present) << len(flags)
+        index = pair
+        slots = pairs = _present(pair, total)
+        cells, bits = present[pairs >> len(flags)], pairs & ((1 << len(flags)) - 1)
     lows = [low for _, low, _ in parts]
     rows = np.empty((len(cells), len(spans)), dtype=np.int64)
     rest = cells.astype(np.int64)
@@ -397,15 +414,20 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         rows[:, j] = digit + low
     for i in range(len(flags)):
         rows[:, len(parts) + i] = (bits >> i) & 1
-    return rows, index
+    return rows, index, slots, total
+
+
+def _present(place: np.ndarray, total: int) -> np.ndarray:
+    """The distinct places present, in increasing order, of places in 0..total-1 (marked on a grid of ``total``)."""
+    seen = np.zeros(total, dtype=bool)
+    seen[place] = True
+    return np.flatnonzero(seen)
 
 
 def _ranked(place: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
     """(each element's rank among the distinct places present, those places in increasing order) of places in
     0..total-1, marked on a grid of ``total``."""
-    seen = np.zeros(total, dtype=bool)
-    seen[place] = True
-    slots = np.flatnonzero(seen)
+    slots = _present(place, total)
     rank = np.empty(total, dtype=np.int32)  # read only where written: at the places present (GRID_LIMIT < 2^31)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
     return rank[place], slots
@@ -509,9 +531,10 @@ LEAF = 16
 WIDTH_GROUPS = (6, 8, 10, 12, 16)
 #: a sweep of at most this many (points x banked kernels) distances is compared with the whole bank at once
 SMALL = 1 << 15
-#: a far coordinate for unused candidate places (its squared distances stay finite in float64, and in float32)
-_FAR = 1e100
-_FAR32 = 1e15
+#: squared distances (1/STEP octave units) below this take their weights from a table of the formula's values
+TABLE = 1 << 16
+#: the unused candidate place's base distance in int32 (every real distance is below 2^29: it is the farthest)
+_FAR = 1 << 30
 
 
 def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray] = None, finish: Any = None) -> list[Any]:
@@ -519,8 +542,9 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
 
     Groups of (query rows, squared distances m' x W, bank rows m' x W in increasing order, their ``residuals``
     (zeros where None)); places of candidates that are not among the K nearest hold inf, n and 0 (``_members``).
-    ``finish``: another function of ``_members``' arguments for each group (``_blended``: its points' c). Exact: distances are integers (1/STEP octave units), summed in float32 where all stay below 2^24,
-    else in float64 (exact below 2^53).
+    ``finish``: another function of ``_members``' arguments for each group (``_blended``: its points' c). Exact:
+    distances are integers (1/STEP octave units, from the sweep's least corner), summed in int32 where all stay below
+    2^29, else in float64 (exact below 2^53).
     A sweep's points are sorted along a Z-order curve and split into boxes (every feature halved per level), each
     box keeping only the banked kernels that may be among the K nearest of a point in it: those no farther from
     the box than the K-th smallest of the kernels' farthest distances to it. A box left with at most ``LEAF``
@@ -530,21 +554,26 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
     n = len(x)
     m = len(q)
     low = _columns(q, np.min) if m else np.zeros(x.shape[1], dtype=np.int64)
-    varies: np.ndarray = low != _columns(q, np.max) if m else np.zeros(x.shape[1], dtype=bool)
+    high = _columns(q, np.max) if m else low
+    varies: np.ndarray = low != high
     # the features every query shares add the same to each of a banked kernel's distances: summed once ("base")
-    shared = (x[:, ~varies] - q[:1, ~varies]).astype(np.float64) if m else np.zeros((n, 0))
+    shared = (x[:, ~varies] - low[~varies]).astype(np.float64)
     base = np.square(shared).sum(axis=1)
-    q = q[:, varies]
-    # float32 where every distance these points and kernels can have is an integer below 2^24 (exact, half the bytes)
-    both = np.vstack([q, x[:, varies]]) if m else x[:, varies]
-    reach = float(np.square((_columns(both, np.max) - _columns(both, np.min)).astype(np.float64)).sum()) + float(base.max())
-    kind, far = (np.float32, _FAR32) if reach < 1 << 24 else (np.float64, _FAR)
-    xt = np.hstack([x[:, varies].astype(kind).T, np.full((int(varies.sum()), 1), far, dtype=kind)])
-    base = np.append(base, far * far).astype(kind)
+    # int32 where every distance these points and kernels can have is below 2^29 (exact, half the bytes, a fast sort),
+    # else float64 (exact below 2^53); the unused place n sits at the least corner, far by its base distance
+    xv = x[:, varies]
+    lows, highs = np.minimum(low[varies], _columns(xv, np.min)), np.maximum(high[varies], _columns(xv, np.max))
+    reach = float(np.square((highs - lows).astype(np.float64)).sum()) + float(base.max())
+    kind: Any = np.int32 if reach < 1 << 29 else np.float64
+    corner = low[varies]
+    xt = np.hstack([(xv - corner).astype(kind).T, np.zeros((len(corner), 1), dtype=kind)])
+    base = np.append(base, _FAR if kind is np.int32 else math.inf).astype(kind)
     padded = np.append(np.zeros(n) if residuals is None else residuals, 0.0)  # a residual of 0 at the unused place n
-    qf = q.astype(kind)
-    dims = q.shape[1]
-    u = q - low[varies] if m and dims else np.zeros((m, 0), dtype=np.int64)
+    qf = (q[:, varies] - corner).astype(kind)
+    dims = qf.shape[1]
+    u = qf  # (int32, or float64 integers below 2^53 where the distances pass 2^29: the Z-order takes int64 ones)
+    if kind is not np.int32:
+        u = u.astype(np.int64)
     bits = int(u.max()).bit_length() if m and dims else 0
     if m * n <= SMALL or n <= LEAF or bits * dims > 62:  # few, or a small bank: every point against all (in blocks)
         rows = max(1, BLOCK // max(n, 1))
@@ -646,10 +675,13 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     far = near.copy()
     for j in range(lo.shape[1]):
         c = np.take(xt[j], cand)
-        gap = np.maximum(np.maximum(lo[:, j:j + 1] - c, c - hi[:, j:j + 1]), 0.0)
-        top = np.maximum(c - lo[:, j:j + 1], hi[:, j:j + 1] - c)
-        near += gap * gap
-        far += top * top
+        a, b = lo[:, j:j + 1], hi[:, j:j + 1]
+        gap = c - np.clip(c, a, b)  # the distance from the box along the feature, 0 inside it
+        top = np.maximum(c - a, b - c)
+        np.multiply(gap, gap, out=gap)
+        np.multiply(top, top, out=top)
+        near += gap
+        far += top
     kth = np.partition(far, k - 1, axis=1)[:, k - 1:k]
     return _compact(np.where(near <= kth, cand, len(base) - 1), len(base) - 1)
 
@@ -701,8 +733,7 @@ def _members(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     a row per candidate place, then copied to its points (``take`` along the rows, far cheaper than a gather of
     every point's candidates from the bank)."""
     columns, dist = _candidate_distances(q, boxes, of, xt, base)
-    # the K-th smallest of each point (a sort of its few candidates is faster than numpy's partition, the same value)
-    kth = np.sort(dist.T, axis=1)[:, k - 1]
+    kth = _sorted_rows(dist)[:, k - 1]
     far = dist > kth
     d = np.where(far, np.inf, dist.astype(np.float64, copy=False))
     member = np.take(columns, of, axis=1)
@@ -718,13 +749,36 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
     nothing), and the nearest distance is the smallest candidate's (the nearest is a member)."""
     columns, dist = _candidate_distances(q, boxes, of, xt, base)
-    ranked = np.sort(dist.T, axis=1)
-    far = dist > ranked[:, k - 1]
-    w = np.sqrt(dist, dtype=np.float64)  # octaves, then the weights 1 / (d + SOFTEN)^2
+    ranked = _sorted_rows(dist)
+    kth = ranked[:, k - 1]
+    top = int(kth.max()) if len(kth) else 0
+    if dist.dtype == np.int32 and top < TABLE:  # each weight looked up: the formula's values at 0 .. top
+        # a non-member's place top + 1 (weight 0); intp places (numpy's take converts int32 ones slowly)
+        places = np.where(dist > kth, np.intp(top + 1), dist)
+        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places)
+    else:
+        w = _weights(dist.astype(np.float64), None)
+        np.copyto(w, 0.0, where=dist > kth)
+    r = np.take(np.take(residuals, columns), of, axis=1)
+    return where, _faded(w, r, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+
+
+def _sorted_rows(dist: np.ndarray) -> np.ndarray:
+    """Each point's squared distances (the columns of ``dist``, W x m') sorted, a row per point (the K-th smallest of
+    a few candidates: a sort of contiguous rows is faster than numpy's partition, the same value)."""
+    rows = dist.T.copy()  # C order (a copy even where the transpose is contiguous: one point)
+    rows.sort(axis=1)
+    return rows
+
+
+def _weights(d: np.ndarray, unused: Optional[int]) -> np.ndarray:
+    """1 / (sqrt(d) / STEP + SOFTEN)^2 of float64 squared distances ``d`` (in place, ``_blended``'s operations in its
+    order); 0 at place ``unused``."""
+    w = np.sqrt(d, out=d)
     w /= STEP
     w += SOFTEN
     np.square(w, out=w)
     np.divide(1.0, w, out=w)
-    np.copyto(w, 0.0, where=far)
-    r = np.take(np.take(residuals, columns), of, axis=1)
-    return where, _faded(w, r, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+    if unused is not None:
+        w[unused] = 0.0
+    return w
