@@ -142,6 +142,10 @@ def _own_record(name: str) -> dict:
         return {"gpu": raw["environment"]["gpu"], "gpus": 1, "seed": raw["seed"]}
     if "families" in raw and "environment" in raw:  # benchmarks/serving/profile_decode.py: its GPU, no seed, no date
         return {"gpu": raw["environment"]["gpu"], "gpus": 1}
+    if "in_process" in raw and "fresh" in raw:  # generate.py timed in one process and in fresh ones: the last run's date
+        runs = [raw["in_process"], *raw["fresh"].values()]
+        return {"date": max(r["created_utc"] for r in runs), "gpu": raw["in_process"]["environment"]["gpu"], "gpus": 1,
+                "seed": raw["in_process"]["seed"]}
     command = raw.get("command") if isinstance(raw.get("command"), list) else []  # argv; a record's may be prose
     seed = int(command[command.index("--draw") + 1]) if "--draw" in command else None
     if "env" in raw and "gpu" in raw["env"]:
@@ -162,8 +166,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 70  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
-    # + 8 serving files (6 draws, 1 repeat, 1 decode profile) + 6 tune files
+    assert checked == 71  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
+    # + 9 serving files (6 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -134,33 +134,59 @@ def _step_set(*cases):
 
 
 def test_timing_repeat_by_hand():
-    """Two timings (wall, host, probe): a CPU-bound in both (10.5, 10, 8 then 13, 12.5, 10), b likewise (20, 20, 5 then
-    30, 30, 6), c GPU-bound (40, 10, 8 then 50, 10, 8), d in the first only. Walls apart: a 13 / 10.5 - 1 = 23.8%,
-    b 50%, c 25%: median 25%, p90 (linear) 25% + 0.8 x 25% = 45%. Hosts of a and b: 25% and 50% (median 37.5%, p90
-    25% + 0.9 x 25% = 47.5%); over each timing's probe: a 10 / 8 = 1.25 against 12.5 / 10 = 1.25, 0%; b 20 / 5 = 4
-    against 30 / 6 = 5, 25% (median 12.5%, p90 22.5%); a time midway (the geometric mean) is sqrt(ratio) - 1 from
-    each."""
+    """Two timings (wall, host, probe before the case): a CPU-bound in both (10.5, 10, 8 then 13, 12.5, 10); b likewise
+    (20, 20, 5 then 30, 30, read at its reported block's probe 6: its probe before the case, 99, is not the one); c
+    GPU-bound in both (40, 10, 8 then 50, 10, 8); e CPU-bound first (10, 10) and GPU-bound second (20, 10); d in the
+    first only; f failed the second time.
+    Walls apart: a 13 / 10.5 - 1 = 23.81%, b 50%, c 25%, e 100%: median (25% + 50%) / 2 = 37.5%, p90 (linear, at
+    2.7) 50% + 0.7 x 50% = 85%. Hosts of a and b only (CPU-bound in both): 25%, 50% (median 37.5%, p90 47.5%); over
+    each timing's probe: a 1.25 against 1.25, 0%; b 20 / 5 = 4 against 30 / 6 = 5, 25% (median 12.5%, p90 22.5%).
+    Midway, sqrt(ratio) - 1: walls 11.27%, 22.47%, 11.80%, 41.42% (median (11.80% + 22.47%) / 2 = 17.14%, p90
+    22.47% + 0.7 x 18.95% = 35.74%); the probed hosts 0% and 11.80% (median 5.90%, p90 10.62%)."""
     from solkit.calibration.captured import timing_repeat
     from solkit.calibration.programs import StepSet
     from solkit.errors import OptionError
 
-    def timing(*cases):
+    def timing(*cases, **extra):
         return StepSet(created_utc="2026-12-03T00:00:00", env={}, cases=tuple(
-            {"id": i, "family": "gpt2", "mode": "prefill", "batch": 1, "seq": 8, "status": "ok", "wall_ms": w,
-             "host_ms": h, "probe_us": p} for i, w, h, p in cases))
+            {"id": i, "family": "gpt2", "mode": "prefill", "batch": 1, "seq": 8, "status": st, "wall_ms": w,
+             "host_ms": h, "probe_us": p, **extra.get(i, {})} for i, w, h, p, st in cases))
 
-    first = timing(("a", 10.5, 10, 8), ("b", 20, 20, 5), ("c", 40, 10, 8), ("d", 5, 5, 8))
-    second = timing(("a", 13, 12.5, 10), ("b", 30, 30, 6), ("c", 50, 10, 8))
+    first = timing(("a", 10.5, 10, 8, "ok"), ("b", 20, 20, 5, "ok"), ("c", 40, 10, 8, "ok"), ("d", 5, 5, 8, "ok"),
+                   ("e", 10, 10, 8, "ok"), ("f", 7, 7, 8, "ok"))
+    second = timing(("a", 13, 12.5, 10, "ok"), ("b", 30, 30, 99, "ok"), ("c", 50, 10, 8, "ok"), ("e", 20, 10, 8, "ok"),
+                    ("f", 7, 7, 8, "error: out of memory"),
+                    b={"wall_ms_blocks": (31.0, 30.0, 32.0), "probe_us_blocks": (9.0, 6.0, 7.0)})
     r = timing_repeat(first, second)
-    assert (r.steps, r.cpu_bound, r.model) == (3, 2, None)
-    assert r.wall == (pytest.approx(0.25), pytest.approx(0.45))
+    assert (r.steps, r.cpu_bound, r.probed, r.model) == (4, 2, 2, None)
+    assert r.wall == (pytest.approx(0.375), pytest.approx(0.85))
     assert r.host == (pytest.approx(0.375), pytest.approx(0.475))
     assert r.host_per_probe == (pytest.approx(0.125), pytest.approx(0.225))
-    # midway: sqrt(13 / 10.5) - 1 = 11.27%, sqrt(1.5) - 1 = 22.47%, sqrt(1.25) - 1 = 11.80%: median 11.80%, p90
-    # 11.80% + 0.8 x (22.47% - 11.80%) = 20.34%
-    assert r.midway == (pytest.approx(0.118034, abs=1e-6), pytest.approx(0.203403, abs=1e-6))
+    assert r.midway == (pytest.approx(0.171390, abs=1e-6), pytest.approx(0.357373, abs=1e-6))
+    assert r.midway_per_probe == (pytest.approx(0.059017, abs=1e-6), pytest.approx(0.106231, abs=1e-6))
     with pytest.raises(OptionError, match="times none of the cases"):
-        timing_repeat(first, timing(("e", 1, 1, 8)))
+        timing_repeat(first, timing(("g", 1, 1, 8, "ok")))
+
+
+def test_captured_repeat_scores_the_model_on_the_common_cases():
+    """Given each timing's predicted rows, the model's (median, p90) error is over the cases timed in both: the first
+    timing's rows a, b, c, e are 10%, 20%, 0%, 50% off (median 15%, p90 20% + 0.7 x 30% = 41%) and its d, timed once
+    and 200% off, is left out; the second's a, c 0% and 30% (median 15%, p90 27%)."""
+    from solkit.calibration.captured import CapturedStep, captured_repeat
+    from solkit.calibration.programs import StepSet
+
+    def timing(*ids):
+        return StepSet(created_utc="2026-12-03T00:00:00", env={}, cases=tuple(
+            {"id": i, "family": "gpt2", "mode": "prefill", "batch": 1, "seq": 8, "status": "ok", "wall_ms": 40.0,
+             "host_ms": 10.0, "probe_us": 8.0} for i in ids))
+
+    def row(i, ratio):
+        return CapturedStep(i, "gpt2", "prefill", 1.0, ratio, 1.0, None, None, 0)
+
+    first, second = timing("a", "b", "c", "d", "e"), timing("a", "b", "c", "e")
+    rows = ([row("a", 1.1), row("b", 1.2), row("c", 1.0), row("d", 3.0), row("e", 1.5)], [row("a", 1.0), row("c", 1.3)])
+    r = captured_repeat(first, second, rows=rows)
+    assert r.model == ((pytest.approx(0.15), pytest.approx(0.41)), (pytest.approx(0.15), pytest.approx(0.27)))
 
 
 def test_repeatability_by_hand():

@@ -177,12 +177,22 @@ def repeatability(first: dict[str, Any], second: dict[str, Any]) -> list[dict[st
     return out
 
 
+def common(doc: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with only its cases measured in ``other`` too (both ok): two timings scored on the same cases."""
+    ok = {i for i, c in other["cases"].items() if c.get("status") == "ok"}
+    return {**doc, "cases": {i: c for i, c in doc["cases"].items() if c.get("status") == "ok" and i in ok}}
+
+
+def _pct(x: float) -> str:
+    return "-" if math.isnan(x) else f"{x:.1%}"
+
+
 def repeat_markdown(rows: list[dict[str, Any]]) -> str:
     lines = ["| engine | cases in both | TTFT apart: median | p90 | TPOT apart: median | p90 | launch probe apart: median |",
              "|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['engine']} | {r['cases']} | {r['ttft_s_median']:.1%} | {r['ttft_s_p90']:.1%} | "
-                     f"{r['tpot_s_median']:.1%} | {r['tpot_s_p90']:.1%} | {r['case_probe_us_median']:.1%} |")
+        lines.append(f"| {r['engine']} | {r['cases']} | {_pct(r['ttft_s_median'])} | {_pct(r['ttft_s_p90'])} | "
+                     f"{_pct(r['tpot_s_median'])} | {_pct(r['tpot_s_p90'])} | {_pct(r['case_probe_us_median'])} |")
     return "\n".join(lines)
 
 
@@ -209,9 +219,12 @@ def main(argv: list[str] | None = None) -> int:
                     "before")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
-    ap.add_argument("--repeat-of", metavar="FIRST", help="DATA times again the cases of this generate.py file: print "
-                    "how far the two timings agree (repeatability), then the report of DATA")
+    ap.add_argument("--repeat-of", metavar="FIRST", help="DATA (one file) times again the cases of this generate.py "
+                    "file: print how far the two timings agree (repeatability), then the report of each timing on the "
+                    "cases measured in both (FIRST's first)")
     args = ap.parse_args(argv)
+    if args.repeat_of and (len(args.data) != 1 or args.fit or args.profile):
+        ap.error("--repeat-of compares one DATA file with FIRST (no --fit, no --profile)")
     probe = args.probe
     rows: list[dict[str, Any]] = []
     docs = []
@@ -232,8 +245,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{r['id']:42s} TTFT {r['ttft_pred'] / r['ttft_meas']:.2f}  TPOT {r['tpot_pred'] / r['tpot_meas']:.2f}")
     if args.repeat_of:
         with open(args.repeat_of) as f:
-            again = repeatability(json.load(f), docs[0])
+            first = json.load(f)
+        again = repeatability(first, docs[0])
         print(repeat_markdown(again) if args.markdown else json.dumps(again, indent=1))
+        both = [table(predictions(common(d, o), probe, args.case_probe)) for d, o in ((first, docs[0]), (docs[0], first))]
+        for summary in both:
+            print(markdown(summary) if args.markdown else json.dumps(summary, indent=1))
+        return 0
     summary = table(rows)
     print(markdown(summary) if args.markdown else json.dumps(summary, indent=1))
     return 0

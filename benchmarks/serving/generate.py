@@ -185,7 +185,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--static-cases", type=int, default=STATIC_CASES,
                     help="at most this many hf-static cases (5 for the seeds 3001 and 3002)")
     ap.add_argument("--only", default=None, metavar="REGEX",
-                    help="time only the drawn cases whose id matches (re.search); the others are recorded as skipped")
+                    help="time only the drawn cases whose id matches (re.search, unanchored: '^ID$' for one); the "
+                         "others are recorded as skipped")
     ap.add_argument("--fresh-process", default="", metavar="ENGINES",
                     help="comma-separated engines (hf-eager, hf-static) whose cases each run in a fresh Python process")
     ap.add_argument("--small", action="store_true")

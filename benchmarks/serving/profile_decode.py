@@ -16,8 +16,8 @@ its CUDA graphs), batch ``--batch``, prompt ``--prompt``:
    a launch probe (2,000 small ``torch.add``) before each family;
 2. counts per decode step: ``torch.profiler`` (CPU and CUDA) around ``generate(max_new_tokens=1)`` and around
    ``generate(max_new_tokens=1 + K)`` (``--steps`` K); each count per step is (count(1 + K) - count(1)) / K: GPU
-   kernels by name (count and device time), CUDA runtime calls (launches, copies, synchronisations) by name, ``aten::`` ops (all, and the
-   top-level ones: no ``aten::`` parent), the kernels' summed device time;
+   kernels by name (count and device time), CUDA runtime calls (launches, copies, synchronisations) by name,
+   ``aten::`` ops (all, and the top-level ones: no ``aten::`` parent), the kernels' summed device time;
 3. Python per decode step: ``sys.setprofile`` counting Python function calls (and C calls) by function over the same
    two calls, differenced likewise.
 
@@ -143,7 +143,8 @@ def profiled(torch: Any, call: Any, tokens: int, dev: str) -> dict[str, Any]:
             if parent is None:
                 top[ev.name] += 1
                 aten_top_us += ev.time_range.elapsed_us()
-    return {"wall_s": wall, "kernels": dict(kernels), "kernel_time_us": dict(kernel_time), "runtime": dict(runtime), "aten": dict(aten),
+    return {"wall_s": wall, "kernels": dict(kernels), "kernel_time_us": dict(kernel_time), "runtime": dict(runtime),
+            "aten": dict(aten),
             "aten_top": dict(top), "kernel_us": kernel_us, "aten_top_us": aten_top_us}
 
 
@@ -238,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         rec["profile"] = {"wall_per_step_s": (more["wall_s"] - one["wall_s"]) / k,
                           "kernel_us_per_step": (more["kernel_us"] - one["kernel_us"]) / k,
                           "aten_top_us_per_step": (more["aten_top_us"] - one["aten_top_us"]) / k,
-                          **{key: per_step(one[key], more[key], k) for key in ("kernels", "kernel_time_us", "runtime", "aten",
-                                                                          "aten_top")},
+                          **{key: per_step(one[key], more[key], k)
+                             for key in ("kernels", "kernel_time_us", "runtime", "aten", "aten_top")},
                           "first_call": {key: sum(one[key].values()) for key in ("kernels", "runtime", "aten")}}
         a, c = pycalls(call, 1), pycalls(call, 1 + k)
         rec["python"] = {"py": per_step(a["py"], c["py"], k, 80), "c": per_step(a["c"], c["c"], k, 40)}

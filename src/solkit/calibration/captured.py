@@ -23,8 +23,8 @@ import numpy as np
 from ..errors import OptionError
 from ..workload import Workload
 from .manifest import manifest
-from .metrics import log_error
-from .programs import StepCase, StepSet, load_steps
+from .metrics import apart, log_error, median_p90
+from .programs import StepCase, StepSet, load_steps, paired, repeatability
 from ..workload import issued_launches
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,65 +107,67 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
 @dataclass(frozen=True)
 class Repeat:
     """Two timings of the same programs: how far they agree with each other (and, from ``captured_repeat``, the
-    prediction with each). Each figure is (median, p90) of exp(|log(a / b)|) - 1 over the cases timed in both."""
+    prediction with each). Figures are (median, p90) over the cases timed in both."""
 
     steps: int  # cases measured in both timings
-    wall: tuple[float, float]  # their step times, one timing against the other
+    wall: tuple[float, float]  # their step times apart: exp(|log(a / b)|) - 1
     cpu_bound: int  # of them, CPU-bound in both (``StepCase.cpu_bound``)
-    host: tuple[float, float]  # those cases' host times (NaN where none)
-    host_per_probe: tuple[float, float]  # those host times, each over its own timing's probe (``timed_probe_us``)
-    #: how far a time midway between the two (their geometric mean) is from each: exp(|log(a / b)| / 2) - 1 of
-    #: their step times; any prediction is at least this far from one of them
-    midway: tuple[float, float] = (math.nan, math.nan)
+    host: tuple[float, float]  # those cases' host times apart (``programs.repeatability``'s)
+    probed: int  # of those, the ones with a launch probe in both timings (``timed_probe_us``)
+    host_per_probe: tuple[float, float]  # their host times apart once each is divided by its own timing's probe
+    #: a time midway between the two (their geometric mean) is exp(|log(a / b)| / 2) - 1 from each, and any one time
+    #: at least that far from one of them: of the step times, and of the probed host times over their probes
+    midway: tuple[float, float]
+    midway_per_probe: tuple[float, float]
     model: Optional[tuple[tuple[float, float], tuple[float, float]]] = None  # the prediction against each timing
-
-
-def _median_p90(errors: Sequence[float]) -> tuple[float, float]:
-    if not errors:
-        return math.nan, math.nan
-    return float(np.median(errors)), float(np.percentile(errors, 90))
-
-
-def _apart(a: float, b: float) -> float:
-    return float(np.expm1(log_error(a, b)))
 
 
 def timing_repeat(first: StepSet, second: StepSet) -> Repeat:
     """How far ``second`` (the same cases timed again) agrees with ``first``: step times, and CPU-bound host times
     as measured and over each timing's own launch probe."""
-    other = {c.id: c for c in second.cases if c.ok}
-    pairs = [(a, other[a.id]) for a in first.cases if a.ok and a.id in other]
+    pairs = paired(first, second)
     if not pairs:
         raise OptionError(f"{second.path or 'the second timing'} times none of the cases of {first.path or 'the first'}")
-    cpu = [(a, b) for a, b in pairs if a.cpu_bound and b.cpu_bound]
-    return Repeat(len(pairs), _median_p90([_apart(a.wall_ms, b.wall_ms) for a, b in pairs]),  # type: ignore[arg-type]
-                  len(cpu), _median_p90([_apart(a.host_ms, b.host_ms) for a, b in cpu]),  # type: ignore[arg-type]
-                  _median_p90([_apart(a.host_ms / a.timed_probe_us, b.host_ms / b.timed_probe_us)  # type: ignore[operator]
-                               for a, b in cpu]),
-                  _median_p90([float(np.expm1(log_error(a.wall_ms, b.wall_ms) / 2)) for a, b in pairs]))
+    host = repeatability(first, second)["CPU-bound host"]
+    probed = [(a.host_ms / a.timed_probe_us, b.host_ms / b.timed_probe_us) for a, b in pairs  # type: ignore[operator]
+              if a.cpu_bound and b.cpu_bound and a.timed_probe_us and b.timed_probe_us]
+    walls = [(float(a.wall_ms), float(b.wall_ms)) for a, b in pairs]  # type: ignore[arg-type]
+    return Repeat(steps=len(pairs), wall=median_p90([apart(a, b) for a, b in walls]), cpu_bound=host[0],
+                  host=(host[1], host[2]), probed=len(probed),
+                  host_per_probe=median_p90([apart(a, b) for a, b in probed]),
+                  midway=median_p90([_midway(a, b) for a, b in walls]),
+                  midway_per_probe=median_p90([_midway(a, b) for a, b in probed]))
 
 
-def captured_repeat(first: StepSet, second: StepSet, gpu: Any = "h200") -> Repeat:
-    """``timing_repeat`` of two timings of captured steps, with the prediction's error on each over the same cases."""
+def _midway(a: float, b: float) -> float:
+    """How far the geometric mean of ``a`` and ``b`` is from each: exp(|log(a / b)| / 2) - 1."""
+    return float(np.expm1(log_error(a, b) / 2))
+
+
+def captured_repeat(first: StepSet, second: StepSet, gpu: Any = "h200",
+                    rows: Optional[tuple[Sequence[CapturedStep], Sequence[CapturedStep]]] = None) -> Repeat:
+    """``timing_repeat`` of two timings of captured steps, with the prediction's error on each over the same cases
+    (``rows``: each timing's ``captured_steps`` where already predicted)."""
     r = timing_repeat(first, second)
-    ids = {c.id for c in second.cases if c.ok}
-    only = [c.id for c in first.cases if c.ok and c.id in ids]
-    a, b = (_median_p90([row.error for row in captured_steps(s, gpu, only=only)]) for s in (first, second))
-    return dataclasses.replace(r, model=(a, b))
+    ids = {a.id for a, _ in paired(first, second)}
+    both = rows or tuple(captured_steps(s, gpu, only=sorted(ids)) for s in (first, second))
+    model = tuple(median_p90([row.error for row in rs if row.id in ids]) for rs in both)
+    return dataclasses.replace(r, model=(model[0], model[1]))
 
 
 def _repeat_paragraph(first: str, second: str, r: Repeat) -> list[str]:
     """The report's lines on two timings of the same programs (``r`` from ``captured_repeat``)."""
     model = r.model or ((math.nan, math.nan), (math.nan, math.nan))
-    return [f"Two timings of the same {r.steps} captured programs ({first} and {second}, the same protocol on two "
-            f"machine starts): their step times differ by a median of {r.wall[0]:.1%} (p90 {r.wall[1]:.1%}); the host "
-            f"times of the {r.cpu_bound} CPU-bound in both by {r.host[0]:.1%} (p90 {r.host[1]:.1%}), and by "
-            f"{r.host_per_probe[0]:.1%} (p90 {r.host_per_probe[1]:.1%}) once each is divided by its own timing's launch "
-            "probe, the part no probe explains. The prediction misses the first timing by "
-            f"{_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by {_pct(model[1][0])} (p90 "
-            f"{_pct(model[1][1])}). A time midway between the two timings (their geometric mean) is {r.midway[0]:.1%} "
-            f"(p90 {r.midway[1]:.1%}) from each, and any prediction is at least that far from one of them: a "
-            "prediction cannot agree with one timing better than two timings agree with each other.", ""]
+    return [f"Two timings of the same {r.steps} captured programs ({first} and {second}, the same timing protocol on "
+            f"two machine starts): their step times differ by a median of {_pct(r.wall[0])} (p90 {_pct(r.wall[1])}); "
+            f"the host times of the {r.cpu_bound} CPU-bound in both by {_pct(r.host[0])} (p90 {_pct(r.host[1])}), and "
+            f"by {_pct(r.host_per_probe[0])} (p90 {_pct(r.host_per_probe[1])}) once each is divided by its own timing's "
+            f"launch probe. A time midway between the two timings (their geometric mean) is {_pct(r.midway[0])} (p90 "
+            f"{_pct(r.midway[1])}) from each, so a prediction that reads no probe is at least that far from one of them, "
+            "step by step; read at each timing's probe, the CPU-bound host times' midway is "
+            f"{_pct(r.midway_per_probe[0])} (p90 {_pct(r.midway_per_probe[1])}). The prediction (at each timing's "
+            f"probe) misses the first timing by {_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by "
+            f"{_pct(model[1][0])} (p90 {_pct(model[1][1])}).", ""]
 
 
 def _model_of(case: StepCase, models: dict[str, Any]) -> Any:
@@ -221,7 +223,7 @@ def captured_summary(rows: Sequence[CapturedStep]) -> dict[str, tuple[int, float
 
 
 def captured_files(role: str) -> tuple[str, ...]:
-    """The captured-steps files of ``role`` (validation, test, spent) in manifest order."""
+    """The captured-steps files of ``role`` (fit, validation, test, spent, repeat) in manifest order."""
     return manifest().files(role=role, measures="captured_steps")
 
 
@@ -232,15 +234,17 @@ def captured_report(gpu: Any = "h200") -> str:
              "steps.py --space capture`). Each step is rebuilt from the config it ran by `solkit.capture.hf_model` and "
              "predicted with its launch probe. Error = exp(|log(predicted / measured)|) - 1 of the median step time "
              "(CUDA events); memory: |captured peak - measured max_memory_allocated| / measured.", ""]
+    predicted: dict[str, list[CapturedStep]] = {}
     for role in ("test", "validation", "spent", "fit", "repeat"):
         for name in captured_files(role):
             entry = manifest().entry(name)
             steps = load_steps(name)
-            rows = captured_steps(steps, gpu)
+            rows = predicted[name] = captured_steps(steps, gpu)
             lines += [f"## {name}: {role} ({entry.describe()})", "", _versions(steps), ""]
             if role == "repeat":
                 first = _timed_first(name)
-                lines += _repeat_paragraph(first, name, captured_repeat(load_steps(first), steps, gpu))
+                r = captured_repeat(load_steps(first), steps, gpu, rows=(predicted[first], rows))
+                lines += _repeat_paragraph(first, name, r)
             lines += ["| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
             for family in sorted({r.family for r in rows}):
                 for mode in [m for m in MODES if any(r.family == family and r.mode == m for r in rows)]:
@@ -254,10 +258,13 @@ def captured_report(gpu: Any = "h200") -> str:
 
 
 def _timed_first(name: str) -> str:
-    """The captured-steps file whose cases the repeat ``name`` timed again: the other file of its seed."""
+    """The captured-steps file whose cases the repeat ``name`` timed again: the one other file of its seed."""
     seed = manifest().entry(name).seed
-    return next(e.file for e in manifest().entries
-                if e.measures == "captured_steps" and e.seed == seed and e.role != "repeat")
+    firsts = [e.file for e in manifest().entries if e.measures == "captured_steps" and e.seed == seed and e.role != "repeat"]
+    if len(firsts) != 1:
+        raise OptionError(f"the repeat {name} (seed {seed}) needs exactly one other captured-steps file of its seed, "
+                          f"found {len(firsts)}: {', '.join(firsts) or 'none'}")
+    return firsts[0]
 
 
 def _pct(x: Optional[float]) -> str:

@@ -5,6 +5,8 @@ Errors are symmetric: ``error = exp(|log(pred/meas)|) - 1`` (0.10 is 10% too fas
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -23,6 +25,18 @@ __all__ = ["CaseResult", "GroupSummary", "evaluate", "summarize", "format_summar
 def log_error(predicted: Any, measured: Any) -> Any:
     """|log(predicted / measured)|: the symmetric error the fit minimizes (exp of it, minus 1, is the reported error)."""
     return np.abs(np.log(np.asarray(predicted) / np.asarray(measured)))
+
+
+def apart(a: float, b: float) -> float:
+    """exp(|log(a / b)|) - 1: how far two positive figures are apart, either way (the reported error)."""
+    return float(np.expm1(log_error(a, b)))
+
+
+def median_p90(values: Sequence[float]) -> tuple[float, float]:
+    """(median, p90) of ``values`` (NaN, NaN where there are none)."""
+    if len(values) == 0:
+        return math.nan, math.nan
+    return float(np.median(values)), float(np.percentile(values, 90))
 
 
 @dataclass(frozen=True)

@@ -341,11 +341,16 @@ def programs_report(gpu: Any = "h200") -> str:
     return "\n".join(lines) + "\n"
 
 
+def paired(a: StepSet, b: StepSet) -> list[tuple[StepCase, StepCase]]:
+    """The cases measured in both timings, as (``a``'s, ``b``'s), in ``a``'s order."""
+    other = {c.id: c for c in b.cases if c.ok}
+    return [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
+
+
 def repeatability(a: StepSet, b: StepSet) -> dict[str, tuple[int, float, float]]:
     """How far two timings agree: (cases, median, p90) of exp(|log(a / b)|) - 1 of the host time of the cases CPU-bound in
     both, and of the wall time of those GPU-bound in both ((0, nan, nan) where there are none)."""
-    other = {c.id: c for c in b.cases if c.ok}
-    pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
+    pairs = paired(a, b)
     out = {}
     for name, sel, field in (("CPU-bound host", [p for p in pairs if p[0].cpu_bound and p[1].cpu_bound], "host_ms"),
                              ("GPU-bound wall", [p for p in pairs if not p[0].cpu_bound and not p[1].cpu_bound], "wall_ms")):
@@ -370,8 +375,7 @@ def _repeat_lines(a: StepSet, b: StepSet) -> list[str]:
 
 def _spread(a: StepSet, b: StepSet, why: str = "the CPUs differ") -> list[str]:
     """The run-to-run spread of the same cases on two machines: wall time and host time."""
-    other = {c.id: c for c in b.cases if c.ok}
-    pairs = [(c, other[c.id]) for c in a.cases if c.ok and c.id in other]
+    pairs = paired(a, b)
     wall = np.expm1(log_error([x.wall_ms for x, _ in pairs], [y.wall_ms for _, y in pairs]))
     host = np.array([math.log(x.host_ms / y.host_ms) for x, y in pairs])  # type: ignore[operator]
     return [f"Run to run ({a.path.rsplit('/', 1)[-1]} against {b.path.rsplit('/', 1)[-1]}, {len(pairs)} cases, two "
