@@ -362,3 +362,41 @@ def test_sorted_codes_are_a_stable_argsort(width):
     got, order = nb._sorted_codes(z, width)
     want = np.argsort(z, kind="stable")
     assert np.array_equal(order, want) and np.array_equal(got, z[want])
+
+
+@pytest.mark.parametrize("label, bank_points, queries", [
+    # a 1-D span of 40,000 steps: the largest distance 40,000^2 = 1.6e9, past 2^29 (5.4e8) but below 2^31
+    ("span", lambda rng: np.stack([rng.integers(0, 40_001, 400), np.zeros(400, int)], 1),
+     lambda rng: np.stack([rng.integers(0, 40_001, 3_000), np.zeros(3_000, int)], 1)),
+    # a feature the whole bank shares, 30,000 steps from every query's: its 30,000^2 = 9e8 is in every distance (the
+    # search's base term), so the distances pass 2^29 however close the other features are
+    ("shared", lambda rng: np.stack([rng.integers(0, 200, 600), rng.integers(0, 50, 600), np.full(600, 30_000)], 1),
+     lambda rng: np.stack([rng.integers(0, 200, 5_000), rng.integers(0, 50, 5_000), np.zeros(5_000, int)], 1)),
+])
+def test_distances_past_two_to_the_29_are_summed_in_float64_and_exact(label, bank_points, queries):
+    """Banks whose squared distances (integers, in 1/STEP octave) pass 2^29, the int32 path's bound: the search takes
+    the float64 path (the dtype its distances are summed in, as _search's finish sees it) and every query's c is
+    the brute force's."""
+    rng = np.random.default_rng(len(label))
+    x = bank_points(rng)
+    q = np.unique(queries(rng), axis=0)
+    residuals = rng.normal(0, 0.5, len(x))
+    kinds = {str(dtype) for dtype in nb._search(x, q, nb.K, residuals, finish=lambda w, qq, b, o, xt, base, k, r: xt.dtype)}
+    assert kinds == {"float64"}, label
+    assert np.abs(nb._nearest((x, residuals), q[:400]) - brute((x, residuals), q[:400])[0]).max() <= TOLERANCE
+
+
+def test_a_non_finite_feature_is_refused_alone_and_in_a_sweep():
+    """A NaN or an infinity among a correction's features is a ShapeError (a ValueError) naming the key, never a c:
+    in a sweep one NaN would move the lattice corner every other cell's search is relative to."""
+    from solkit.errors import ShapeError
+
+    rng = np.random.default_rng(7)
+    n = nb.Neighbours("test", {"k|": (rng.integers(0, 100, (50, 3)), rng.normal(0, 0.5, 50))})
+    m = rng.uniform(0, 12, 1000)
+    m[3] = np.nan
+    with pytest.raises(ShapeError, match="'k'.*finite"):
+        n.correction("k", [], [m, 4.0, 5.0])
+    with pytest.raises(ShapeError, match="'k'.*finite"):
+        n.correction("k", [], [float("inf"), 4.0, 5.0])
+    assert np.all(np.isfinite(n.correction("k", [], [np.nan_to_num(m, nan=1.0), 4.0, 5.0])))

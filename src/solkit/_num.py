@@ -113,18 +113,15 @@ def off(x: Any, d: float) -> Any:
     """``x % d != 0``: whether ``x`` is not a multiple of ``d`` (elementwise).
 
     A sweep of finite ``x`` against a power of two ``d`` >= 1 takes x != floor(x / d) * d, exact there (x / d and the
-    product only shift the exponent; below d, floor(x / d) is 0) and far faster than numpy's float remainder; where
-    every x is at least 1 (no x / d underflows), x / d != floor(x / d), one pass fewer; anything else takes ``%``.
+    product only shift the exponent; below d, floor(x / d) is 0) and far faster than numpy's float remainder, in one
+    buffer; anything else takes ``%``.
     """
     if type(x) is float or type(x) is int or not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.size:
         return x % d != 0
-    least, most = x.min(), x.max()
-    if not (d >= 1.0 and math.frexp(d)[0] == 0.5 and np.isfinite(least) and np.isfinite(most)):
+    if not (d >= 1.0 and math.frexp(d)[0] == 0.5 and np.isfinite(x.min()) and np.isfinite(x.max())):
         return x % d != 0
-    y = np.multiply(x, 1.0 / d)
-    if least >= 1.0:  # no x / d underflows: x / d is whole exactly where x is a multiple of d
-        return np.floor(y) != y
-    np.floor(y, out=y)  # floored and scaled back in place
+    y = np.multiply(x, 1.0 / d)  # one buffer, floored and scaled back in place: a second fresh 8 MB array of a
+    np.floor(y, out=y)  # million (its page faults) cost 4x the passes
     np.multiply(y, d, out=y)
     return y != x
 

@@ -20,17 +20,20 @@ Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel 
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
 bucket, not per element); its elements' cells (quantized features and variant flags) are marked on a grid
-(``_grid``), each distinct cell is looked up once, and its c is written at its place on the grid, where every
-element reads it back. The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
+(``_grid``, where the grid's places are few enough; else ``np.unique`` finds them), each distinct cell is looked up
+once, and its c is written at its place on the grid (or taken by each element's index of its cell), where every
+element reads it back. A NaN or an infinity among a sweep's features is refused (a ``ShapeError``). The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
 (summed in int32 where every one is below 2^29, else in float64), so the neighbours (ties included) and their
-distances are the brute force's exactly. A sweep's points are sorted along a Z-order curve and split into boxes
+distances are the brute force's exactly. A sweep's points (where its points times the bank's kernels exceed
+``SMALL``, the bank holds more than ``LEAF`` kernels and the points' bits fit one packed code; else every point
+against the whole bank) are sorted along a Z-order curve and split into boxes
 (each feature halved per level); a box keeps, of its parent's candidates, only the banked kernels no farther from
 it than the K-th smallest of the kernels' farthest distances to it, and stops splitting at ``LEAF`` candidates or
 one point. Each point's K-th distance is the K-th of its box's candidates' distances, sorted; every candidate
 farther than it weighs 0. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep
-``_blended``, the same operations on each box's candidates in bank order, each weight looked up in a table of the
-formula's values at the integers 0 .. the largest K-th distance: the same operations on the same integers, the
-same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
+``_blended``, the same operations on each box's candidates in bank order, each weight looked up, where the distances are int32 and the
+box's largest K-th distance is below ``TABLE``, in a table of the formula's values at the integers 0 .. that
+distance, else computed by the formula: the same operations on the same integers, the same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
 force's BLAS sums it differs by a few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted
 time).
 """
@@ -42,7 +45,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..errors import SpecError
+from ..errors import ShapeError, SpecError
 
 
 __all__ = ["K", "SOFTEN", "REACH", "PRIOR", "STEP", "SHARED_PRECISIONS", "Neighbours", "bank_key", "variant_key",
@@ -197,6 +200,8 @@ class Neighbours:
             bank = self._banks.get(full)
             if bank is None:
                 return 0.0
+            if not all(math.isfinite(f) for f in feats):
+                raise ShapeError(f"neighbour correction of {key!r}: features must be finite log2 sizes, got {list(feats)}")
             return self._one(full, bank, tuple(int(round(f * STEP)) for f in feats))
         return self._sweep(key, variants, feats)
 
@@ -255,6 +260,10 @@ class Neighbours:
         if 0 in shape:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
+        if not all(math.isfinite(v) for v in values if not np.ndim(v)) or not all(
+                np.isfinite(v.min()) and np.isfinite(v.max()) for v in swept if v.dtype.kind == "f"):
+            # NB: one NaN would move every cell's lattice corner (the search works relative to it), not only its own
+            raise ShapeError(f"neighbour correction of {key!r}: features must be finite (a NaN or an infinity came)")
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
         grid = _grid(swept, flags, shape, raw)
         rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
@@ -533,7 +542,8 @@ WIDTH_GROUPS = (6, 8, 10, 12, 16)
 SMALL = 1 << 15
 #: squared distances (1/STEP octave units) below this take their weights from a table of the formula's values
 TABLE = 1 << 16
-#: the unused candidate place's base distance in int32 (every real distance is below 2^29: it is the farthest)
+#: the unused candidate place's base distance in int32 (every real distance is below 2^29: it is the farthest; with
+#: a real distance added it stays below 2^30 + 2^29 < 2^31, so no int32 sum overflows)
 _FAR = 1 << 30
 
 
