@@ -145,7 +145,7 @@ def test_timing_repeat_by_hand():
     22.47% + 0.7 x 18.95% = 35.74%); the probed hosts 0% and 11.80% (median 5.90%, p90 10.62%)."""
     from solkit.calibration.captured import timing_repeat
     from solkit.calibration.programs import StepSet
-    from solkit.errors import OptionError
+    from solkit.errors import SpecError
 
     def timing(*cases, **extra):
         return StepSet(created_utc="2026-12-03T00:00:00", env={}, cases=tuple(
@@ -164,7 +164,7 @@ def test_timing_repeat_by_hand():
     assert r.host_per_probe == (pytest.approx(0.125), pytest.approx(0.225))
     assert r.midway == (pytest.approx(0.171390, abs=1e-6), pytest.approx(0.357373, abs=1e-6))
     assert r.midway_per_probe == (pytest.approx(0.059017, abs=1e-6), pytest.approx(0.106231, abs=1e-6))
-    with pytest.raises(OptionError, match="times none of the cases"):
+    with pytest.raises(SpecError, match="times none of the cases"):
         timing_repeat(first, timing(("g", 1, 1, 8, "ok")))
 
 

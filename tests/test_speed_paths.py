@@ -37,8 +37,8 @@ def test_a_prediction_loads_neither_the_models_nor_the_charts():
 @pytest.mark.parametrize("d", [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 0.5, 3.0, 2.0 ** 40])
 def test_off_is_the_remainders_test(d):
     """_num.off(x, d) is numpy's own x % d != 0 (the outside oracle) on integers, fractions, negatives, huge and tiny
-    values, infinities and NaN, for powers of two (its fast paths: any finite values, and values of at least 1) and
-    others."""
+    values, infinities and NaN, for powers of two (its fast path: finite values, whole sweeps and those of values at
+    least 1) and others."""
     rng = np.random.default_rng(int(d * 7) % 1000)
     x = np.concatenate([rng.integers(1, 1 << 40, 20_000).astype(float), rng.uniform(-1e6, 1e6, 20_000),
                         [0.0, -0.0, -8.0, 2.0 ** 53, 2.0 ** 60 + 2048, 1e308, -1e308, 5e-324, 2.0 ** -1070, 1.0, 1.5]])

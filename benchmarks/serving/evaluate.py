@@ -31,6 +31,7 @@ import numpy as np
 
 import solkit as sk
 from solkit import models, planning
+from solkit.calibration.metrics import apart, median_p90
 
 
 def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False,
@@ -140,7 +141,7 @@ def fit(docs: list[dict[str, Any]]) -> dict[str, Any]:
 
 def error(pred: float, meas: float) -> float:
     """exp(|log(pred / meas)|) - 1: 0.1 is 10% off either way."""
-    return math.exp(abs(math.log(pred / meas))) - 1
+    return apart(pred, meas)
 
 
 def table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -170,9 +171,7 @@ def repeatability(first: dict[str, Any], second: dict[str, Any]) -> list[dict[st
                  and c.get("status") == "ok" and second["cases"].get(i, {}).get("status") == "ok"]
         row: dict[str, Any] = {"engine": engine, "cases": len(pairs)}
         for what in ("ttft_s", "tpot_s", "case_probe_us"):
-            errs = [error(a[what], b[what]) for a, b in pairs]
-            row.update({f"{what}_median": float(np.median(errs)) if errs else math.nan,
-                        f"{what}_p90": float(np.percentile(errs, 90)) if errs else math.nan})
+            row[f"{what}_median"], row[f"{what}_p90"] = median_p90([apart(a[what], b[what]) for a, b in pairs])
         out.append(row)
     return out
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import numpy as np
 
-from ..errors import OptionError
+from ..errors import OptionError, SpecError
 from ..workload import Workload
 from .manifest import manifest
 from .metrics import apart, log_error, median_p90
@@ -127,7 +127,7 @@ def timing_repeat(first: StepSet, second: StepSet) -> Repeat:
     as measured and over each timing's own launch probe."""
     pairs = paired(first, second)
     if not pairs:
-        raise OptionError(f"{second.path or 'the second timing'} times none of the cases of {first.path or 'the first'}")
+        raise SpecError(f"{second.path or 'the second timing'} times none of the cases of {first.path or 'the first'}")
     host = repeatability(first, second)["CPU-bound host"]
     probed = [(a.host_ms / a.timed_probe_us, b.host_ms / b.timed_probe_us) for a, b in pairs  # type: ignore[operator]
               if a.cpu_bound and b.cpu_bound and a.timed_probe_us and b.timed_probe_us]
@@ -262,7 +262,7 @@ def _timed_first(name: str) -> str:
     seed = manifest().entry(name).seed
     firsts = [e.file for e in manifest().entries if e.measures == "captured_steps" and e.seed == seed and e.role != "repeat"]
     if len(firsts) != 1:
-        raise OptionError(f"the repeat {name} (seed {seed}) needs exactly one other captured-steps file of its seed, "
+        raise SpecError(f"the repeat {name} (seed {seed}) needs exactly one other captured-steps file of its seed, "
                           f"found {len(firsts)}: {', '.join(firsts) or 'none'}")
     return firsts[0]
 

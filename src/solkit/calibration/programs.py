@@ -30,7 +30,7 @@ from ..prediction import cpu_bound
 from ..workload import Workload, issued_launches
 from .data import MAX_DATA_BYTES
 from .manifest import data_dir, data_path, manifest
-from .metrics import log_error
+from .metrics import apart, log_error, median_p90
 from .rounding import rounded
 
 __all__ = ["ARCHITECTURES", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "nonnegative_least_squares", "step_errors",
@@ -357,8 +357,7 @@ def repeatability(a: StepSet, b: StepSet) -> dict[str, tuple[int, float, float]]
         if not sel:
             out[name] = (0, math.nan, math.nan)
             continue
-        err = np.expm1(log_error([getattr(x, field) for x, _ in sel], [getattr(y, field) for _, y in sel]))
-        out[name] = (len(sel), float(np.median(err)), float(np.percentile(err, 90)))
+        out[name] = (len(sel), *median_p90([apart(getattr(x, field), getattr(y, field)) for x, y in sel]))
     return out
 
 

@@ -201,7 +201,8 @@ class Neighbours:
             if bank is None:
                 return 0.0
             if not all(math.isfinite(f) for f in feats):
-                raise ShapeError(f"neighbour correction of {key!r}: features must be finite log2 sizes, got {list(feats)}")
+                raise ShapeError(f"neighbour correction of {key!r}: features must be finite (log2 of sizes), got "
+                                 f"{list(feats)}")
             return self._one(full, bank, tuple(int(round(f * STEP)) for f in feats))
         return self._sweep(key, variants, feats)
 
@@ -260,10 +261,13 @@ class Neighbours:
         if 0 in shape:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
-        if not all(math.isfinite(v) for v in values if not np.ndim(v)) or not all(
-                np.isfinite(v.min()) and np.isfinite(v.max()) for v in swept if v.dtype.kind == "f"):
-            # NB: one NaN would move every cell's lattice corner (the search works relative to it), not only its own
-            raise ShapeError(f"neighbour correction of {key!r}: features must be finite (a NaN or an infinity came)")
+        for i, v in enumerate(values):  # NB: one NaN would move every cell's lattice corner (the search works from it)
+            if np.ndim(v) and np.asarray(v).dtype.kind == "f" and not (np.isfinite(np.min(v)) and np.isfinite(np.max(v))):
+                bad = np.asarray(v).ravel()[np.flatnonzero(~np.isfinite(np.asarray(v).ravel()))[0]]
+                raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got "
+                                 f"{bad} in its sweep")
+            if not np.ndim(v) and not math.isfinite(v):
+                raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got {v}")
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
         grid = _grid(swept, flags, shape, raw)
         rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
