@@ -35,10 +35,11 @@ from solkit.calibration.metrics import apart, median_p90
 
 
 def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False,
-                figures: planning.GenerateHost | None = None) -> list[dict[str, Any]]:
+                figures: planning.GenerateHost | None = None, timed_probe: bool = False) -> list[dict[str, Any]]:
     """One row per measured case: measured and predicted TTFT and TPOT and the host's share of each. ``figures``:
     generate's host figures to try in place of ``stacks.transformers517``'s (the fit's; then through ``planning``'s
-    own ``_served``, the path ``inference`` takes on one GPU)."""
+    own ``_served``, the path ``inference`` takes on one GPU). ``timed_probe``: TTFT read at the probe taken just
+    before its timed calls, TPOT at the one just before the timed calls of all N tokens (from seed 3008 on)."""
     gpu = sk.load_gpu("h200")
     rows = []
     probe_us = doc.get("host_probe_us") if probe else None
@@ -46,18 +47,32 @@ def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False,
         if c.get("status") != "ok":
             continue
         m = _model(c)
-        used = c["case_probe_us"] if case_probe else probe_us
-        if figures is None:
-            e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"],
-                                   engine=c["engine"], host_probe_us=used)
-            ttft, tpot, host_ttft, host_tpot = e.ttft, e.tpot, e.host_ttft, e.host_tpot
+        if timed_probe:
+            if not (c.get("ttft_probe_us") and c.get("t_n_probe_us")):
+                raise SystemExit(f"{cid}: --timed-probe reads ttft_probe_us and t_n_probe_us (generate.py from seed "
+                                 f"3008 on); this case recorded none")
+            ttft = _served(m, gpu, c, c["ttft_probe_us"], figures)
+            tpot = _served(m, gpu, c, c["t_n_probe_us"], figures)
+            ttft = (ttft[0], tpot[1], ttft[2], tpot[3])
         else:
-            ttft, tpot, host_ttft, host_tpot = planning._served(m, gpu, c["batch"], c["prompt"], c["output"],
-                                                                 c["engine"], SERVE_OPTIONS, used, figures)
+            ttft = _served(m, gpu, c, c["case_probe_us"] if case_probe else probe_us, figures)
+        ttft, tpot, host_ttft, host_tpot = ttft
         rows.append({"id": cid, "family": c["family"], "engine": c["engine"], "layers": m.layers,
                      "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(ttft),
                      "tpot_pred": float(tpot), "host_ttft": float(host_ttft), "host_tpot": float(host_tpot)})
     return rows
+
+
+def _served(m: Any, gpu: Any, c: dict[str, Any], probe_us: float | None,
+            figures: planning.GenerateHost | None) -> tuple[Any, Any, Any, Any]:
+    """(TTFT, TPOT, host TTFT, host TPOT) predicted for case ``c`` at ``probe_us``: ``inference`` as a user calls it,
+    or with ``figures`` in place of the stack's (``planning._served``, the path ``inference`` takes on one GPU)."""
+    if figures is None:
+        e = planning.inference(m, gpu, batch=c["batch"], prompt=c["prompt"], output=c["output"], engine=c["engine"],
+                               host_probe_us=probe_us)
+        return e.ttft, e.tpot, e.host_ttft, e.host_tpot
+    return planning._served(m, gpu, c["batch"], c["prompt"], c["output"], c["engine"], SERVE_OPTIONS, probe_us,
+                            figures)
 
 
 @functools.lru_cache(maxsize=None)
@@ -216,12 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case-probe", action="store_true", help="predict each case with the probe taken just before it "
                     "(case_probe_us; the seed-3002 draw onwards): the frozen draws' protocol from seed 3006 on, a diagnosis "
                     "before")
+    ap.add_argument("--timed-probe", action="store_true", help="predict each case's TTFT at the probe taken just "
+                    "before its timed calls and its TPOT at the one before the timed calls of all N tokens "
+                    "(ttft_probe_us, t_n_probe_us): the frozen draws' reading from seed 3008 on")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--cases", action="store_true", help="print every case's row")
     ap.add_argument("--repeat-of", metavar="FIRST", help="DATA (one file) times again the cases of this generate.py "
                     "file: print how far the two timings agree (repeatability), then the report of each timing on the "
                     "cases measured in both (FIRST's first)")
     args = ap.parse_args(argv)
+    if sum((args.probe, args.case_probe, args.timed_probe)) > 1:
+        ap.error("--probe, --case-probe and --timed-probe are three readings: give one")
     if args.repeat_of and (len(args.data) != 1 or args.fit or args.profile):
         ap.error("--repeat-of compares one DATA file with FIRST (no --fit, no --profile)")
     probe = args.probe
@@ -230,12 +250,12 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.data:
         with open(path) as f:
             docs.append(json.load(f))
-        rows += predictions(docs[-1], probe, args.case_probe)
+        rows += predictions(docs[-1], probe, args.case_probe, timed_probe=args.timed_probe)
     if args.profile:
         configs = {c["family"]: c["model"]["hf_config"] for d in docs for c in d["cases"].values() if "model" in c}
         rows += predictions(profile_doc(args.profile, configs), False, args.case_probe)
     if args.fit:
-        if probe or args.case_probe:
+        if probe or args.case_probe or args.timed_probe:
             raise SystemExit("--fit fits without a probe (the figures are in the fit hosts' units: the module's docstring)")
         pooled = docs + ([profile_doc(args.profile, configs)] if args.profile else [])
         print(json.dumps(fit(pooled), indent=1))
@@ -247,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
             first = json.load(f)
         again = repeatability(first, docs[0])
         print(repeat_markdown(again) if args.markdown else json.dumps(again, indent=1))
-        both = [table(predictions(common(d, o), probe, args.case_probe)) for d, o in ((first, docs[0]), (docs[0], first))]
+        both = [table(predictions(common(d, o), probe, args.case_probe, timed_probe=args.timed_probe))
+                for d, o in ((first, docs[0]), (docs[0], first))]
         for summary in both:
             print(markdown(summary) if args.markdown else json.dumps(summary, indent=1))
         return 0

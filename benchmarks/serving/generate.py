@@ -18,7 +18,9 @@ calls compile and record its graphs). NB: hf-static's TTFT call preallocates pro
 The model's ``generation_config`` has no EOS token (random weights would stop at random), so every call makes
 exactly N tokens. Models are built from configs with random weights (``benchmarks/programs/steps.py``'s
 ``hf_config``: GPT-2 124M, Llama-3.2-1B dims, Qwen2.5-0.5B's config.json). A launch probe (2,000 small
-``torch.add``, median of 5) records the host's speed, at the start and again before each case (``case_probe_us``).
+``torch.add``, median of 5) records the host's speed, at the start and again before each case (``case_probe_us``),
+and (from seed 3008 on) just before the timed TTFT calls and just before the timed calls of all N tokens
+(``ttft_probe_us``, ``t_n_probe_us``: after the warmup, which compiles the static engine's step).
 ``--fresh-process hf-static`` times each case of those engines in a child process of its own (this script with
 ``--only`` its id): in one process a static case's TPOT moves by 0.60-1.25x with the cases compiled before it
 (``data/h200_serving_static_process_record.json``), while a user's server compiles one model. ``DIR/serving.json`` is
@@ -133,7 +135,10 @@ def timed(torch: Any, fn: Any, dev: str) -> float:
     return start.elapsed_time(end) / 1e3
 
 
-def measure(torch: Any, model: Any, case: dict[str, Any], dev: str, repeats: int, small: bool) -> dict[str, Any]:
+def measure(torch: Any, model: Any, case: dict[str, Any], dev: str, repeats: int, small: bool,
+            probe: Callable[[], float] | None = None) -> dict[str, Any]:
+    """One case's TTFT and TPOT; ``probe`` (seconds per small launch), where given, is read just before the timed
+    TTFT calls and again just before the timed calls of all N tokens (``ttft_probe_us``, ``t_n_probe_us``)."""
     b, p, n = case["batch"], case["prompt"], case["output"]
     if small:
         b, p, n = min(b, 2), max(8, p // 32), max(4, n // 8)
@@ -157,12 +162,15 @@ def measure(torch: Any, model: Any, case: dict[str, Any], dev: str, repeats: int
         call(n)
     call(1)
     warm_s = time.monotonic() - t_warm
+    ttft_probe = probe() if probe is not None else None
     one = [timed(torch, lambda: call(1), dev) for _ in range(repeats)]
+    t_n_probe = probe() if probe is not None else None
     full = [timed(torch, lambda: call(n), dev) for _ in range(repeats)]
     ttft, t_n = statistics.median(one), statistics.median(full)
     rec: dict[str, Any] = {"batch": b, "prompt": p, "output": n, "tokens_made": made, "ttft_s": ttft,
                            "t_n_s": t_n, "tpot_s": (t_n - ttft) / (n - 1), "ttft_all_s": one, "t_n_all_s": full,
-                           "warmup_s": warm_s}
+                           "warmup_s": warm_s, "ttft_probe_us": ttft_probe and ttft_probe * 1e6,
+                           "t_n_probe_us": t_n_probe and t_n_probe * 1e6}
     if case["engine"] == "hf-static":
         try:
             counters = torch._dynamo.utils.counters
@@ -249,7 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                     if dev == "cuda":
                         torch.cuda.reset_peak_memory_stats()
                         rec["case_probe_us"] = steps.launch_probe(torch) * 1e6  # the host's speed just before this case
-                    rec.update(measure(torch, model, case, dev, args.repeats, args.small), model=info, status="ok")
+                    probe = (lambda: steps.launch_probe(torch)) if dev == "cuda" else None
+                    rec.update(measure(torch, model, case, dev, args.repeats, args.small, probe), model=info,
+                               status="ok")
             except Exception as err:  # noqa: BLE001 - recorded, the next case runs
                 rec["status"] = f"error: {type(err).__name__}: {err}"[:400]
                 rec["traceback"] = traceback.format_exc()[-2000:]
