@@ -374,6 +374,10 @@ def test_the_committed_counts_are_a_fresh_capture_of_their_cases():
         w = captured_workload(case)
         assert (w.recipe.host_calls.silent, w.recipe.host_calls.modules) == (row.silent, row.modules), row.id
         assert dict(w.recipe.host_calls.ops) == row.host_ops, row.id
+        calls = w.recipe.host_calls
+        assert (calls.backward_launches, calls.after_launches, calls.backward_silent, calls.after_silent) == (
+            row.backward_launches, row.after_launches, row.backward_silent, row.after_silent), row.id
+        assert (row.backward_launches > 0) == row.training  # the BERT-large training step's backward, none elsewhere
         assert issued_launches(w) == row.launches and w.recipe.syncs == row.syncs
         assert row.host_ms == case.host_ms and row.timed_probe_us == case.timed_probe_us
     assert next(r for r in rows if r.id == wanted[-1]).timed_probe_us == 5.64
