@@ -63,6 +63,8 @@ def test_captured_steps_predict_and_hold_memory():
 def test_the_docs_quote_the_newest_frozen_tests_report():
     """README's and accuracy.md's captured-programs figures are the generated report's (data/h200_captured.md) row
     for the newest frozen test: per family and all, median / p90 and the memory median."""
+    if not captured_files("test"):
+        pytest.skip("no frozen captured-steps test: seed 2050 is spent and fitted on, seed 2051 not yet measured")
     newest = captured_files("test")[-1]
     report = (DATA / "h200_captured.md").read_text().split(f"## {newest}: test", 1)[1].split("\n## ", 1)[0]
     rows = {line.split("|")[1].strip(" *"): [c.strip() for c in line.split("|")[3:7]]

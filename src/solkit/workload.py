@@ -127,6 +127,10 @@ class HostCalls(NamedTuple):
     silent: int  # views, metadata, allocations: dispatched, nothing launched
     modules: int  # nn.Module forwards (their Python, hooks)
     ops: tuple[tuple[str, int], ...] = ()  # (host key, calls) of the calls that launched, sorted by key
+    backward_launches: float = 0.0  # of the launches: those the autograd engine issued
+    after_launches: float = 0.0  # of the launches: those outside the autograd engine after its first (the optimizer)
+    backward_silent: int = 0  # of silent: those the autograd engine ran
+    after_silent: int = 0  # of silent: those outside the autograd engine after its first
 
 
 class OpCall(NamedTuple):

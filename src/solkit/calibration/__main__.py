@@ -198,8 +198,9 @@ def _parser() -> argparse.ArgumentParser:
                                         "transformers)")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % CAPTURED_REPORT)
-    p.add_argument("--counts", action="store_true", help="write instead the host counts of the captured-steps fit files' "
-                   "programs (data/h200_captured_host_counts.json), which the host fit reads")
+    p.add_argument("--counts", action="store_true", help="write instead the host counts of the captured-steps files' "
+                   "programs, every one but the frozen tests (data/h200_captured_host_counts.json), which the host fit "
+                   "reads")
     p = sub.add_parser("collectives", help=f"write the NCCL collectives report (data/{COLLECTIVES_REPORT})")
     p.add_argument("--spec", help=spec)
     p.add_argument("--out", help=out % COLLECTIVES_REPORT)
@@ -280,11 +281,11 @@ def _run(args: argparse.Namespace) -> int:
         text = collectives_report(present, gpu) + "\n" + "\n".join(parallel_report_lines(gpu)).rstrip() + "\n"
         return _publish(out, text)
     if args.command == "captured":
-        from .captured import captured_files, captured_report, host_counts
+        from .captured import captured_report, counted_files, host_counts
         from .captured_host import COUNTS_FILE
 
         if args.counts:
-            counts = host_counts(captured_files("fit"))
+            counts = host_counts(counted_files())
             return _publish(_out(args.out, COUNTS_FILE), json.dumps(counts.model_dump(), indent=1) + "\n")
         out = _out(args.out, CAPTURED_REPORT)
         text = captured_report(gpu)

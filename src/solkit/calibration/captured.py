@@ -201,9 +201,11 @@ def host_counts(names: Sequence[str]) -> "HostCounts":
             rows.append(HostCount(file=name, id=case.id, family=case.family, mode=case.mode, training=recipe.training,
                                   preamble=recipe.preamble, launches=float(issued_launches(w)), silent=counted.silent,
                                   modules=counted.modules, syncs=recipe.syncs, host_ops=dict(counted.ops),
+                                  backward_launches=counted.backward_launches, after_launches=counted.after_launches,
+                                  backward_silent=counted.backward_silent, after_silent=counted.after_silent,
                                   host_ms=case.host_ms,
                                   wall_ms=case.wall_ms, timed_probe_us=case.timed_probe_us, cpu_bound=case.cpu_bound))
-    return HostCounts(schema_version=3, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
+    return HostCounts(schema_version=4, captured_with={"torch": torch.__version__, "transformers": transformers.__version__},
                       command="python -m solkit.calibration captured --counts", rows=tuple(rows))
 
 
@@ -225,6 +227,13 @@ def captured_summary(rows: Sequence[CapturedStep]) -> dict[str, tuple[int, float
 def captured_files(role: str) -> tuple[str, ...]:
     """The captured-steps files of ``role`` (fit, validation, test, spent, repeat) in manifest order."""
     return manifest().files(role=role, measures="captured_steps")
+
+
+def counted_files() -> tuple[str, ...]:
+    """The captured-steps files whose programs' host counts the counts file holds (``captured --counts``): every one
+    but the frozen tests (fit, spent and repeat), in manifest order; the host fit reads its fit files' rows."""
+    return tuple(e.file for e in manifest().entries if e.measures == "captured_steps" and e.role in ("fit", "spent",
+                                                                                                       "repeat"))
 
 
 def captured_report(gpu: Any = "h200") -> str:

@@ -22,7 +22,7 @@ from typing import Any, Optional
 
 from ..ops.aten import Mapped, map_call
 from ..ops.registry import REGISTRY
-from ..workload import Kernel, Node, Sync, Workload, with_kernels
+from ..workload import Kernel, Node, Sync, Workload, issued_launches, with_kernels
 from .eager import SDPA_BACKWARD, Launch, launched
 from .program import Coverage
 from .record import Event
@@ -39,9 +39,10 @@ class Built:
     """A program's parts (launch order, layers held once), its coverage, layers and notes."""
 
     def __init__(self, parts: tuple[tuple[Node, int], ...], coverage: Coverage, layers: int, notes: tuple[str, ...],
-                 stalls: tuple[int, ...]) -> None:
+                 stalls: tuple[int, ...], phases: tuple[float, float] = (0.0, 0.0)) -> None:
         self.parts, self.coverage, self.layers, self.notes = parts, coverage, layers, notes
         self.stalls = stalls  # per host sync: the kernel calls (in launch order) before it
+        self.phases = phases  # launches the autograd engine issued; launches outside it after its first (the optimizer)
 
 
 class _Item:
@@ -159,7 +160,24 @@ def build(events: list[Event], layer_of: Any, kinds: dict[str, str], syncs: Any 
         items.append(_sync(module, layer_of, bool(events) and events[-1].backward))
     coverage = _coverage([i for i in items if i.op != "sync"])
     parts, layers = _repeats(items, kinds)
-    return Built(parts, coverage, layers, tuple(mapper.notes), tuple(stalls))
+    return Built(parts, coverage, layers, tuple(mapper.notes), tuple(stalls), _phases(items))
+
+
+def _phases(items: list[_Item]) -> tuple[float, float]:
+    """The launches of ``items`` the autograd engine issued, and those outside it after its first (an optimizer's
+    step, its zero_grad)."""
+    backward = after = 0.0
+    seen = False
+    for item in items:
+        if item.op == "sync":
+            continue
+        n = float(issued_launches(item.node) if isinstance(item.node, Workload) else item.node.launches)
+        seen = seen or item.backward
+        if item.backward:
+            backward += n
+        elif seen:
+            after += n
+    return backward, after
 
 
 def _coverage(items: list[_Item]) -> Coverage:

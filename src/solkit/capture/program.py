@@ -109,6 +109,10 @@ class CapturedProgram:
     silent_calls: int = 0  # ATen calls that launched nothing (views, metadata, allocations)
     module_calls: int = 0  # module forwards run
     host_ops: tuple[tuple[str, int], ...] = ()  # (host key, calls) of the launching calls (capture.host_keys)
+    backward_launches: float = 0.0  # launches the autograd engine issued
+    after_launches: float = 0.0  # launches outside the autograd engine after its first (the optimizer's step)
+    backward_silent: int = 0  # of silent_calls: those the autograd engine ran
+    after_silent: int = 0  # of silent_calls: those outside the autograd engine after its first
     step: Optional[Callable[..., Workload]] = field(default=None, compare=False, repr=False)
 
     @property
@@ -120,7 +124,8 @@ class CapturedProgram:
     def host_calls(self) -> HostCalls:
         """The host work counted beyond the launches: ATen calls that launch nothing, module forwards, the launching
         calls by host key."""
-        return HostCalls(self.silent_calls, self.module_calls, self.host_ops)
+        return HostCalls(self.silent_calls, self.module_calls, self.host_ops, self.backward_launches,
+                         self.after_launches, self.backward_silent, self.after_silent)
 
     def training_step(self, optimizer: str, amp: Any, microbatches: int, checkpointing: bool, split: Any) -> Workload:
         """The training step of this program (``models.training_step`` of a captured forward), on one GPU."""

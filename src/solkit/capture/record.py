@@ -173,6 +173,9 @@ class Recorder(TorchDispatchMode):
         self.recompute = 0  # > 0: a module's forward runs inside the backward (activation checkpointing)
         self.silent_calls = 0  # ATen calls that launch nothing (views, metadata, allocations): host work all the same
         self.module_calls = 0  # module forwards run (the Tracker counts them): their Python is host work
+        self.backward_silent = 0  # of silent_calls: those the autograd engine ran
+        self.after_silent = 0  # of silent_calls: those outside the autograd engine after its first call (the optimizer)
+        self.backward_seen = False  # the autograd engine has run a call
 
     # ---- where a call comes from -------------------------------------------------------------------------------
     def where(self) -> tuple[str, bool]:
@@ -227,6 +230,7 @@ class Recorder(TorchDispatchMode):
             return func(*args, **kwargs)
         module, backward = self.where()
         self.last = (name, module)
+        self.backward_seen = self.backward_seen or backward
         try:
             if name == "aten::_grouped_mm" and args[0].dtype != torch.bfloat16:
                 out = self._grouped_fallback(func, args, kwargs, module)
@@ -253,11 +257,11 @@ class Recorder(TorchDispatchMode):
         if self.suppress:
             return out  # a construct recorded whole (``emit``) runs these calls inside its one event
         if name in NO_LAUNCH or func.is_view or (outs and all(t.numel() == 0 for t in outs)):
-            self.silent_calls += 1
+            self._silent(backward)
             return out  # nothing launches (a kernel over no element returns before launching)
         mutable = func._schema.is_mutable
         if not mutable and outs and _aliases(outs, inputs):
-            self.silent_calls += 1
+            self._silent(backward)
             return out  # every output is an input's storage: a view by another name
         trace = encode(func, tuple(args), kwargs)
         first = next((a for a in list(args) + list(kwargs.values())
@@ -275,6 +279,14 @@ class Recorder(TorchDispatchMode):
                                f"{self.place(module)}): a loop that does not end on fake tensors? capture a bounded part")
         self.events.append(Event(name, trace, outputs, backward, module, read, hints, lists, mutable, self.recompute > 0))
         return out
+
+    def _silent(self, backward: bool) -> None:
+        """Count a call that launched nothing, and its phase (the autograd engine's, or after its first call)."""
+        self.silent_calls += 1
+        if backward:
+            self.backward_silent += 1
+        elif self.backward_seen:
+            self.after_silent += 1
 
     def _copied(self, func: Any, source: Any, result: Any, module: str, backward: bool, out: Any) -> Any:
         """An op that may alias its input but made a new tensor (``to`` a new dtype, ``reshape`` or ``contiguous`` of

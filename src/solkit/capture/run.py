@@ -151,7 +151,9 @@ def capture_call(fn: Any, args: Any = (), kwargs: Any = None, *, name: Optional[
     training = any(e.backward for e in recorder.events) or run.stepped
     recipe = CapturedProgram(label, training, built.layers, bool(preamble), run.params, built.coverage, memory,
                              len(recorder.syncs), notes, built.stalls, step=step, silent_calls=recorder.silent_calls,
-                             module_calls=recorder.module_calls, host_ops=host_ops(recorder.events))
+                             module_calls=recorder.module_calls, host_ops=host_ops(recorder.events),
+                             backward_launches=built.phases[0], after_launches=built.phases[1],
+                             backward_silent=recorder.backward_silent, after_silent=recorder.after_silent)
     return program_workload(label, built.parts, recipe)
 
 

@@ -122,9 +122,10 @@ LAYERNORM_BACKWARD_LAUNCHES = 2
 SMALL_SORT = 4096
 #: the host keys (``capture.host_keys``) whose call ``benchmarks/programs/op_host.py`` times, which a spec's
 #: ``measured.op_host_weight`` may weigh (its add is the unit; its int32 cast is left out, as calibration.captured_host
-#: says; NB: a long one-slice sort is ``sort_cub`` whatever its dtype)
-HOST_KEYS = ("_grouped_mm", "arange", "cumsum", "floor_divide", "histc", "index", "index_put_", "index_rows",
-             "masked_fill", "mm", "softmax", "sort", "sort_cub", "topk")
+#: says; NB: a long one-slice sort is ``sort_cub`` whatever its dtype; linear and addmm, GEMMs through the same
+#: cuBLAS path, take mm's measurement)
+HOST_KEYS = ("_grouped_mm", "addmm", "arange", "cumsum", "floor_divide", "histc", "index", "index_put_", "index_rows",
+             "linear", "masked_fill", "mm", "softmax", "sort", "sort_cub", "topk")
 #: a longer slice (of a tensor of one slice) goes to cub's radix sort: the reverse-index fill, cub's histogram and
 #: exclusive sum, then one one-sweep pass per byte of the key (8-bit digits): 11 launches for int64 keys (4 of 4
 #: calls of 6,792 experts' ids). NB: read off int64 keys; other key widths take their bytes' passes (CUB's sm90
