@@ -81,6 +81,9 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_captured_steps_test_seed2050.json", "fit", 2050, "ac3459d", "605e2c6"),
     # 836333f: "Data: seed 2050's 70 captured steps timed again on the H200 (...): the run-to-run spread" (no model frozen)
     ("h200_captured_steps_repeat_seed2050.json", "repeat", 2050, None, "836333f"),
+    # 01ee359: "Data: the seed-2051 captured-steps draw's raw file (70 H200 steps measured after 6963ced froze capture and
+    # the captured programs' host rule ...)"
+    ("h200_captured_steps_test_seed2051.json", "test", 2051, "6963ced", "01ee359"),
     # 0daa1ea: "Serving (issue 30): the frozen seed-3005 draw (24 H200 generate calls measured after d525a14)";
     # 2047fe8: "seed 3005's probe-read diagnosis chose it" (the next draw's reading): spent
     ("h200_serving_test_seed3005.json", "spent", 3005, "d525a14", "0daa1ea"),
@@ -119,8 +122,7 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2051 (kernels: the default mix, SDPA and issue 31's weak families),
-    2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 3008 (serving); none of captured steps (2050 spent and fitted
-    on, 2051 not yet measured) nor of Triton
+    2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 2051 (captured steps), 3008 (serving); none of Triton
     configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
@@ -129,7 +131,7 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
-    assert m.newest_test("captured_steps") is None  # 2050 spent and fitted on; 2051 to be measured after the rule
+    assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2051.json"
     assert m.newest_test("serving").file == "h200_serving_test_seed3008.json"
     assert m.newest_test("tune_configs") is None  # 3205 and 3206 spent on the GEMM's top-1 diagnosis; 3207 not drawn
     assert m.newest_test("kernels", "cast") is None
@@ -174,7 +176,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 73  # 27 kernel files + 11 step files + 8 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 74  # 27 kernel files + 11 step files + 9 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 

@@ -290,6 +290,38 @@ def test_the_frozen_serving_figures_are_the_datas():
     assert sum(r["cases"] for r in overall.values()) == 11
 
 
+def test_the_seed_3008_frozen_figures_are_the_datas():
+    """The seed-3008 draw (16 cases measured after 2ce089f declared its reading: each TTFT at the probe just before
+    its timed calls, each TPOT at the one before the timed calls of all N tokens): its table in data/h200_serving.md,
+    the medians docs/many-gpus.md and the changelog quote, the verdict (every median within the issue's 15%) and the
+    comparison at the probe before each case, recomputed from the raw file."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ev = _evaluate()
+    doc = json.loads((root / "data" / "h200_serving_test_seed3008.json").read_text())
+    assert doc["frozen_by_commit"] == "2ce089f" and doc["seed"] == 3008 and doc["fresh_process"] == ["hf-static"]
+    ok = [c for c in doc["cases"].values() if c["status"] == "ok"]
+    assert all(c["ttft_probe_us"] > 0 and c["t_n_probe_us"] > 0 for c in ok)
+    summary = ev.table(ev.predictions(doc, False, timed_probe=True))
+    report = (root / "data" / "h200_serving.md").read_text()
+    for line in ev.markdown(summary).splitlines()[2:]:
+        assert line in report, line
+    e, s = ({r["engine"]: r for r in summary if r["family"] == "all"}[k] for k in ("hf-eager", "hf-static"))
+    assert (e["cases"], s["cases"]) == (8, 8)
+    assert max(e["ttft_median"], e["tpot_median"], s["ttft_median"], s["tpot_median"]) <= 0.15
+    page = " ".join((root / "docs" / "many-gpus.md").read_text().split())
+    assert (f"model was hf-eager {e['ttft_median']:.1%} off in TTFT and {e['tpot_median']:.1%} in TPOT, hf-static "
+            f"{s['ttft_median']:.1%} and {s['tpot_median']:.1%}.") in page
+    log = " ".join((root / "CHANGELOG.md").read_text().split())
+    assert (f"was hf-eager {e['ttft_median']:.1%} off in TTFT and {e['tpot_median']:.1%} in TPOT, hf-static "
+            f"{s['ttft_median']:.1%} and {s['tpot_median']:.1%}: the issue's 15% median is met") in log
+    before = {r["engine"]: r for r in ev.table(ev.predictions(doc, False, True)) if r["family"] == "all"}
+    assert (f"{before['hf-eager']['ttft_median']:.1%} / {before['hf-eager']['tpot_median']:.1%} and "
+            f"{before['hf-static']['ttft_median']:.1%} / {before['hf-static']['tpot_median']:.1%}") in page
+
+
 def test_the_seed_3007_frozen_figures_are_the_datas():
     """The seed-3007 draw (24 cases, its 8 static ones each in a fresh process, measured after ba73a3d declared that
     protocol): its table in data/h200_serving.md, the medians docs/many-gpus.md and the changelog quote, and the

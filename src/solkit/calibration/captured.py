@@ -155,9 +155,11 @@ def captured_repeat(first: StepSet, second: StepSet, gpu: Any = "h200",
     return dataclasses.replace(r, model=(model[0], model[1]))
 
 
-def _repeat_paragraph(first: str, second: str, r: Repeat) -> list[str]:
-    """The report's lines on two timings of the same programs (``r`` from ``captured_repeat``)."""
+def _repeat_paragraph(first: str, second: str, r: Repeat, fitted: bool = False) -> list[str]:
+    """The report's lines on two timings of the same programs (``r`` from ``captured_repeat``; ``fitted``: today's host
+    rule was fitted on both timings, so the prediction's misses are in-sample)."""
     model = r.model or ((math.nan, math.nan), (math.nan, math.nan))
+    which = "today's rule, fitted on both timings: in-sample" if fitted else "a rule fitted on neither"
     return [f"Two timings of the same {r.steps} captured programs ({first} and {second}, the same timing protocol on "
             f"two machine starts): their step times differ by a median of {_pct(r.wall[0])} (p90 {_pct(r.wall[1])}); "
             f"the host times of the {r.cpu_bound} CPU-bound in both by {_pct(r.host[0])} (p90 {_pct(r.host[1])}), and "
@@ -166,7 +168,7 @@ def _repeat_paragraph(first: str, second: str, r: Repeat) -> list[str]:
             f"{_pct(r.midway[1])}) from each, so a prediction that reads no probe is at least that far from one of them, "
             "step by step; read at each timing's probe, the CPU-bound host times' midway is "
             f"{_pct(r.midway_per_probe[0])} (p90 {_pct(r.midway_per_probe[1])}). The prediction (at each timing's "
-            f"probe) misses the first timing by {_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by "
+            f"probe; {which}) misses the first timing by {_pct(model[0][0])} (p90 {_pct(model[0][1])}) and the second by "
             f"{_pct(model[1][0])} (p90 {_pct(model[1][1])}).", ""]
 
 
@@ -243,6 +245,8 @@ def captured_report(gpu: Any = "h200") -> str:
              "steps.py --space capture`). Each step is rebuilt from the config it ran by `solkit.capture.hf_model` and "
              "predicted with its launch probe. Error = exp(|log(predicted / measured)|) - 1 of the median step time "
              "(CUDA events); memory: |captured peak - measured max_memory_allocated| / measured.", ""]
+    from .captured_host import fit_files
+
     predicted: dict[str, list[CapturedStep]] = {}
     for role in ("test", "validation", "spent", "fit", "repeat"):
         for name in captured_files(role):
@@ -253,7 +257,7 @@ def captured_report(gpu: Any = "h200") -> str:
             if role == "repeat":
                 first = _timed_first(name)
                 r = captured_repeat(load_steps(first), steps, gpu, rows=(predicted[first], rows))
-                lines += _repeat_paragraph(first, name, r)
+                lines += _repeat_paragraph(first, name, r, fitted=name in fit_files())
             lines += ["| family | mode | steps | median | p90 | memory (median) |", "|---|---|---:|---:|---:|---:|"]
             for family in sorted({r.family for r in rows}):
                 for mode in [m for m in MODES if any(r.family == family and r.mode == m for r in rows)]:
