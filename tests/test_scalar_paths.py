@@ -101,3 +101,33 @@ def test_a_scalar_prediction_keeps_its_notes_in_order():
     order = [i for i, n in enumerate(notes) for key in keys if key in n]
     assert len(order) == 3 and order == sorted(order), notes
     assert [key for i in order for key in keys if key in notes[i]] == list(keys)
+
+
+def _kernels() -> list:
+    """One-shape kernels of every physics branch: GEMMs (skinny, misaligned, fp32, batched), rows, convs (with cuDNN's
+    padding helpers, depthwise), attention (causal, decode) and a cast."""
+    ws = [ops.matmul(4096, 4096, 4096), ops.matmul(7, 4096, 11008), ops.matmul(1000, 1001, 999),
+          ops.matmul(128, 64, 4096, dtype="fp32", batch=12), ops.layernorm(8192, 4096), ops.rmsnorm(3, 4095),
+          ops.softmax(64, 100_000), ops.conv2d(32, 64, 56, 56, 64, kernel=3, padding=1),
+          ops.conv2d(8, 3, 224, 224, 64, kernel=7, stride=2, padding=3), ops.conv2d(8, 6, 56, 56, 12, kernel=3),
+          ops.conv2d(8, 12, 56, 56, 20, kernel=3),
+          ops.conv2d(4, 32, 56, 56, 32, kernel=3, groups=32), ops.attention(1, 32, 2048, 2048, 128, causal=True),
+          ops.attention(8, 32, 1, 8192, 128, kv_heads=8), ops.attention(2, 8, 512, 512, 64, impl="naive")]
+    return [k for w in ws for k, _ in w.counted]
+
+
+@pytest.mark.parametrize("neighbours", [True, False])
+def test_float_seconds_is_kernel_seconds_general_path(monkeypatch, neighbours):
+    """``kernel_seconds`` of one shape whose figures are floats (written in place) is its general one-shape path, bit for
+    bit, on every physics branch, with and without the neighbour correction."""
+    from solkit.prediction.gpu import calibration
+
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu) if neighbours else calibration(gpu).replace(neighbours=None)
+    terms = [physics.kernel_terms(k, gpu, cal) for k in _kernels()]
+    assert sum(physics._all_floats(t) for t in terms) >= len(terms) - 2  # the fast path is the one taken
+    assert any(t.helper_bytes for t in terms) and any(t.neighbour for t in terms) is neighbours
+    fast = [physics.kernel_seconds(t, cal) for t in terms]
+    monkeypatch.setattr(physics, "_all_floats", lambda terms: False)
+    general = [physics.kernel_seconds(t, cal) for t in terms]
+    assert fast == general and all(type(x) is type(y) for f, g in zip(fast, general) for x, y in zip(f, g))

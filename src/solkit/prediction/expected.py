@@ -172,8 +172,12 @@ def _prediction(w: Workload, g: Any, bound: Any, cal: Any, notes: list[str], sec
     s = object.__setattr__
     s(p, "workload", w.name)
     s(p, "gpu", g.name)
-    s(p, "seconds", broadcast_to(maximum(seconds, bound.t_sol), w.shape))  # never below T_SOL
-    s(p, "t_sol", bound.t_sol)
+    t_sol = bound.t_sol
+    if type(seconds) is float and type(t_sol) is float and not w.shape:  # pragma: no mutate (as the line below gives)
+        s(p, "seconds", seconds if seconds >= t_sol else t_sol)  # never below T_SOL
+    else:
+        s(p, "seconds", broadcast_to(maximum(seconds, t_sol), w.shape))
+    s(p, "t_sol", t_sol)
     s(p, "calibrated", cal.calibrated)
     s(p, "launch_floor", cal.launch_floor)
     s(p, "notes", tuple(notes))

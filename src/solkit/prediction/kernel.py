@@ -420,6 +420,8 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if selector is not None and _one_shape(terms, selector[0].shape):
         return _swept_seconds(terms, cal, selector)
     known = _parameters(terms, cal) if selector is None and type(terms.t_compute) is float else None
+    if known is not None and _all_floats(terms):
+        return _float_seconds(terms, cal, known)
     if known is not None:  # one shape: its parameters memoized by key and variants
         compute = terms.t_compute / known[0]
         memory = terms.t_memory / known[1]
@@ -442,6 +444,47 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
         body = body * (math.exp(c) if type(c) is float else np.exp(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def _all_floats(terms: KernelTerms) -> bool:
+    """Whether every figure of one shape's kernel is a Python float and the kernel is present (``_float_seconds``)."""
+    return (type(terms.t_memory) is float and type(terms.waves) is float and type(terms.block_bytes) is float
+            and type(terms.k_steps) is float and type(terms.helper_bytes) is float and type(terms.neighbour) is float
+            and terms.present is True)
+
+
+def _float_seconds(terms: KernelTerms, cal: Calibration, known: tuple[Any, ...]) -> tuple[Num, Num, Num]:
+    """``kernel_seconds`` of one shape whose figures are Python floats (``_all_floats``; ``known``: its ``_parameters``):
+    the same operations in the same order, the helpers' float branches written in place (a test holds both equal)."""
+    compute = terms.t_compute / known[0]
+    memory = terms.t_memory / known[1]
+    body = _soft_max(compute, memory, cal.overlap_exponent)
+    waves = terms.waves
+    if waves:  # as _wave_seconds
+        bandwidth = known[4] if terms.block_bytes else math.inf
+        step = known[5] if terms.k_steps else 0.0
+        per_wave: Any = 0.0
+        if not (type(bandwidth) is float and bandwidth == math.inf):
+            per_wave = terms.block_bytes / bandwidth
+        if not (type(step) is float and step == 0.0):
+            k_loop = terms.k_steps * step
+            per_wave = k_loop if type(per_wave) is float and per_wave == 0.0 else maximum(per_wave, k_loop)
+        latency = known[3]
+        stream = 0.0 if type(per_wave) is float and per_wave == 0.0 else waves * per_wave
+        waiting = 0.0 if type(latency) is float and latency == 0.0 else waves * latency
+        if not (type(stream) is float and stream == 0.0):
+            body = maximum(body, stream)
+        if not (type(waiting) is float and waiting == 0.0):
+            body = body + waiting
+    latency = known[2]
+    if type(latency) is not float or latency:
+        body = body + latency
+    if terms.helper_bytes:
+        body = body + terms.helper_bytes / (cal.copy_bandwidth * lookup(cal.memory_efficiency, terms, 1.0))
+    c = terms.neighbour
+    if c:
+        body = body * math.exp(c)
+    return body, compute, memory
 
 
 def _one_shape(terms: KernelTerms, shape: tuple[int, ...]) -> bool:
