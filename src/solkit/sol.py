@@ -167,6 +167,10 @@ class Roofline:
             hidden = max(sides.values(), key=np.max) if sides else 0.0
             return result(np.where(np.asarray(hidden) > serial, "link", named))  # an NCCL stream outlasts the rest
 
+        lazy = self._lazy
+        if "bound" not in lazy and not np.ndim(self.t_sol) and not self.t_link:  # one shape, no links: the share alone
+            share = _compute_share(self._w, self._times)  # pragma: no mutate (the sweep path gives the same)
+            lazy["bound"] = "compute" if share >= self.t_sol / 2 else "memory"
         return self._cached("bound", compute)
 
     @property
@@ -335,20 +339,21 @@ def roofline(workload: Workload, gpu: GPULike, sparse: bool = False) -> Roofline
     s(r, "workload", w.name)
     s(r, "gpu", g.name)
     s(r, "system", None if system is None else f"{system.name} x {system.nodes}")
-    s(r, "t_sol", broadcast_to(total_sol, shape))
-    s(r, "t_compute", broadcast_to(total_c, shape))
-    s(r, "t_memory", broadcast_to(total_m, shape))
+    if not shape and type(total_sol) is float and type(total_c) is float and type(total_m) is float:
+        s(r, "t_sol", total_sol)  # pragma: no mutate (one shape of Python floats: broadcast_to gives them back)
+        s(r, "t_compute", total_c)
+        s(r, "t_memory", total_m)
+    else:
+        s(r, "t_sol", broadcast_to(total_sol, shape))
+        s(r, "t_compute", broadcast_to(total_c, shape))
+        s(r, "t_memory", broadcast_to(total_m, shape))
     s(r, "t_link", total_l if not shape and type(total_l) is float else broadcast_to(total_l, shape))
     s(r, "_w", w)
     s(r, "gpu_spec", g)
     s(r, "system_spec", system)
     s(r, "_sparse", sparse)
     s(r, "_times", times)
-    if shape or (total_l if type(total_l) is float else np.any(total_l)):
-        s(r, "_lazy", {})
-    else:
-        scalar_bound = "compute" if _compute_share(w, times) >= total_sol / 2 else "memory"
-        s(r, "_lazy", {"bound": scalar_bound})  # pragma: no mutate (the sweep path gives the same)
+    s(r, "_lazy", {})
     return r
 
 

@@ -38,6 +38,8 @@ def gemm(
     """
     e_in, e_out = element_bytes(dtype), element_bytes(out_precision(dtype, out_dtype))
     e_w = element_bytes(weight_dtype) if weight_dtype is not None else e_in
+    if type(m) is float and type(n) is float and type(k) is float and type(batch) is float:
+        return _one_gemm(name, m, n, k, dtype, batch, e_in, e_out, e_w, bias, epilogue)
     c = product(batch, m, n)  # output elements
     # A [b,m,k] and B [b,k,n] read, C [b,m,n] written
     read = _plus(product(batch, m, k, e_in), product(batch, k, n, e_w))
@@ -48,6 +50,21 @@ def gemm(
     written = product(c, e_out)
     return Kernel(name, "gemm", dtype, matrix_flops=product(2.0, c, k, out=c), vector_flops=vector,  # (c spent)
                   bytes_read=read, bytes_written=written, gemm=Gemm(m, n, k, batch), op="matmul")
+
+
+def _one_gemm(name: str, m: float, n: float, k: float, dtype: str, batch: float, e_in: float, e_out: float, e_w: float,
+              bias: bool, epilogue: str) -> Kernel:
+    """``gemm`` of one shape, in plain Python: ``product``'s multiplications in its order (1.0 times the factors left to
+    right; a test holds the two paths equal)."""
+    c = batch * m * n  # output elements
+    # A [b,m,k] and B [b,k,n] read, C [b,m,n] written
+    read = batch * m * k * e_in + batch * k * n * e_w
+    if bias:
+        read = read + n * e_out
+    per_output = EPILOGUE_FLOPS[epilogue] + (1 if bias else 0)
+    vector = float(c * per_output) if per_output else 0.0  # pragma: no mutate (as gemm)
+    return Kernel(name, "gemm", dtype, matrix_flops=2.0 * c * k, vector_flops=vector, bytes_read=read,
+                  bytes_written=c * e_out, gemm=Gemm(m, n, k, batch), op="matmul")
 
 
 def _plus(a: Any, b: Any) -> Any:

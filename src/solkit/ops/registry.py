@@ -194,7 +194,9 @@ class Operator:
     check: Optional[Callable[[dict[str, Any]], None]]
     example: Mapping[str, Any]
     function: Callable[..., Workload] = field(repr=False, compare=False, default=None)  # type: ignore[assignment]  # set at registration
-    validators: tuple[tuple[str, Callable[[Any], Any]], ...] = field(repr=False, compare=False, default=())
+    #: (name, its check, its default, the default checked): a call that leaves an argument at its default takes the
+    #: checked default (a check is a pure function of an immutable value); ``_NO_DEFAULT`` where there is none
+    validators: tuple[tuple[str, Callable[[Any], Any], Any, Any], ...] = field(repr=False, compare=False, default=())
 
     @property
     def defaults(self) -> Mapping[str, Any]:
@@ -219,9 +221,9 @@ class Operator:
     def _validate(self, args: dict[str, Any]) -> tuple[int, ...]:
         """``validate``, returning the arguments' broadcast shape (() for one shape)."""
         arrays = False
-        for name, check in self.validators:
-            value = check(args[name])
-            args[name] = value
+        for name, check, default, checked in self.validators:
+            value = args[name]
+            args[name] = value = checked if value is default else check(value)
             kind = type(value)
             if kind is np.ndarray or (kind is tuple and len(value) == 2  # a pair (lengths hold floats only)
                                       and (type(value[0]) is np.ndarray or type(value[1]) is np.ndarray)):
@@ -254,7 +256,7 @@ class Operator:
                 raise
             raise overflow(ShapeError(f"{self.name}: {self._shown(args)} is too large: {exc}")) from None
         # a count function returns a workload it just made (never a public op's result): nobody else holds it
-        object.__setattr__(w, "call", OpCall(self.name, args))
+        object.__setattr__(w, "call", tuple.__new__(OpCall, (self.name, args)))  # (OpCall(...) without its __new__'s frame)
         if shape:  # a swept argument no figure depends on (an embedding's vocab) still shapes the results
             object.__setattr__(w, "_shape", np.broadcast_shapes(shape, w.shape))
         return w
@@ -326,11 +328,31 @@ def operator(
         )
         public = _public_function(op, count)
         object.__setattr__(op, "function", public)
-        object.__setattr__(op, "validators", tuple((p.name, p.validator()) for p in op.params))
+        object.__setattr__(op, "validators", _validators(op.params, count))
         _REGISTRY[name] = op
         return public
 
     return register
+
+
+#: the default of a parameter that has none (no argument is this object)
+_NO_DEFAULT = object()
+
+
+def _validators(params: tuple[Param, ...], count: Callable[..., Workload]) -> tuple[tuple[str, Any, Any, Any], ...]:
+    """``Operator.validators``: each parameter's check, with its default checked once where it is immutable."""
+    out = []
+    signature = inspect.signature(count).parameters
+    for p in params:
+        check = p.validator()
+        default = signature[p.name].default
+        checked = None
+        if default is inspect.Parameter.empty or type(default) not in (int, float, str, bool, type(None)):
+            default = _NO_DEFAULT
+        else:
+            checked = check(default)
+        out.append((p.name, check, default, checked))
+    return tuple(out)
 
 
 def _public_function(op: Operator, count: Callable[..., Workload]) -> Callable[..., Workload]:

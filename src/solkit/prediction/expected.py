@@ -16,7 +16,7 @@ import numpy as np
 from .._typing import GPULike
 from .._display import fmt_seconds
 from .._num import any_, broadcast_to, maximum, result, where
-from .._validate import checked_call, flag, user_stacklevel
+from .._validate import checked_call, flag, unchecked, user_stacklevel
 from ..errors import PerformanceWarning
 from ..sol import roofline
 from ..workload import FSDP_GROUP_OP, Kernel, Workload, as_workload, host_syncs, issued_launches
@@ -30,8 +30,11 @@ from .timeline import clocks
 
 __all__ = ["predict"]
 
-
-
+# the bodies of the checked functions predict calls with arguments it built (unchecked: the same figures, no wrapper)
+_roofline = unchecked(roofline)
+_calibration = unchecked(calibration)
+_kernel_terms = unchecked(kernel_terms)
+_kernel_seconds = unchecked(kernel_seconds)
 
 @checked_call
 def predict(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: bool = True,
@@ -54,13 +57,15 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
               host_probe_us: float | None = None, host_parameters: Mapping[str, float] | None = None) -> Prediction:
     """``predict``, with ``host_parameters`` (seconds by name, e.g. ``{"host_program": 0.0}``; after the probe's
     scaling) in place of the spec's: an engine that runs a program's host work its own way (``planning``'s generate)."""
-    w = as_workload(workload)
-    flag("warn", warn)
-    flag("neighbours", neighbours)
-    probe = host_probe_seconds(host_probe_us)
-    bound = roofline(w, gpu)
+    w = workload if type(workload) is Workload else as_workload(workload)
+    if warn is not True:  # pragma: no mutate (True needs no check)
+        flag("warn", warn)
+    if neighbours is not True:  # pragma: no mutate
+        flag("neighbours", neighbours)
+    probe = None if host_probe_us is None else host_probe_seconds(host_probe_us)
+    bound = _roofline(w, gpu)
     g = bound.gpu_spec
-    cal = calibration(g)
+    cal = _calibration(g)
     if not neighbours and cal.neighbours is not None:
         cal = cal.replace(neighbours=None)
     fit_probe = cal.host_probe
@@ -69,20 +74,28 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
     if host_parameters is not None:
         cal = cal.replace(**host_parameters)
     counted = w.counted
-    terms = [(kernel_terms(k, g, cal), count) for k, count in counted]
+    terms = [(_kernel_terms(k, g, cal), count) for k, count in counted]
     notes: list[str] = [] if cal.calibrated else [cal.source]
     software = stack_note(g)
     if software is not None and cal.calibrated:  # an uncalibrated GPU's source already names the reference it borrows
         notes.append(software)
-    if cal.neighbours is not None:
-        moved = [(k.name, t.neighbour) for (k, _), (t, _) in zip(counted, terms)
-                 if (t.neighbour != 0.0 if type(t.neighbour) is float else cal.neighbours.moves(t.neighbour))]
-        if moved:
-            notes.append(cal.neighbours.note(moved, g.name))
-    if any(k.op == "sdpa_attention" for k, _ in counted):
+    bank = cal.neighbours
+    moved: list[tuple[str, Any]] = []  # (name, c) of the kernels the neighbour correction moves
+    sdpa = False
+    bad: list[str] = []  # the misaligned GEMMs
+    for (k, _), (t, _) in zip(counted, terms):  # one pass for the three (a scalar call's glue is most of its time)
+        c = t.neighbour
+        if bank is not None and (c != 0.0 if type(c) is float else bank.moves(c)):
+            moved.append((k.name, c))
+        if k.op == "sdpa_attention":
+            sdpa = True
+        if t.misaligned is True or (t.misaligned is not False and any_(t.misaligned)):
+            bad.append(k.name)
+    if moved:
+        notes.append(bank.note(moved, g.name))  # type: ignore[union-attr]  # moved: a bank
+    if sdpa:
         notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
                      f"(PyTorch 2.11's choice in fp16/bf16)")
-    bad = [k.name for (k, _), (t, _) in zip(counted, terms) if any_(t.misaligned)]
     if bad:
         message = (
             f"{w.name}: GEMM leading dimension (k or n) not a multiple of {ALIGN_BYTES} bytes in {', '.join(bad)}; "
@@ -91,7 +104,7 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
         notes.append(message)
         if warn:
             warnings.warn(message, PerformanceWarning, stacklevel=user_stacklevel())
-    bodies = [kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
+    bodies = [_kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
               for (k, _), (t, _) in zip(counted, terms)]
     if bound.system_spec is not None and any(k.link is not None for k, _ in counted):
         notes.append(link_note(bound.system_spec, cal))
@@ -99,7 +112,7 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
     def rows() -> tuple[KernelPrediction, ...]:
         out = []
         for (k, count), (t, _), kr, body in zip(counted, terms, bound.kernels, bodies):
-            _, compute, memory = kernel_seconds(t, cal)
+            _, compute, memory = _kernel_seconds(t, cal)
             limited = "link" if k.link is not None else limiter(t, cal, compute, memory)
             # never below the kernel's bound, whatever the calibration says
             factor = 1.0 if type(t.neighbour) is float and t.neighbour == 0.0 else result(np.exp(t.neighbour))
@@ -159,13 +172,17 @@ def _prediction(w: Workload, g: Any, bound: Any, cal: Any, notes: list[str], sec
     s = object.__setattr__
     s(p, "workload", w.name)
     s(p, "gpu", g.name)
-    s(p, "seconds", broadcast_to(maximum(seconds, bound.t_sol), w.shape))  # never below T_SOL
-    s(p, "t_sol", bound.t_sol)
+    t_sol = bound.t_sol
+    if type(seconds) is float and type(t_sol) is float and not w.shape:  # pragma: no mutate (as the line below gives)
+        s(p, "seconds", seconds if seconds >= t_sol else t_sol)  # never below T_SOL
+    else:
+        s(p, "seconds", broadcast_to(maximum(seconds, t_sol), w.shape))
+    s(p, "t_sol", t_sol)
     s(p, "calibrated", cal.calibrated)
     s(p, "launch_floor", cal.launch_floor)
     s(p, "notes", tuple(notes))
-    s(p, "kernel_seconds", result(busy))
-    s(p, "host_seconds", result(host))
+    s(p, "kernel_seconds", busy if type(busy) is float else result(busy))  # pragma: no mutate (result keeps a float)
+    s(p, "host_seconds", host if type(host) is float else result(host))  # pragma: no mutate
     s(p, "host_syncs", syncs)
     s(p, "_rows", rows)
     s(p, "_program", w)

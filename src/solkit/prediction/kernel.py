@@ -36,7 +36,7 @@ from ..workload import Kernel
 from .gpu import matmul_rate
 from .tiles import (attention_compute_time, decode_items, gemm_time, ragged_attention_compute_time, ragged_gemm_time,
                     tile_waves)
-from .._validate import checked_call
+from .._validate import checked_call, unchecked
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
@@ -95,7 +95,9 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     nbytes = kernel.bytes_read + kernel.bytes_written
     t_memory = nbytes / cal.copy_bandwidth
     vf, mf = kernel.vector_flops, kernel.matrix_flops
-    t_compute: Any = vf / gpu.peak_flops(kernel.vector_precision, "vector") if any_(vf > 0) else 0.0
+    sms = gpu.sm_count
+    t_compute: Any = (vf / gpu.peak_flops(kernel.vector_precision, "vector")
+                      if (vf > 0 if type(vf) is float else any_(vf > 0)) else 0.0)  # pragma: no mutate (any_ of a float)
     t_mat: Any
     wave: Any = 1.0
     misaligned: Any = False
@@ -107,17 +109,17 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     block_bytes: Any = 0.0
     k_steps: Any = 0.0
     g = kernel.gemm
-    if any_(mf > 0):
-        rate = matmul_rate(cal, gpu, kernel.precision)
+    if mf > 0 if type(mf) is float else any_(mf > 0):  # pragma: no mutate (any_ of a float)
+        rate = _matmul_rate(cal, gpu, kernel.precision)
         if g is not None and kernel.kind == "gemm":
             if g.groups is not None:  # a grouped GEMM: tiles summed over its groups, no split-K
-                t_mat, wave, tiles = ragged_gemm_time(g.groups, g.batch / len(g.groups), rate, gpu.sm_count)
+                t_mat, wave, tiles = ragged_gemm_time(g.groups, g.batch / len(g.groups), rate, sms)
                 # its own variant: torch's grouped kernel is not cuBLAS's batched GEMM, so it borrows no batched GEMM's
                 # neighbour correction (nothing grouped is banked: c = 0 until measured)
                 variants.append(("grouped", True))
             else:
-                t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, gpu.sm_count)
-            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
+                t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, rate, sms)
+            waves, block_bytes = tile_waves(tiles, sms, nbytes)
             k_steps = minimum(g.k, SERIAL_K)  # a sweep's: a fresh array, divided and rounded up in place
             k_steps = (np.ceil(np.divide(k_steps, K_STEP, out=k_steps), out=k_steps) if type(k_steps) is np.ndarray
                        else ceil(k_steps / K_STEP))
@@ -141,7 +143,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             small = (c < per) & not_(depthwise)
             # each filter tap's channels padded to the k-tile: k = ceil(c / tile) * tile * R*S; no split-K
             tile = CONV_K_TILE_BYTES / PRECISIONS[kernel.precision]
-            t_tc, wave_tc, tiles = gemm_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, gpu.sm_count,
+            t_tc, wave_tc, tiles = gemm_time(g.m, g.n, ceil(c / tile) * tile * (g.k / c), g.batch, rate, sms,
                                               split_k=False)
             # a depthwise conv runs on CUDA cores; PyTorch's native NCHW kernel (a thread per output) also pays its
             # index arithmetic and loads per output: DEPTHWISE_OUTPUT_MACS multiply-adds' time on each of the m*n*g outputs
@@ -149,7 +151,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             outputs = product(g.m, g.n, g.batch)
             t_dw = (mf + where(native, 2.0 * DEPTHWISE_OUTPUT_MACS * outputs, 0.0)) / gpu.peak_flops("fp32", "vector")
             t_mat = where(depthwise, t_dw, t_tc)
-            waves, block_bytes = tile_waves(tiles, gpu.sm_count, nbytes)
+            waves, block_bytes = tile_waves(tiles, sms, nbytes)
             k_steps = where(depthwise, 0.0, ceil(ceil(c / tile) * tile * (g.k / c) / K_STEP))
             wave = where(depthwise, 1.0, wave_tc)
             unaligned = (off(c, per) | off(g.n, per)) & not_(depthwise)
@@ -169,13 +171,13 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             spread: Any = 0.0  # how unequal a varlen batch's keys are: 1 - shortest / longest (0: all alike)
             if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
                 heads: Any = g.batch / len(g.groups)  # work items per query tile of a sequence
-                t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, gpu.sm_count,
+                t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, sms,
                                                                           g.split)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
                 keys = [n for _, n, _ in g.groups]  # tiles of sequences with more keys take longer
                 spread = 1.0 - min(keys) / max(keys)
             else:
-                t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, gpu.sm_count)
+                t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, sms)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
             # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
             # and the query tiles do unequal work)
@@ -187,11 +189,11 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 # NB: a varlen batch's items all take its longest sequence's keys here (the split, the waves)
                 decode = (g.m <= CUDNN_DECODE_ROWS) & not_(causal)
                 if any_(decode):
-                    splits, items = decode_items(g.batch, g.n, g.k, gpu.sm_count, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS)
+                    splits, items = decode_items(g.batch, g.n, g.k, sms, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS)
                     split_d = decode & (splits > 1)
                     t_mat = where(decode, mf / rate, t_mat)
                     wave = where(decode, 1.0, wave)
-                    waves = where(decode, ceil(items / gpu.sm_count), waves)
+                    waves = where(decode, ceil(items / sms), waves)
                     block_bytes = where(decode, nbytes / items, 0.0)
                     launches = kernel.launches + where(split_d, 1.0, 0.0)
                     variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
@@ -201,14 +203,14 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 # sequences: the SMs finish unevenly and the longest tile (all n keys) ends last, on average CAUSAL_TAIL
                 # of it after the balanced time (a varlen batch without a causal mask: that share of it times the
                 # spread, so that one key fewer in one sequence moves the time by as little)
-                longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / gpu.sm_count)
+                longest = 4.0 * minimum(g.m, float(ATTENTION_QUERY_TILE)) * g.n * g.k / (rate / sms)
                 t_mat = where(tailed, t_mat + CAUSAL_TAIL * where(causal, 1.0, spread) * longest, t_mat)
         else:
             t_mat = mf / rate
         t_compute = t_mat if type(t_compute) is float and t_compute == 0.0 else maximum(t_compute, t_mat)
     r = kernel.rows
     if r is not None:
-        waves = ceil(r.number / (gpu.sm_count * ROW_BLOCKS_PER_SM))
+        waves = ceil(r.number / (sms * ROW_BLOCKS_PER_SM))
         block_bytes = nbytes / maximum(r.number, 1.0)
         if kernel.op in WIDE_ROW_OPS:
             wide = (r.width > WIDE_ROW) | (r.width * PRECISIONS[kernel.precision] > WIDE_ROW_BYTES)
@@ -218,7 +220,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             warp_rows = where(r.width <= WARP_BATCH_ROW, 2.0, 1.0) * (SM_THREADS / WARP)
             threads = ceil(minimum(r.width, WIDE_ROW_THREADS) / WARP) * WARP
             per_sm = where(wide, floor(SM_THREADS / threads), warp_rows)
-            waves = ceil(r.number / (gpu.sm_count * per_sm))
+            waves = ceil(r.number / (sms * per_sm))
         else:
             vector = ROW_VECTOR.get(kernel.op, ALIGN_BYTES / PRECISIONS[kernel.precision])
             variants.append(("unaligned", off(r.width, vector)))
@@ -236,8 +238,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     neighbour: Any = 0.0
     if cal.neighbours is not None and kernel.link is None:
         neighbour = cal.neighbours.of_kernel(op, kernel, variants)
-    return KernelTerms(kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,
-                       wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour)
+    return tuple.__new__(KernelTerms, (kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,  # (every
+                         wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour))  # field: no defaults)
 
 
 def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
@@ -352,6 +354,9 @@ def soft_max(a: Any, b: Any, p: float) -> Any:
     return top * ((a / top) ** p + (b / top) ** p) ** (1.0 / p)
 
 
+_soft_max, _matmul_rate = unchecked(soft_max), unchecked(matmul_rate)  # (their arguments built here: no wrapper)
+
+
 @checked_call
 def wave_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num]:
     """(wave latency, latency-bound work) seconds of a kernel's waves of work items.
@@ -415,13 +420,15 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if selector is not None and _one_shape(terms, selector[0].shape):
         return _swept_seconds(terms, cal, selector)
     known = _parameters(terms, cal) if selector is None and type(terms.t_compute) is float else None
+    if known is not None and _all_floats(terms):
+        return _float_seconds(terms, cal, known)
     if known is not None:  # one shape: its parameters memoized by key and variants
         compute = terms.t_compute / known[0]
         memory = terms.t_memory / known[1]
     else:
         compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector)
         memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector)
-    body = soft_max(compute, memory, cal.overlap_exponent)
+    body = _soft_max(compute, memory, cal.overlap_exponent)
     if any_(terms.waves):
         waiting, stream = _wave_seconds(terms, cal, selector, known)
         if not (type(stream) is float and stream == 0.0):
@@ -437,6 +444,47 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
         body = body * (math.exp(c) if type(c) is float else np.exp(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+def _all_floats(terms: KernelTerms) -> bool:
+    """Whether every figure of one shape's kernel is a Python float and the kernel is present (``_float_seconds``)."""
+    return (type(terms.t_memory) is float and type(terms.waves) is float and type(terms.block_bytes) is float
+            and type(terms.k_steps) is float and type(terms.helper_bytes) is float and type(terms.neighbour) is float
+            and terms.present is True)
+
+
+def _float_seconds(terms: KernelTerms, cal: Calibration, known: tuple[Any, ...]) -> tuple[Num, Num, Num]:
+    """``kernel_seconds`` of one shape whose figures are Python floats (``_all_floats``; ``known``: its ``_parameters``):
+    the same operations in the same order, the helpers' float branches written in place (a test holds both equal)."""
+    compute = terms.t_compute / known[0]
+    memory = terms.t_memory / known[1]
+    body = _soft_max(compute, memory, cal.overlap_exponent)
+    waves = terms.waves
+    if waves:  # as _wave_seconds
+        bandwidth = known[4] if terms.block_bytes else math.inf
+        step = known[5] if terms.k_steps else 0.0
+        per_wave: Any = 0.0
+        if not (type(bandwidth) is float and bandwidth == math.inf):
+            per_wave = terms.block_bytes / bandwidth
+        if not (type(step) is float and step == 0.0):
+            k_loop = terms.k_steps * step
+            per_wave = k_loop if type(per_wave) is float and per_wave == 0.0 else maximum(per_wave, k_loop)
+        latency = known[3]
+        stream = 0.0 if type(per_wave) is float and per_wave == 0.0 else waves * per_wave
+        waiting = 0.0 if type(latency) is float and latency == 0.0 else waves * latency
+        if not (type(stream) is float and stream == 0.0):
+            body = maximum(body, stream)
+        if not (type(waiting) is float and waiting == 0.0):
+            body = body + waiting
+    latency = known[2]
+    if type(latency) is not float or latency:
+        body = body + latency
+    if terms.helper_bytes:
+        body = body + terms.helper_bytes / (cal.copy_bandwidth * lookup(cal.memory_efficiency, terms, 1.0))
+    c = terms.neighbour
+    if c:
+        body = body * math.exp(c)
+    return body, compute, memory
 
 
 def _one_shape(terms: KernelTerms, shape: tuple[int, ...]) -> bool:
@@ -456,7 +504,7 @@ def _swept_seconds(terms: KernelTerms, cal: Calibration, selector: Any) -> tuple
     scratch, spare = np.empty(selector[0].shape), np.empty(selector[0].shape)
     compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector, scratch)
     memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector, scratch)
-    body = soft_max(compute, memory, cal.overlap_exponent)  # a fresh array of the shape: updated in place below
+    body = _soft_max(compute, memory, cal.overlap_exponent)  # a fresh array of the shape: updated in place below
     if any_(terms.waves):
         waves = terms.waves
         per_wave: Any = 0.0  # as _wave_seconds: the latency-bound seconds of one wave
