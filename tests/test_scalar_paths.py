@@ -131,3 +131,19 @@ def test_float_seconds_is_kernel_seconds_general_path(monkeypatch, neighbours):
     monkeypatch.setattr(physics, "_all_floats", lambda terms: False)
     general = [physics.kernel_seconds(t, cal) for t in terms]
     assert fast == general and all(type(x) is type(y) for f, g in zip(fast, general) for x, y in zip(f, g))
+
+
+def test_kernel_terms_fills_every_field():
+    """kernel_terms builds its KernelTerms with tuple.__new__ (no __new__ frame): every field must be given, so a
+    field added later with a default cannot leave the tuple short (a short one would fail only on that field's read)."""
+    import solkit as sk
+    from solkit.prediction.kernel import KernelTerms, kernel_terms
+    from solkit.prediction import calibration
+    from solkit.hardware import load_gpu
+
+    gpu = load_gpu("h200")
+    cal = calibration(gpu)
+    for w in (sk.ops.matmul(4096, 4096, 4096), sk.ops.softmax(8, 4096), sk.ops.conv2d(8, 64, 56, 56, 64, 3)):
+        for k in w.kernels:
+            terms = kernel_terms(k, gpu, cal)
+            assert type(terms) is KernelTerms and len(terms) == len(KernelTerms._fields), k.name

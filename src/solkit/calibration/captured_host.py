@@ -162,7 +162,12 @@ def captured_stack_rows(rows: Sequence[HostCount], counts: HostCounts) -> list[H
     masks in a MoE layer, than 5.24's that capture counts)."""
     version = counts.captured_with.get("transformers")
     ran = {name: load_steps(name).env.get("transformers") for name in sorted({r.file for r in rows})}
-    return [r for r in rows if ran[r.file] == version]
+    kept = [r for r in rows if ran[r.file] == version]
+    if rows and not kept:
+        raise SpecError(f"captured_stack_rows: no fit draw ran transformers {version!r}, the version the counts were "
+                        f"captured with (the draws ran {', '.join(sorted({str(v) for v in ran.values()}))}): capture "
+                        f"the counts with the draws' transformers")
+    return kept
 
 
 def op_host_weights(name: Optional[str] = None) -> dict[str, float]:
