@@ -2,6 +2,7 @@
 """Host time per call of single ATen ops at a Mixtral-shaped MoE layer's routing shapes, beside the launch probe.
 
     python benchmarks/programs/op_host.py --out "$OUT/op_host.json"      # on a GPU (about 30 s)
+    python benchmarks/programs/op_host.py --set gemm --out "$OUT/op_host_gemm.json"  # GEMM calls as models issue them
 
 Each op runs ``--calls`` times back to back after a warm-up (``time.perf_counter`` around the loop, no sync inside,
 ``torch.cuda.synchronize()`` after it), the median of ``--repeats`` loops per call; the launch probe of steps.py
@@ -45,10 +46,16 @@ def main() -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--calls", type=int, default=200)
     p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--set", choices=("routing", "gemm"), default="routing",
+                   help="routing: a MoE layer's routing ops (the spec's op_host_weight); gemm: GEMM calls as models "
+                        "issue them (a biased Conv1D addmm, linear with and without a bias, 2-D and 3-D, the backward's "
+                        "mm), at a decode's and a prefill's token counts")
     args = p.parse_args()
     import torch
 
     dev = "cuda"
+    if args.set == "gemm":
+        return gemm_set(torch, args)
     tokens, hidden, experts, k = 1640, 1024, 8, 2
     rows = tokens * k
     x = torch.randn(tokens, hidden, device=dev, dtype=torch.bfloat16)
@@ -108,6 +115,53 @@ def main() -> int:
            "gpu": torch.cuda.get_device_name(), "probe_us_before": round(before * 1e6, 3),
            "probe_us_after": round(after * 1e6, 3), "calls": args.calls, "repeats": args.repeats,
            "host_us_per_call": result, "moe_block_error": moe_error}
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    print(json.dumps(doc))
+    return 0
+
+
+def gemm_ops(torch: Any, dev: str) -> dict[str, Callable[[], Any]]:
+    """GEMM calls as Hugging Face models issue them, beside the routing set's unit (the plain add) and its mm: GPT-2
+    medium's Conv1D (``addmm`` of a bias, hidden 1,024 -> 3,072), Qwen2's biased and Llama's unbiased ``linear``, on 2-D
+    and 3-D inputs, and a linear's two backward GEMMs (``mm`` of the gradient by the weight, of its transpose by the
+    input, as the autograd engine issues them), at 18 tokens (a decode at batch 18) and 4,096 (a prefill)."""
+    F = torch.nn.functional
+    bf = torch.bfloat16
+    x1640 = torch.randn(1640, 1024, device=dev, dtype=bf)
+    router = torch.randn(1024, 8, device=dev, dtype=bf)
+    w = torch.randn(1024, 3072, device=dev, dtype=bf)  # Conv1D's weight: in x out
+    wt = w.t().contiguous()  # linear's weight: out x in
+    bias = torch.randn(3072, device=dev, dtype=bf)
+    ops: dict[str, Callable[[], Any]] = {"add [1640, 1024] bf16": lambda: torch.add(x1640, x1640),
+                                         "mm [1640, 1024] x [1024, 8]": lambda: torch.mm(x1640, router)}
+    for t in (18, 4096):
+        x = torch.randn(t, 1024, device=dev, dtype=bf)
+        x3 = x.view(t, 1, 1024)
+        g = torch.randn(t, 3072, device=dev, dtype=bf)
+        ops.update({
+            f"addmm bias [{t}, 1024] x [1024, 3072] (Conv1D)": lambda x=x: torch.addmm(bias, x, w),
+            f"linear bias [{t}, 1024] -> 3072": lambda x=x: F.linear(x, wt, bias),
+            f"linear [{t}, 1024] -> 3072": lambda x=x: F.linear(x, wt),
+            f"linear bias [{t}, 1, 1024] -> 3072 (3-D)": lambda x3=x3: F.linear(x3, wt, bias),
+            f"linear [{t}, 1, 1024] -> 3072 (3-D)": lambda x3=x3: F.linear(x3, wt),
+            f"mm [{t}, 3072] x [3072, 1024] (dgrad)": lambda g=g: torch.mm(g, wt),
+            f"mm [3072, {t}] x [{t}, 1024] (wgrad)": lambda g=g, x=x: torch.mm(g.t(), x),
+        })
+    return ops
+
+
+def gemm_set(torch: Any, args: argparse.Namespace) -> int:
+    """``--set gemm``: the host time per call of ``gemm_ops``, beside the launch probe, written to ``--out``."""
+    ops = gemm_ops(torch, "cuda")
+    before = launch_probe(torch)
+    with torch.inference_mode():
+        result = {name: round(per_call(torch, fn, args.calls, args.repeats) * 1e6, 3) for name, fn in ops.items()}
+    after = launch_probe(torch)
+    doc = {"schema": 1, "command": "benchmarks/programs/op_host.py --set gemm", "torch": torch.__version__,
+           "gpu": torch.cuda.get_device_name(), "probe_us_before": round(before * 1e6, 3),
+           "probe_us_after": round(after * 1e6, 3), "calls": args.calls, "repeats": args.repeats,
+           "host_us_per_call": result}
     with open(args.out, "w") as f:
         json.dump(doc, f, indent=1)
     print(json.dumps(doc))
