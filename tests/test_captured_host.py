@@ -394,3 +394,21 @@ def test_no_fit_draw_of_the_counts_transformers_is_a_named_error():
     rows = [r for r in counts.rows if r.file in fit_files()]
     with pytest.raises(SpecError, match=r"no fit draw ran transformers '9\.99\.0'.*the draws ran 5\.17\.0, 5\.24\.0"):
         captured_stack_rows(rows, other)
+
+
+def test_the_gemm_host_record_docs_quote_is_the_files():
+    """docs/accuracy.md's figures of data/h200_op_host_gemm.json: each GEMM call's host time over the plain add's,
+    the range without the one 3-D unbiased decode linear, that linear, the router's mm, and the add's own time."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    per_call = json.loads((root / "data" / "h200_op_host_gemm.json").read_text())["host_us_per_call"]
+    add = per_call.pop("add [1640, 1024] bf16")
+    router = per_call.pop("mm [1640, 1024] x [1024, 8]") / add
+    outlier = per_call.pop("linear [18, 1, 1024] -> 3072 (3-D)") / add
+    ratios = [v / add for v in per_call.values()]
+    assert len(ratios) == 13 and outlier > max(ratios)  # 16 calls: the add, the router's mm, the outlier and 13 more
+    page = " ".join((root / "docs" / "accuracy.md").read_text().split())
+    assert (f"such calls take {min(ratios):.2f}-{max(ratios):.2f}x a plain add's host time ({add:.2f} us there), but "
+            f"for one unbiased 3-D decode `linear` ({outlier:.2f}x), and the router's `mm` {router:.2f}x") in page
