@@ -20,6 +20,12 @@ by more than 0.5 points is chosen; where no variant's p90 is below today's, toda
 fits on the capture's transformers only was added after the first table (its per-draw residuals showed the 5.17 /
 5.24 offset).
 
+A second criterion, declared on 2026-12-03 (ninth session) in a commit of its own before the variant it judges was
+written or run: ``GEMM at the GEMM record`` (every ``linear``, ``mm`` and ``addmm`` weighed by the median, over the
+15 GEMM calls of ``data/h200_op_host_gemm.json``, of their host time over that file's plain add, in place of the
+router's 2.62) replaces ``every GEMM weighed`` as the rule if, fitted on the capture's transformers, its pooled p90
+is at least 0.5 points below that variant's and its pooled median at most 0.5 points above it.
+
 Variants of the per-call weights (today's terms):
 
 - ``one cost per launch``: no weights (the rule before op_host_weight);
