@@ -34,6 +34,8 @@ Variants of the per-call weights (today's terms):
   of int64 ids 11, a top-k 2, a grouped GEMM 2, a histc 2, an int32 cumsum 3; ``stacks.torch211``);
 - ``every GEMM weighed``: op_host_weight and mm's measured 2.62 launches on every linear, mm and addmm (the spec's
   weights since the ninth session; ``op_host_weight`` is the weights before, without them);
+- ``GEMM at the GEMM record``: op_host_weight and, on every linear, mm and addmm, the median of the GEMM host
+  record's calls over its add (``gemm_record_weight``: 2.14), judged by the second criterion above (not chosen);
 - ``probe before the case``: op_host_weight, each row read at the launch probe taken before its case's blocks (the
   reading before ``StepCase.timed_probe_us``: every other variant reads the probe taken just before the reported block,
   where the draw recorded one per block, seeds 2048-2050's rows).
@@ -68,7 +70,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 
 from solkit.calibration.captured_host import (_COLUMNS, HostCount, captured_stack_rows, fit_captured_host,  # noqa: E402
                                               fit_rows, load_host_counts, op_host_weights, row_host_seconds)
-from solkit.calibration.manifest import manifest  # noqa: E402
+from solkit._files import read_json  # noqa: E402
+from solkit.calibration.data import MAX_DATA_BYTES  # noqa: E402
+from solkit.calibration.manifest import data_path, manifest  # noqa: E402
+from solkit.errors import SpecError  # noqa: E402
 from solkit.calibration.programs import load_steps  # noqa: E402
 from solkit.hardware import load_gpu  # noqa: E402
 from solkit.prediction import calibration  # noqa: E402
@@ -137,14 +142,27 @@ def same_stack(rows: list[HostCount]) -> list[HostCount]:
     return captured_stack_rows(rows, load_host_counts())
 
 
+#: the GEMM host record (op_host.py --set gemm) and its unit, the plain add
+GEMM_RECORD, GEMM_UNIT = "h200_op_host_gemm.json", "add [1640, 1024] bf16"
+
+
+def gemm_record_weight() -> float:
+    """The median, over the GEMM host record's GEMM calls (all but its add), of their host time over its add's."""
+    per_call = read_json(data_path(GEMM_RECORD), "the GEMM host record", MAX_DATA_BYTES, SpecError)[0]["host_us_per_call"]
+    unit = per_call[GEMM_UNIT]
+    return round(float(np.median([v / unit for k, v in per_call.items() if k != GEMM_UNIT])), 2)
+
+
 def variants() -> dict[str, tuple[dict[str, float], Reading, Columns]]:
     """Per variant: its per-call weights, its reading of the rows' probes and its terms."""
     gemm = op_host_weights()  # the spec's since the ninth session: mm's measured 2.62 on linear, mm and addmm
     w = {k: v for k, v in gemm.items() if k not in GEMMS}  # the weights before
     today = dict(_COLUMNS)
+    record = {**w, **{k: gemm_record_weight() for k in GEMMS}}
     return {"one cost per launch": ({}, timed, today), "op_host_weight": (w, timed, today),
             "less counted kernels": ({k: v - (COUNTED.get(k, 1) - 1) for k, v in w.items()}, timed, today),
             "every GEMM weighed": (gemm, timed, today),
+            "GEMM at the GEMM record": (record, timed, today),
             "probe before the case": (w, case_probes, today),
             **{name: (w, timed, columns) for name, columns in term_variants().items()}}
 
