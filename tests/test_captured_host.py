@@ -300,11 +300,9 @@ def test_the_cross_validation_table_is_the_scripts():
     # the second criterion (the module docstring, a53268c): the GEMM record's weight would need a p90 0.5 points lower
     record, today = got["GEMM at the GEMM record, capture's transformers"], got["every GEMM weighed, capture's transformers"]
     assert not (record[1] <= today[1] - 0.005 and record[0] <= today[0] + 0.005)
-    import json
     import statistics
 
-    per_call = json.loads((root / "data" / "h200_op_host_gemm.json").read_text())["host_us_per_call"]
-    add = per_call.pop("add [1640, 1024] bf16")
+    add, per_call = _gemm_record()
     assert len(per_call) == 15 and round(statistics.median(v / add for v in per_call.values()), 2) == 2.14
     assert cv.gemm_record_weight() == 2.14  # the median of the record's 15 GEMM calls over its add (docs/accuracy.md)
     assert "(2.14 adds), reads " + f"{record[0]:.1%} / {record[1]:.1%} against {today[0]:.1%} / {today[1]:.1%}" in " ".join(
@@ -408,15 +406,23 @@ def test_no_fit_draw_of_the_counts_transformers_is_a_named_error():
         captured_stack_rows(rows, other)
 
 
-def test_the_gemm_host_record_docs_quote_is_the_files():
-    """docs/accuracy.md's figures of data/h200_op_host_gemm.json: each GEMM call's host time over the plain add's,
-    the range without the one 3-D unbiased decode linear, that linear, the router's mm, and the add's own time."""
+def _gemm_record() -> tuple[float, dict[str, float]]:
+    """data/h200_op_host_gemm.json's plain add (us a call) and its 15 GEMM calls, read raw (not through the script)."""
     import json
     from pathlib import Path
 
+    per_call = json.loads((Path(__file__).resolve().parents[1] / "data" / "h200_op_host_gemm.json").read_text())
+    calls = dict(per_call["host_us_per_call"])
+    return calls.pop("add [1640, 1024] bf16"), calls
+
+
+def test_the_gemm_host_record_docs_quote_is_the_files():
+    """docs/accuracy.md's figures of data/h200_op_host_gemm.json: each GEMM call's host time over the plain add's,
+    the range without the one 3-D unbiased decode linear, that linear, the router's mm, and the add's own time."""
+    from pathlib import Path
+
     root = Path(__file__).resolve().parents[1]
-    per_call = json.loads((root / "data" / "h200_op_host_gemm.json").read_text())["host_us_per_call"]
-    add = per_call.pop("add [1640, 1024] bf16")
+    add, per_call = _gemm_record()
     router = per_call.pop("mm [1640, 1024] x [1024, 8]") / add
     outlier = per_call.pop("linear [18, 1, 1024] -> 3072 (3-D)") / add
     ratios = [v / add for v in per_call.values()]

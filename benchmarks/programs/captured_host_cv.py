@@ -68,8 +68,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "src"))
 
-from solkit.calibration.captured_host import (_COLUMNS, HostCount, captured_stack_rows, fit_captured_host,  # noqa: E402
-                                              fit_rows, load_host_counts, op_host_weights, row_host_seconds)
+from solkit.calibration.captured_host import (_COLUMNS, OP_HOST_LABELS, HostCount, captured_stack_rows,  # noqa: E402
+                                              fit_captured_host, fit_rows, load_host_counts, op_host_weights,
+                                              row_host_seconds)
 from solkit._files import read_json  # noqa: E402
 from solkit.calibration.data import MAX_DATA_BYTES  # noqa: E402
 from solkit.calibration.manifest import data_path, manifest  # noqa: E402
@@ -86,8 +87,9 @@ COUNTED = {"sort": 2, "sort_cub": torch211.SORT_CUB_LAUNCHES + 8, "topk": torch2
            "_grouped_mm": torch211.GROUPED_MM_LAUNCHES, "histc": 2, "cumsum": 1 + torch211.CUB_SCAN_LAUNCHES}
 
 
-#: the GEMMs' host keys, weighed by mm's measurement since the ninth session (``every GEMM weighed``)
-GEMMS = ("linear", "mm", "addmm")
+#: the GEMMs' host keys, weighed by mm's measurement since the ninth session (``every GEMM weighed``): the keys the
+#: spec's weights read off the router's mm
+GEMMS = tuple(k for k, label in OP_HOST_LABELS.items() if label == OP_HOST_LABELS["mm"])
 
 
 def timed(rows: list[HostCount]) -> list[HostCount]:
@@ -103,12 +105,6 @@ def case_probes(rows: list[HostCount]) -> list[HostCount]:
 
 Reading = Callable[[list[HostCount]], list[HostCount]]
 Columns = dict[str, Callable[[HostCount, float], float]]
-
-
-def _forward(r: HostCount, launches: float) -> float:
-    """A row's weighted launches outside the autograd engine and before its first call (the weights' extra with them:
-    a MoE's routing runs in the forward)."""
-    return launches - r.backward_launches - r.after_launches
 
 
 def term_variants() -> dict[str, Columns]:
@@ -218,12 +214,6 @@ def chosen(got: dict[str, Score]) -> str:
     most today's (op_host_weight) + 0.5 points."""
     limit = got["op_host_weight"][0] + 0.005
     return min((name for name, v in got.items() if v[0] <= limit), key=lambda name: got[name][1])
-
-
-def in_sample(columns: Columns | None = None) -> dict[str, float]:
-    """A rule's parameters fitted on every CV row (``cv_rows``), at the spec's probe with op_host_weight."""
-    reference = calibration(load_gpu("h200")).host_probe
-    return fit_captured_host(cv_rows(), reference, op_host_weights(), columns)
 
 
 def _spread(values: dict[tuple[str, str], list[float]]) -> tuple[int, float, float]:

@@ -51,12 +51,12 @@ def predictions(doc: dict[str, Any], probe: bool, case_probe: bool = False,
             if not (c.get("ttft_probe_us") and c.get("t_n_probe_us")):
                 raise SystemExit(f"{cid}: --timed-probe reads ttft_probe_us and t_n_probe_us (generate.py from seed "
                                  f"3008 on); this case recorded none")
-            ttft = _served(m, gpu, c, c["ttft_probe_us"], figures)
-            tpot = _served(m, gpu, c, c["t_n_probe_us"], figures)
-            ttft = (ttft[0], tpot[1], ttft[2], tpot[3])
+            at_ttft = _served(m, gpu, c, c["ttft_probe_us"], figures)
+            at_t_n = _served(m, gpu, c, c["t_n_probe_us"], figures)
+            ttft, host_ttft, tpot, host_tpot = at_ttft[0], at_ttft[2], at_t_n[1], at_t_n[3]
         else:
-            ttft = _served(m, gpu, c, c["case_probe_us"] if case_probe else probe_us, figures)
-        ttft, tpot, host_ttft, host_tpot = ttft
+            ttft, tpot, host_ttft, host_tpot = _served(m, gpu, c, c["case_probe_us"] if case_probe else probe_us,
+                                                       figures)
         rows.append({"id": cid, "family": c["family"], "engine": c["engine"], "layers": m.layers,
                      "ttft_meas": c["ttft_s"], "tpot_meas": c["tpot_s"], "ttft_pred": float(ttft),
                      "tpot_pred": float(tpot), "host_ttft": float(host_ttft), "host_tpot": float(host_tpot)})
