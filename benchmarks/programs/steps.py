@@ -11,9 +11,10 @@ Per case (``GRID``, most important first): build the model from its config (rand
 with ``time.perf_counter`` around the call; the quietest block's medians are kept: a shared host's noisy spells
 slow whole blocks), measure the memory of the first timed step. Before the blocks, a launch probe: the host
 time per launch of 2,000 small ``torch.add`` calls (median of 5), the host's speed at that moment, and the same
-probe again just before each block (``probe_us_blocks``), and a module probe (the host time per forward of a tiny
-eager module stack, ``probe_module_us``: Python-heavy work). Once every case
-is timed, a second pass builds each case again and profiles ONE step with ``torch.profiler``, summarised with
+probe again just before each block (``probe_us_blocks``) and just after it (``probe_us_after_blocks``), one
+repeat of it before each step of a block (its median per block: ``probe_us_within_blocks``), and a module
+probe (the host time per forward of a tiny eager module stack, ``probe_module_us``: Python-heavy work). Once
+every case is timed, a second pass builds each case again and profiles ONE step with ``torch.profiler``, summarised with
 ``benchmarks/profiling/trace_stats.py``: no case is timed after a profiler session, because one session leaves
 every later launch of the process about 1.5x slower on the host (``host_noise.py``, data/h200_host_noise.jsonl).
 ``DIR/steps.json`` is rewritten after every case (cases not yet run are "pending"); one short JSON line per
@@ -545,6 +546,27 @@ def launch_probe(torch: Any, launches: int = 2000, repeats: int = 5) -> float:
     return statistics.median(per)
 
 
+class ProbeBurst:
+    """One repeat of ``launch_probe``, timed before a step inside a block: the host seconds per launch of ``launches``
+    small ``torch.add`` calls (after ``warm`` untimed ones and a synchronize), on tensors made once."""
+
+    def __init__(self, torch: Any, launches: int = 2000, warm: int = 20) -> None:
+        self.torch, self.launches, self.warm = torch, launches, warm
+        self.a, self.b, self.c = (torch.ones(1024, device="cuda") for _ in range(3))
+
+    def __call__(self) -> float:
+        torch, a, b, c = self.torch, self.a, self.b, self.c
+        for _ in range(self.warm):
+            torch.add(a, b, out=c)
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(self.launches):
+            torch.add(a, b, out=c)
+        per = (time.perf_counter() - t0) / self.launches
+        torch.cuda.synchronize()
+        return per
+
+
 def module_probe(torch: Any, calls: int = 300, repeats: int = 5) -> float:
     """Median over ``repeats`` of the host seconds per forward of a tiny eager module stack (Linear, LayerNorm, GELU,
     Linear on a [4, 64] input: four launches and four modules' Python), ``calls`` forwards each: the host's speed at
@@ -617,6 +639,9 @@ class Runner:
         blocks: list[tuple[float, float]] = []  # (wall, host) medians of each block of steps
         r["memory_before_bytes"] = r["peak_memory_bytes"] = None
         probes: list[float] = []  # the launch probe again just before each block (the host's speed then)
+        within: list[float] = []  # per block: the median of the bursts timed before each of its steps
+        after: list[float] = []  # the launch probe again just after each block
+        burst = ProbeBurst(torch) if self.cuda else None
         for b in range(args.blocks):
             if b:
                 time.sleep(args.block_pause_s)  # a shared host's noisy spells last about a second: step out of one
@@ -624,8 +649,11 @@ class Runner:
                 probes.append(round(launch_probe(torch) * 1e6, 3))
             wall_b: list[float] = []
             host_b: list[float] = []
+            bursts: list[float] = []
             for i in range(args.steps):
                 first = b == 0 and i == 0
+                if burst is not None:
+                    bursts.append(burst())  # before the reset, so the reset's own work runs between it and the step
                 bench.reset()
                 self.sync()
                 if self.cuda:
@@ -651,6 +679,9 @@ class Runner:
                     wall_b.append((h1 - h0) * 1e3)
                     host_b.append((h1 - h0) * 1e3)
             blocks.append((statistics.median(wall_b), statistics.median(host_b)))
+            if burst is not None:
+                within.append(round(statistics.median(bursts) * 1e6, 3))
+                after.append(round(launch_probe(torch) * 1e6, 3))
             wall += wall_b
             host += host_b
         quiet = min(range(len(blocks)), key=lambda j: blocks[j][0])  # the block of the least median wall time
@@ -662,6 +693,8 @@ class Runner:
         r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
         r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
         r["probe_us_blocks"] = probes or None
+        r["probe_us_within_blocks"] = within or None
+        r["probe_us_after_blocks"] = after or None
         r["memory_reserved_bytes"] = int(torch.cuda.memory_reserved()) if self.cuda else None
         r.update(bench.finish())
         return r
@@ -932,7 +965,10 @@ def main(argv: list[str] | None = None) -> int:
                        if dev == "cuda" else None),
             "probe": ("probe_us: before the blocks, the median of 5 repeats of the host time per launch of 2,000 "
                       "torch.add(a, b, out=c) calls on 1,024 floats; probe_us_blocks: the same probe again just "
-                      "before each block (after its pause), in block order; probe_module_us: before the blocks, the median of 5 repeats "
+                      "before each block (after its pause), in block order; probe_us_within_blocks: per block, the median over its "
+                      "steps of one such repeat (20 untimed launches, a synchronize, 2,000 timed launches) timed before "
+                      "each step's reset; probe_us_after_blocks: the probe of probe_us again just after each block; "
+                      "probe_module_us: before the blocks, the median of 5 repeats "
                       "of the host time per forward of 300 forwards of a tiny eager module stack (Linear, LayerNorm, "
                       "GELU, Linear on [4, 64] under inference_mode)" if dev == "cuda" else None),
             "profiler": ("after every case is timed, a second pass builds each case again (warm-up as above) and "

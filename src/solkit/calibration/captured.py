@@ -24,7 +24,8 @@ from ..errors import OptionError, SpecError
 from ..workload import Workload
 from .manifest import manifest
 from .metrics import apart, log_error, median_p90
-from .programs import StepCase, StepSet, load_steps, paired, repeatability
+from .._validate import choice
+from .programs import PROBE_READINGS, StepCase, StepSet, load_steps, paired, repeatability
 from ..workload import issued_launches
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,11 +83,14 @@ def captured_workload(case: StepCase, model: Any = None) -> Workload:
     raise OptionError(f"case {case.id}: mode must be one of {', '.join(MODES)}, got {case.mode!r}")
 
 
-def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[str]] = None) -> list[CapturedStep]:
-    """Each measured case of ``steps`` (``only``: these ids) predicted from its captured program, with its memory."""
+def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[str]] = None,
+                   reading: str = "before") -> list[CapturedStep]:
+    """Each measured case of ``steps`` (``only``: these ids) predicted from its captured program, with its memory;
+    ``reading``: how each case's launch probe is read (``StepCase.probe_at``)."""
     from ..prediction import predict
     from ..workload import issued_launches
 
+    choice("reading", reading, PROBE_READINGS)
     models: dict[str, Any] = {}
     out = []
     for case in steps.cases:
@@ -95,7 +99,7 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
         w = captured_workload(case, _model_of(case, models))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
-            p = predict(w, gpu, warn=False, host_probe_us=case.timed_probe_us)
+            p = predict(w, gpu, warn=False, host_probe_us=case.probe_at(reading))
         recipe: Any = w.recipe
         out.append(CapturedStep(case.id, case.family, case.mode, float(case.wall_ms) * 1e-3,  # type: ignore[arg-type]
                                 float(p.seconds), float(issued_launches(w)),

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from .._files import read_json
+from .._validate import choice
 from ..errors import OptionError, SpecError
 from ..hardware.records import Figure
 from ..prediction import cpu_bound
@@ -33,7 +34,7 @@ from .manifest import data_dir, data_path, manifest
 from .metrics import apart, log_error, median_p90
 from .rounding import rounded
 
-__all__ = ["ARCHITECTURES", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "nonnegative_least_squares", "step_errors",
+__all__ = ["ARCHITECTURES", "PROBE_READINGS", "StepCase", "StepSet", "load_steps", "workload_of_step", "predicted_memory", "fit_host", "HostFit", "nonnegative_least_squares", "step_errors",
            "step_files", "STEP_ROLES", "STEP_FIT_DATA", "STEP_TEST_DATA", "STEP_SPENT_DATA", "STEP_REPEAT_DATA", "STEP_PROFILED_DATA",
            "repeatability", "programs_report", "data_dir"]
 
@@ -69,6 +70,10 @@ ARCHITECTURES = {"transformers.BertForMaskedLM": "BertForMaskedLM", "transformer
                   "transformers.LlamaForCausalLM": "LlamaForCausalLM"}
 
 
+#: the readings of a case's launch probe for its reported block (``StepCase.probe_at``)
+PROBE_READINGS = ("before", "within", "bracket")
+
+
 class StepProfile(BaseModel):
     """The profiled step's summary."""
 
@@ -97,6 +102,9 @@ class StepCase(BaseModel):
     probe_us: Optional[float] = None  # the host's launch probe before the case (steps.py), when recorded
     wall_ms_blocks: Optional[tuple[Figure, ...]] = None  # each block's median step time (steps.py's blocks), if recorded
     probe_us_blocks: Optional[tuple[Figure, ...]] = None  # the launch probe just before each block, in block order
+    #: per block, the median of one repeat of the probe timed before each of its steps (steps.py since 2026-12-03)
+    probe_us_within_blocks: Optional[tuple[Figure, ...]] = None
+    probe_us_after_blocks: Optional[tuple[Figure, ...]] = None  # the launch probe just after each block
     reported_block: Optional[int] = None  # the index of the block wall_ms reports (steps.py since 2026-12-03)
     peak_memory_bytes: Optional[int] = None
     memory_before_bytes: Optional[int] = None
@@ -106,9 +114,11 @@ class StepCase(BaseModel):
     def _blocks_pair(self) -> "StepCase":
         """One probe before each block, and a reported block that is one of them."""
         blocks = len(self.wall_ms_blocks or ())
-        if self.probe_us_blocks is not None and len(self.probe_us_blocks) != blocks:
-            raise ValueError(f"case {self.id!r}: probe_us_blocks holds {len(self.probe_us_blocks)} probes for "
-                             f"{blocks} blocks of wall_ms_blocks: one probe before each block")
+        for name in ("probe_us_blocks", "probe_us_within_blocks", "probe_us_after_blocks"):
+            probes = getattr(self, name)
+            if probes is not None and len(probes) != blocks:
+                raise ValueError(f"case {self.id!r}: {name} holds {len(probes)} probes for {blocks} blocks of "
+                                 f"wall_ms_blocks: one probe for each block")
         if self.reported_block is not None and not 0 <= self.reported_block < blocks:
             raise ValueError(f"case {self.id!r}: reported_block must index one of its {blocks} blocks, got "
                              f"{self.reported_block}")
@@ -127,9 +137,28 @@ class StepCase(BaseModel):
         if self.probe_us_blocks and self.wall_ms_blocks:
             # NB: a file before reported_block is read by the least rounded median: steps.py's choice (unrounded) but
             # where two blocks' medians round alike (none in the committed files)
-            block = self.reported_block if self.reported_block is not None else int(np.argmin(self.wall_ms_blocks))
-            return self.probe_us_blocks[block]
+            return self.probe_us_blocks[self._block]
         return self.probe_us
+
+    @property
+    def _block(self) -> int:
+        """The index of the block ``wall_ms`` reports (``reported_block``; before it, the least median)."""
+        return self.reported_block if self.reported_block is not None else int(np.argmin(self.wall_ms_blocks or ()))
+
+    def probe_at(self, reading: str) -> Optional[float]:
+        """The launch probe of the reported block by ``reading`` (``PROBE_READINGS``): ``"before"``, the probe just
+        before it (``timed_probe_us``); ``"within"``, the median of the probe's repeats timed before each of its steps;
+        ``"bracket"``, the geometric mean of the probes just before and just after it. A reading the case did not
+        record is refused (a file measured before steps.py recorded it)."""
+        if choice("reading", reading, PROBE_READINGS) == "before":
+            return self.timed_probe_us
+        field = "probe_us_within_blocks" if reading == "within" else "probe_us_after_blocks"
+        probes = getattr(self, field)
+        if not probes or not self.probe_us_blocks:
+            raise OptionError(f"case {self.id!r}: the {reading!r} probe reading needs {field}, which it did not record")
+        if reading == "within":
+            return float(probes[self._block])
+        return math.sqrt(self.probe_us_blocks[self._block] * probes[self._block])
 
     @property
     def cpu_bound(self) -> bool:
