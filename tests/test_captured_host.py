@@ -322,7 +322,8 @@ def test_the_probe_spreads_docs_quote_are_the_scripts():
     spec.loader.exec_module(cv)
     page = " ".join((root / "docs" / "accuracy.md").read_text().split())  # the prose's line breaks as spaces
     files = {name.split("seed")[1][:4]: name for name in cv.block_files()}
-    assert sorted(files) == ["2048", "2049", "2050"]  # the draws with a probe per block, not the frozen test (2051)
+    # the draws with a probe per block, not the frozen test (2051): the fit draws and the seed-2060 validation draw
+    assert sorted(files) == ["2048", "2049", "2050", "2060"]
     (_, a, b, r48), (_, c, d, r49), (n50, _, _, r50) = (cv.probe_spreads(files[s]) for s in ("2048", "2049", "2050"))
     assert (f"from {a[1]:.3f} median / {a[2]:.3f} p90 (the probe before the case) to {b[1]:.3f} / {b[2]:.3f} on the "
             f"seed-2048 fit draw's {a[0]} such steps, and from {c[1]:.3f} / {c[2]:.3f} to {d[1]:.3f} / {d[2]:.3f} on "

@@ -176,7 +176,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 74  # 27 kernel files + 11 step files + 9 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 75  # 27 kernel files + 11 step files + 10 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 

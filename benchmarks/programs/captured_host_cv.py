@@ -234,7 +234,7 @@ def probe_spreads(name: str) -> tuple[int, tuple[int, float, float], tuple[int, 
         if not (c.cpu_bound and c.probe_us and c.probe_us_blocks and c.wall_ms_blocks):
             continue
         case.setdefault((c.family, c.mode), []).append(math.log(c.host_ms / c.probe_us))  # type: ignore[operator]
-        block.setdefault((c.family, c.mode), []).append(math.log(c.host_ms / c.timed_probe_us))  # type: ignore[operator]
+        block.setdefault((c.family, c.mode), []).append(math.log(c.host_ms / c.probe_at("before")))  # type: ignore[operator]
         ratios.append(max(c.wall_ms_blocks) / min(c.wall_ms_blocks))
     return (len(ratios), _spread(case), _spread(block),
             (float(np.median(ratios)), float(np.percentile(ratios, 90))))
