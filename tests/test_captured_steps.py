@@ -110,3 +110,30 @@ def test_accuracy_md_quotes_the_reports_repeat_figures():
     assert figures[6:8] == [f"{np.median(midway):.1%}", f"{np.percentile(midway, 90):.1%}"]
     readme = " ".join((DATA.parent / "README.md").read_text().split())
     assert f"differ by {figures[0]} / {figures[1]} in step time" in readme
+
+
+def test_the_probe_reading_figures_docs_quote_are_the_reports():
+    """docs/accuracy.md's and the manifest's seed-2060 figures (the reading before -> within, median and p90) and the
+    seed-2052 figures at the probe before the block are the generated report's (data/h200_captured.md): its "all" row
+    of each file, at the chosen reading, and its line at the probe before each reported block."""
+    import re
+
+    from solkit.calibration.manifest import manifest
+
+    report = (DATA / "h200_captured.md").read_text()
+
+    def figures(name: str) -> tuple[str, str, str, str]:
+        section = report.split(f"## {name}:", 1)[1].split("\n## ", 1)[0]
+        row = next(line for line in section.splitlines() if line.startswith("| **all** |"))
+        median, p90 = (c.strip() for c in row.split("|")[4:6])
+        before = re.search(r"median (\d+\.\d%), p90 (\d+\.\d%)\.", section)
+        assert before is not None, name
+        return median, p90, before.group(1), before.group(2)
+
+    within, within_p90, before, before_p90 = figures("h200_captured_steps_validation_seed2060.json")
+    page = " ".join((DATA.parent / "docs" / "accuracy.md").read_text().split())
+    assert f"read `before` {before} / {before_p90} (median / p90), `within` {within} / {within_p90}," in page
+    note = " ".join(manifest().entry("h200_captured_steps_validation_seed2060.json").note.split())
+    assert f"(p90 {before_p90} -> {within_p90}, median {before} -> {within})" in note
+    _, _, before, before_p90 = figures("h200_captured_steps_test_seed2052.json")
+    assert f"the same steps read {before} / {before_p90} (`data/h200_captured.md` gives both)" in page

@@ -84,6 +84,11 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # 01ee359: "Data: the seed-2051 captured-steps draw's raw file (70 H200 steps measured after 6963ced froze capture and
     # the captured programs' host rule ...)"
     ("h200_captured_steps_test_seed2051.json", "test", 2051, "6963ced", "01ee359"),
+    # a7baf54: "Data: the seed-2060 validation draw of captured steps (70 H200 steps, ... after 45474c3 ...)"
+    ("h200_captured_steps_validation_seed2060.json", "validation", 2060, "45474c3", "a7baf54"),
+    # 79a27af: "Data: the frozen seed-2052 test of captured programs (70 H200 steps, ... measured after 7f04e39 froze
+    # capture, the host rule and the within-block probe reading ...)"
+    ("h200_captured_steps_test_seed2052.json", "test", 2052, "7f04e39", "79a27af"),
     # 0daa1ea: "Serving (issue 30): the frozen seed-3005 draw (24 H200 generate calls measured after d525a14)";
     # 2047fe8: "seed 3005's probe-read diagnosis chose it" (the next draw's reading): spent
     ("h200_serving_test_seed3005.json", "spent", 3005, "d525a14", "0daa1ea"),
@@ -131,7 +136,7 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
-    assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2051.json"
+    assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2052.json"
     assert m.newest_test("serving").file == "h200_serving_test_seed3008.json"
     assert m.newest_test("tune_configs") is None  # 3205 and 3206 spent on the GEMM's top-1 diagnosis; 3207 not drawn
     assert m.newest_test("kernels", "cast") is None
@@ -176,7 +181,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 75  # 27 kernel files + 11 step files + 10 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 76  # 27 kernel files + 11 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 

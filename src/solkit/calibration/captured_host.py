@@ -42,7 +42,9 @@ capture's transformers, 9.0% / 29.2% (median / p90 of the host time per step) ag
 the criterion declared in ``benchmarks/programs/captured_host_cv.py`` chose (NB: on five draws it had cross-validated
 worse, 9.6% / 35.2% against 9.9% / 33.2%; the variants of the terms, a training step's phases among them, are within
 about a point of it; docs/accuracy.md). Those are figures on the fit draws; on the frozen seed-2051 draw, measured
-after the rule was frozen, captured steps' time is 6.2% / 23.0% off (docs/accuracy.md, data/h200_captured.md).
+after the rule was frozen, captured steps' time is 6.2% / 23.0% off, and on the frozen seed-2052 draw, each step
+read at the probe timed beside its steps (``StepCase.timed_probe_us``'s within-block reading), 4.1% / 10.2%
+(docs/accuracy.md, data/h200_captured.md).
 """
 
 from __future__ import annotations
