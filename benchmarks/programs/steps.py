@@ -689,7 +689,7 @@ class Runner:
         r["wall_ms_all"] = [round(x, 4) for x in wall]
         r["host_ms"] = round(blocks[quiet][1], 4)
         r["host_ms_all"] = [round(x, 4) for x in host]
-        r["reported_block"] = quiet  # the index of that block (solkit reads the case at the probe taken before it)
+        r["reported_block"] = quiet  # the index of that block (solkit reads the case at that block's probes)
         r["wall_ms_blocks"] = [round(w, 4) for w, _ in blocks]
         r["host_ms_blocks"] = [round(h, 4) for _, h in blocks]
         r["probe_us_blocks"] = probes or None
@@ -954,7 +954,8 @@ def main(argv: list[str] | None = None) -> int:
             "blocks": args.blocks,
             "block_pause_s": args.block_pause_s,
             "budget_s": args.budget_s,
-            "timing": ("one step at a time: reset (untimed: decode crops its cache), torch.cuda.synchronize(), "
+            "timing": ("one step at a time: one repeat of the launch probe (untimed for the step; see probe), "
+                       "reset (untimed: decode crops its cache), torch.cuda.synchronize(), "
                        "CUDA event, step, CUDA event, event.synchronize(); host = time.perf_counter() around the step "
                        "call alone (no sync): the CPU's time to issue the step. Steps come in blocks (`blocks` of "
                        "`steps`, `block_pause_s` apart); wall_ms and host_ms are the medians of the block with the "

@@ -3,8 +3,9 @@
 A captured-steps file (``benchmarks/programs/steps.py --space capture``: Qwen2, Qwen3, Mistral, Gemma, a Mixtral-shaped
 MoE, BERT-large, GPT-2 medium) lists steps measured on the GPU with the config each ran (``hf_config``). Each is
 rebuilt from that config by ``capture.hf_model`` (transformers' own modeling code on the meta device) and predicted
-with the case's launch probe (``predict(host_probe_us=)``: ``StepCase.timed_probe_us``, the probe before the block it
-reports where it recorded one per block); the captured program's live-bytes peak stands beside the
+with the case's launch probe (``predict(host_probe_us=)``: ``StepCase.timed_probe_us``, the median of the probe's
+repeats before each step of the block it reports where it recorded them, else the probe before that block where it
+recorded one per block); the captured program's live-bytes peak stands beside the
 measured ``max_memory_allocated``. Nothing is fitted on these files: the manifest gives each its role (a validation
 draw that shaped capture, a frozen test measured after capture was frozen).
 """

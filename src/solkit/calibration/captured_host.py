@@ -118,7 +118,7 @@ class HostCount(BaseModel):
     after_silent: int  # of silent: those outside the autograd engine after its first
     host_ms: float  # measured: the host's time to issue one step
     wall_ms: float  # measured: one step's time
-    timed_probe_us: Optional[float]  # the launch probe before the case's reported block (StepCase.timed_probe_us)
+    timed_probe_us: Optional[float]  # the case's launch probe as StepCase.timed_probe_us reads it
     cpu_bound: bool  # the step's wall time is within CPU_BOUND of its host time
 
 

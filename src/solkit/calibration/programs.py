@@ -151,18 +151,20 @@ class StepCase(BaseModel):
 
     def probe_at(self, reading: str) -> Optional[float]:
         """The launch probe of the reported block by ``reading`` (``PROBE_READINGS``): ``"before"``, the probe just
-        before it (or, without blocks, the probe before the case); ``"within"``, the median of the probe's repeats timed before each of its steps;
-        ``"bracket"``, the geometric mean of the probes just before and just after it. A reading the case did not
-        record is refused (a file measured before steps.py recorded it)."""
-        if choice("reading", reading, PROBE_READINGS) == "before":
+        before it (or, without blocks, the probe before the case); ``"within"``, the median of the probe's repeats
+        timed before each of its steps; ``"bracket"``, the geometric mean of the probes just before and just after
+        it. A reading the case did not record is refused (a file measured before steps.py recorded it)."""
+        reading = choice("reading", reading, PROBE_READINGS)
+        if reading == "before":
             return self.probe_us_blocks[self._block] if self.probe_us_blocks and self.wall_ms_blocks else self.probe_us
-        field = "probe_us_within_blocks" if reading == "within" else "probe_us_after_blocks"
-        probes = getattr(self, field)
-        if not probes or not self.probe_us_blocks:
-            raise OptionError(f"case {self.id!r}: the {reading!r} probe reading needs {field}, which it did not record")
+        needs = ("probe_us_within_blocks",) if reading == "within" else ("probe_us_blocks", "probe_us_after_blocks")
+        missing = [name for name in needs if not getattr(self, name)]
+        if missing:
+            raise OptionError(f"case {self.id!r}: the {reading!r} probe reading needs {' and '.join(needs)}; it did not "
+                              f"record {' or '.join(missing)}")
         if reading == "within":
-            return float(probes[self._block])
-        return math.sqrt(self.probe_us_blocks[self._block] * probes[self._block])
+            return float(self.probe_us_within_blocks[self._block])  # type: ignore[index]
+        return math.sqrt(self.probe_us_blocks[self._block] * self.probe_us_after_blocks[self._block])  # type: ignore[index]
 
     @property
     def cpu_bound(self) -> bool:
