@@ -39,6 +39,8 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
 
 @pytest.mark.parametrize("name, role, seed, after, added", [
     # b9b37fd: "The frozen seed-2042 step test (90 random steps measured after be3dbc7 froze the model as it stands ...)"
+    # bf28941: "Data: the frozen seed-2062 test of hand-built whole steps (90 random H200 steps, ... after c926dc3 ...)"
+    ("h200_steps_test_seed2062.json", "test", 2062, "c926dc3", "bf28941"),
     ("h200_steps_test_seed2042.json", "test", 2042, "be3dbc7", "b9b37fd"),
     # d11d401: "The frozen seed-2041 step test (90 random steps measured after f08f101 froze the model ...)"
     ("h200_steps_test_seed2041.json", "test", 2041, "f08f101", "d11d401"),
@@ -133,7 +135,7 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
     assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2051.json"
     assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2051.json"
-    assert m.newest_test("steps").file == "h200_steps_test_seed2042.json"
+    assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
     assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2052.json"
@@ -181,7 +183,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 76  # 27 kernel files + 11 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 77  # 27 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
