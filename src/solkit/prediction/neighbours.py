@@ -261,15 +261,20 @@ class Neighbours:
         if 0 in shape:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
+        bounds: list[Optional[tuple[float, float]]] = []  # each swept float feature's least and most (for the grid)
         for i, v in enumerate(values):  # NB: one NaN would move every cell's lattice corner (the search works from it)
-            if np.ndim(v) and np.asarray(v).dtype.kind == "f" and not (np.isfinite(np.min(v)) and np.isfinite(np.max(v))):
-                bad = np.asarray(v).ravel()[np.flatnonzero(~np.isfinite(np.asarray(v).ravel()))[0]]
-                raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got "
-                                 f"{bad} in its sweep")
-            if not np.ndim(v) and not math.isfinite(v):
+            if np.ndim(v):
+                a = np.asarray(v)
+                bound = (float(np.min(a)), float(np.max(a))) if a.dtype.kind == "f" else None
+                bounds.append(bound)
+                if bound is not None and not (math.isfinite(bound[0]) and math.isfinite(bound[1])):
+                    bad = a.ravel()[np.flatnonzero(~np.isfinite(a.ravel()))[0]]
+                    raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), "
+                                     f"got {bad} in its sweep")
+            elif not math.isfinite(v):
                 raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got {v}")
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
-        grid = _grid(swept, flags, shape, raw)
+        grid = _grid(swept, flags, shape, raw, bounds)
         rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
         code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
         for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
@@ -277,7 +282,7 @@ class Neighbours:
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
         found = np.zeros(len(rows))
         cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
-        for c in np.unique(code):
+        for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else [code]):  # the variant codes present, in order
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
@@ -289,7 +294,7 @@ class Neighbours:
             return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
         table = np.empty(total)  # each cell's c at its place on the grid, read back at every element's place
         table[at] = found
-        return np.take(table, index)
+        return np.take(table, index, mode="wrap")  # (every place is on the grid: "wrap" changes none, and is faster)
 
 
 def _lattice(key: str, points: Any) -> np.ndarray:
@@ -336,15 +341,16 @@ def _quantized(f: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     return u, int(low - _ROUND), int(high - low) + 1
 
 
-def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
+def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
     """``_quantized`` of log2 max(x, 1) (``_log2``) of a float64 sweep of sizes, a log2 per bucket, not per element.
 
     A bucket (a size's exponent and top BUCKET_BITS mantissa bits) far from every rounding boundary
     takes the quantized log2 of its lower edge; the sizes in the few others are quantized one by one.
+    ``bound``: the sizes' least and most, where known.
     """
     if x.dtype != np.float64:
         return None
-    least, most = float(x.min()), float(x.max())
+    least, most = bound if bound is not None else (float(x.min()), float(x.max()))
     if not (least == least and most < 2.0 ** 64):  # NaN, infinite or huge: not this way
         return None
     shift = 52 - BUCKET_BITS
@@ -364,13 +370,15 @@ def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     return u, low, int(above[-1]) - low + 1
 
 
-def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
-    """A swept feature on the grid (``raw``: from its sizes): its quantized values less a lower bound, it, their span."""
-    part = _bucketed(v) if raw else None
+def _part(v: np.ndarray, raw: bool, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
+    """A swept feature on the grid (``raw``: from its sizes; ``bound``: their least and most, where known): its
+    quantized values less a lower bound, it, their span."""
+    part = _bucketed(v, bound) if raw else None
     return part or _quantized(_log2(v) if raw else v)
 
 
-def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
+def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool,
+          bounds: Optional[Sequence[Optional[tuple[float, float]]]] = None) -> Optional[tuple[Any, ...]]:
     """(the distinct cells, as ``_unique``'s rows; each element's place on a small grid; each cell's place; the grid's
     size) by marking the elements' places on the grid (the cells in the order of their places).
 
@@ -380,7 +388,8 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     present (the flags no longer multiply the large grid). None where the grids are not small for the sweep's
     elements (or the features are not float64 octaves).
     """
-    parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
+    parts = [part for part in (_part(v, raw, bounds[i] if bounds else None) for i, v in enumerate(swept))
+             if part is not None]
     if len(parts) < len(swept):
         return None
     spans = [span for _, _, span in parts] + [2] * len(flags)
@@ -443,7 +452,7 @@ def _ranked(place: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
     slots = _present(place, total)
     rank = np.empty(total, dtype=np.int32)  # read only where written: at the places present (GRID_LIMIT < 2^31)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
-    return rank[place], slots
+    return np.take(rank, place, mode="wrap"), slots  # (every place is on the grid: "wrap", numpy's fastest take)
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -529,9 +538,14 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
 def _faded(w: np.ndarray, r: np.ndarray, nearest: np.ndarray) -> np.ndarray:
     """c from the weights ``w`` and residuals ``r`` of each point's candidates, a row per candidate place (summed
     row by row), and the nearest distance (octaves): sum w r / (PRIOR + sum w) x min(1, REACH / nearest)."""
-    num, den = w[0] * r[0], w[0].copy()
+    return _summed(w * r, w, nearest)
+
+
+def _summed(wr: np.ndarray, w: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """``_faded`` from the products w r (a row per candidate place, as ``w``): the rows summed in order."""
+    num, den = wr[0].copy(), w[0].copy()
     for j in range(1, len(w)):
-        num += w[j] * r[j]
+        num += wr[j]
         den += w[j]
     c = num / (den + PRIOR)
     return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
@@ -761,20 +775,66 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
              k: int, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(where, c): ``_members`` and ``_blend`` in one, on the same figures in the same order (bit for bit): a
     non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
-    nothing), and the nearest distance is the smallest candidate's (the nearest is a member)."""
-    columns, dist = _candidate_distances(q, boxes, of, xt, base)
-    ranked = _sorted_rows(dist)
-    kth = ranked[:, k - 1]
+    nothing), and the nearest distance is the smallest candidate's (the nearest is a member). A row per point (its
+    candidates in their order: ``_point_distances``), the weights and products w r then a row per candidate place,
+    summed place by place (``_summed``) as ``_faded`` sums them."""
+    dist = _point_distances(q, boxes, of, xt, base)
+    ranked = dist.copy()
+    ranked.sort(axis=1)  # each point's distances sorted (a sort of a few contiguous ones: faster than a partition)
+    kth = ranked[:, k - 1:k]
     top = int(kth.max()) if len(kth) else 0
     if dist.dtype == np.int32 and top < TABLE:  # each weight looked up: the formula's values at 0 .. top
         # a non-member's place top + 1 (weight 0); intp places (numpy's take converts int32 ones slowly)
         places = np.where(dist > kth, np.intp(top + 1), dist)
-        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places)
+        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places.T, mode="wrap")  # a row per place
     else:
         w = _weights(dist.astype(np.float64), None)
         np.copyto(w, 0.0, where=dist > kth)
-    r = np.take(np.take(residuals, columns), of, axis=1)
-    return where, _faded(w, r, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+        w = np.ascontiguousarray(w.T)
+    # each point's candidates' residuals (a row gathered per point), then each candidate's w r: a row per place
+    wr = np.ascontiguousarray(np.take(np.take(residuals, boxes), of, axis=0).T)
+    wr *= w
+    return where, _summed(wr, w, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+
+
+def _point_distances(q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Each query row's squared distances to its box's candidates (row ``of[i]`` of ``boxes``), a row per point
+    (m' x W) in the candidates' order: integers, summed feature by feature (exact in any order).
+
+    Where the points come box by box (``of`` never decreasing: ``_search``'s groups), each run of one box's points
+    takes a feature's squared gaps from a table of them over the values the run spans in it (a row per value, one
+    row gathered per point: far cheaper than gathering each candidate's feature for each point), where the tables'
+    rows are fewer than the points; else the gaps are computed from each point's candidates' features gathered for it.
+    """
+    m, dims = q.shape
+    runs = m > 1 and dims and not (of[1:] < of[:-1]).any()
+    if runs:
+        change = of[1:] != of[:-1]
+        starts = np.flatnonzero(np.concatenate([[True], change]))
+        run = np.zeros(m, dtype=np.intp)  # each point's run
+        np.cumsum(change, out=run[1:])
+        owner = of[starts]  # each run's box
+    dist = np.take(np.take(base, boxes), of, axis=0)
+    for j in range(dims):
+        column = q[:, j]
+        if runs:
+            whole = column.astype(np.intp)  # (int32, or float64 integers)
+            low = np.minimum.reduceat(whole, starts)
+            span = np.maximum.reduceat(whole, starts) - low + 1
+            if int(span.sum()) <= m:
+                first = np.cumsum(span) - span  # each run's first row in the table
+                gaps = np.take(np.take(xt[j], boxes), np.repeat(owner, span), axis=0)
+                np.subtract(_ranges(low, span).astype(gaps.dtype)[:, None], gaps, out=gaps)
+                np.multiply(gaps, gaps, out=gaps)
+                place = np.take(first - low, run)
+                place += whole  # each point's row: its run's first + its value - the run's least
+                dist += np.take(gaps, place, axis=0)
+                continue
+        step = np.take(np.take(xt[j], boxes), of, axis=0)
+        np.subtract(column[:, None], step, out=step)
+        np.multiply(step, step, out=step)
+        dist += step
+    return dist
 
 
 def _sorted_rows(dist: np.ndarray) -> np.ndarray:
