@@ -287,7 +287,7 @@ class Neighbours:
             bank = self._banks.get(full)
             if bank is not None:
                 mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
-                points = cells[mine] if len(mine) < len(rows) else cells
+                points = np.take(cells, mine, axis=0) if len(mine) < len(rows) else cells
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
         if at is None:
@@ -363,7 +363,8 @@ def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None) -> Opt
     table = np.where(below == above, below - low, -1).astype(np.intp)
     keys = x.view(np.int64) >> shift
     keys -= first
-    u = np.take(table, keys, out=keys, mode="clip")  # in place, unbuffered; "clip" takes a size below 1 as 1
+    # in place, unbuffered; "clip" takes a size below 1 as 1 ("wrap", numpy's fastest take, where there is none)
+    u = np.take(table, keys, out=keys, mode="wrap" if least >= 1.0 else "clip")
     near = np.flatnonzero(u < 0)
     if near.size:
         u.flat[near] = np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low
@@ -410,7 +411,7 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         kind: Any = np.uint8 if len(flags) <= 8 else np.intp
         code = np.zeros(shape, dtype=kind)
         for bit, flag in enumerate(flags):
-            code |= np.broadcast_to(flag, shape).view(np.uint8).astype(kind, copy=False) << kind(bit)
+            code |= np.multiply(np.broadcast_to(flag, shape).view(np.uint8), kind(1 << bit), dtype=kind)  # (not a shift: slow)
     if code is None or stride << len(flags) <= ONE_GRID:  # one grid: the flags its highest digit
         if code is not None:
             high = code.astype(np.intp)
@@ -608,7 +609,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
         return [finish(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
                          np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k, padded) for s in range(0, m, rows)]
     z, order = _sorted_codes(_morton(u, bits), bits * dims)
-    qs = qf[order]
+    qs = np.take(qf, order, axis=0)
     # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
     # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
     first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
@@ -629,14 +630,14 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
     for level in range(bits, -1, -1):
         starts, lo, hi = tree[level]
         begin, sizes = starts[boxes], np.append(starts[1:], m)[boxes] - starts[boxes]
-        kept = _prune(lo[boxes], hi[boxes], cand[parent], xt, base, k)
+        kept = _prune(np.take(lo, boxes, axis=0), np.take(hi, boxes, axis=0), np.take(cand, parent, axis=0), xt, base, k)
         stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
         if stop.any():
-            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(kept[stop], n), sizes[stop]))
+            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(np.compress(stop, kept, axis=0), n), sizes[stop]))
         if stop.all():
             break
         go = np.flatnonzero(~stop)
-        cand = _compact(kept[go], n)
+        cand = _compact(np.take(kept, go, axis=0), n)
         below = tree[level - 1][0]  # the boxes one level down inside each box that goes on: a run of them
         low, high = np.searchsorted(below, begin[go]), np.searchsorted(below, begin[go] + sizes[go])
         parent = np.repeat(np.arange(len(go)), high - low)
@@ -652,7 +653,9 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
             part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
             local[mine] = np.arange(len(mine))
             width = int(counts[mine].max())
-            found.append(finish(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k, padded))
+            at = np.take(where, part)
+            found.append(finish(np.take(order, at), np.take(qs, at, axis=0), np.take(boxes[:, :width], mine, axis=0),
+                                np.take(local, np.take(of, part)), xt, base, k, padded))
     return found
 
 
@@ -703,9 +706,10 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     far = near.copy()
     for j in range(lo.shape[1]):
         c = np.take(xt[j], cand)
-        a, b = lo[:, j:j + 1], hi[:, j:j + 1]
-        gap = c - np.clip(c, a, b)  # the distance from the box along the feature, 0 inside it
-        top = np.maximum(c - a, b - c)
+        below, above = lo[:, j:j + 1] - c, c - hi[:, j:j + 1]  # how far below the box's least, above its most
+        gap = np.maximum(below, above)
+        np.maximum(gap, 0, out=gap)  # the distance from the box along the feature, 0 inside it
+        top = np.minimum(below, above, out=below)  # minus the farthest: max(c - least, most - c)
         np.multiply(gap, gap, out=gap)
         np.multiply(top, top, out=top)
         near += gap
@@ -792,8 +796,7 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
         np.copyto(w, 0.0, where=dist > kth)
         w = np.ascontiguousarray(w.T)
     # each point's candidates' residuals (a row gathered per point), then each candidate's w r: a row per place
-    wr = np.ascontiguousarray(np.take(np.take(residuals, boxes), of, axis=0).T)
-    wr *= w
+    wr = np.multiply(np.take(np.take(residuals, boxes), of, axis=0).T, w, out=np.empty_like(w))
     return where, _summed(wr, w, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
 
 
