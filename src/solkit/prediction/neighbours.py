@@ -282,7 +282,7 @@ class Neighbours:
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
         found = np.zeros(len(rows))
         cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
-        for c in (np.flatnonzero(np.bincount(code)) if np.ndim(code) else [code]):  # the variant codes present, in order
+        for c in np.unique(code):  # (NB: a bincount here left glibc's heap so that later sweeps paid far more page faults)
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
