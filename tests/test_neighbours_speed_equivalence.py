@@ -400,3 +400,37 @@ def test_a_non_finite_feature_is_refused_alone_and_in_a_sweep():
     with pytest.raises(ShapeError, match="'k'.*finite"):
         n.correction("k", [], [float("inf"), 4.0, 5.0])
     assert np.all(np.isfinite(n.correction("k", [], [np.nan_to_num(m, nan=1.0), 4.0, 5.0])))
+
+
+@pytest.mark.parametrize("kind, spread, runs", [(np.int32, 16, 40), (np.int32, 300, 3), (np.float64, 9, 25),
+                                                (np.int32, 8, 1), (np.int32, 300, 40)])
+def test_point_distances_by_run_tables_are_the_squared_gaps_summed_by_hand(kind, spread, runs):
+    """``_point_distances`` of points that come box by box (``_search``'s groups: each run's features' squared gaps
+    from a table over the run's span, where the tables are smaller than the points; else gathered per point) and of
+    points in any order: each point's squared distance to each of its box's candidates, summed by hand in Python
+    integers, and the base distance of the shared features added; int32 and float64 (wide banks') lattices, and runs
+    too sparse for tables (the last: 40 runs over 300 values, more table rows than points)."""
+    rng = np.random.default_rng(spread + runs)
+    n, width, dims = 30, 10, 3
+    x = rng.integers(0, spread, (n, dims))
+    xt = np.hstack([x.T, np.zeros((dims, 1), dtype=x.dtype)]).astype(kind)  # the unused place n at the corner
+    extra = rng.integers(0, 50, n)  # a base distance per banked kernel (its shared features')
+    base = np.append(extra, nb._FAR).astype(kind)
+    boxes = np.sort(np.stack([rng.choice(n + 1, width, replace=False) for _ in range(runs)]), axis=1)
+    of = np.sort(rng.integers(0, runs, 2_000))  # box by box
+    q = rng.integers(0, spread, (len(of), dims)).astype(kind)
+    for order in (np.arange(len(of)), rng.permutation(len(of))):  # by runs, then in any order (per point)
+        got = nb._point_distances(q[order], boxes, of[order], xt, base)
+        assert got.dtype == kind and got.shape == (len(of), width)
+        for i in rng.integers(0, len(of), 300):
+            p, box = q[order][i], boxes[of[order][i]]
+            want = [(int(base[j]) + sum((int(p[d]) - int(xt[d][j])) ** 2 for d in range(dims))) for j in box]
+            assert got[i].tolist() == want, i
+
+
+def test_bucketed_with_known_bounds_is_bucketed():
+    """``_bucketed`` given the sizes' least and most (``_sweep`` has them from its finiteness test) is itself."""
+    x = np.random.default_rng(8).integers(1, 65536, 50_000).astype(float)
+    u, low, span = nb._bucketed(x)
+    v, low2, span2 = nb._bucketed(x, (float(x.min()), float(x.max())))
+    assert np.array_equal(u, v) and (low, span) == (low2, span2)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from solkit._num import off
+from solkit._num import off, off_each
 from solkit.prediction import tiles
 
 
@@ -305,3 +305,38 @@ def test_a_sweep_whose_k_is_in_fortran_order_is_each_elements_tile_search(layout
     h200 = sk.load_gpu("h200")
     c_order = sk.predict(ops.matmul(m, n, k), h200, warn=False).seconds
     assert np.array_equal(sk.predict(ops.matmul(m, n, fk), h200, warn=False).seconds, c_order)
+
+
+@pytest.mark.parametrize("ds", [(8.0, 2.0), (8.0,), (4.0, 16.0, 1.0), (8.0, 3.0)])
+def test_off_each_is_the_remainders_test_for_each(ds):
+    """_num.off_each(x, ds) is numpy's own x % d != 0 for each d (one finiteness test and one buffer on its fast path:
+    powers of two, finite float64 sweeps; else off for each), on integers, fractions, negatives and non-finite values,
+    and a scalar's Python booleans."""
+    rng = np.random.default_rng(len(ds))
+    x = np.concatenate([rng.integers(1, 1 << 20, 20_000).astype(float), rng.uniform(-1e4, 1e4, 5_000),
+                        [0.0, -0.0, -8.0, 2.0 ** 53, 1.0, 1.5]])
+    with np.errstate(invalid="ignore"):
+        for sweep in (x, np.append(x, np.inf), np.append(x, np.nan), x.reshape(-1, 2).T):
+            got = off_each(sweep, ds)
+            assert len(got) == len(ds)
+            for d, mask in zip(ds, got):
+                assert np.array_equal(mask, sweep % d != 0)
+    assert off_each(24.0, ds) == [24.0 % d != 0 for d in ds] and all(type(b) is bool for b in off_each(20.0, ds))
+
+
+def test_dim_of_a_float64_sweep_is_its_float64_copy():
+    """``_validate.dim`` of integral float64 arrays returns a copy equal to ``astype(float64)`` bit for bit (the floor it
+    takes is the copy: -0.0 stays -0.0), never the argument itself, in any layout; fractions still refused."""
+    from solkit._validate import dim
+    from solkit.errors import ShapeError
+    rng = np.random.default_rng(9)
+    a = rng.integers(1, 1 << 40, (300, 7)).astype(float)
+    for value in (a, np.asfortranarray(a), a[::3, 1:5], a.T, np.array([-0.0, 0.0, 3.0])):
+        got = dim("m", value, minimum=0)
+        want = value.astype(np.float64)
+        assert got is not value and not np.shares_memory(got, value)
+        assert got.dtype == np.float64 and got.shape == want.shape
+        assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert dim("m", np.array(7.0)) == 7.0 and type(dim("m", np.array(7.0))) is float
+    with pytest.raises(ShapeError):
+        dim("m", np.array([1.0, 2.5]))

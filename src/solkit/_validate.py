@@ -134,10 +134,14 @@ def dim(name: str, value: Any, minimum: int = 1) -> Any:
     arr = _as_array(name, value)
     if arr.size:
         low, high = arr.min(), arr.max()  # reductions: no temporary arrays when the values are fine
-        integral = arr.dtype.kind != "f" or not (np.floor(arr) != arr).any()
-        if low >= minimum and np.isfinite(high) and integral:
-            out = arr.astype(np.float64)
-            return float(out) if out.ndim == 0 else out
+        if low >= minimum and np.isfinite(high):
+            if arr.dtype == np.float64:  # the floor is the copy where it equals every value (one fresh array, not two)
+                out = np.floor(arr)
+                if not (out != arr).any():
+                    return float(out) if out.ndim == 0 else out
+            elif arr.dtype.kind != "f" or not (np.floor(arr) != arr).any():
+                out = arr.astype(np.float64)
+                return float(out) if out.ndim == 0 else out
     expected = _integer(minimum)
     if not arr.size:
         raise ShapeError(f"{name} must hold at least one value, got an empty array of shape {arr.shape}")

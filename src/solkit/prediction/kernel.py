@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, product, result, where
+from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, off_each, product, result, where
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
 from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
@@ -127,7 +127,11 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # The rows are the stored operands' leading dimensions: k and n, except a weight gradient's
             # (dW [k,n] = X^T [k,m] @ dY [m,n] reads X [m,k] and dY [m,n]: k and n again, m only counts rows)
             lead = g.m if g.layout == WGRAD else g.k
-            misaligned = (off(lead, per) | off(g.n, per)) if kernel.precision not in UNALIGNED_OK else False
+            two = PRECISIONS[kernel.precision] == 2
+            offs = None  # (lead's, n's) off by per (and by 2 for 2-byte elements: ``odd``)
+            if kernel.precision not in UNALIGNED_OK:
+                offs = (off_each(lead, (per, 2.0) if two else (per,)), off_each(g.n, (per, 2.0) if two else (per,)))
+            misaligned = (offs[0][0] | offs[1][0]) if offs is not None else False
             # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
             variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
             # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
@@ -135,8 +139,9 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             variants.append(("legacy", kernel.precision in LEGACY_PRECISIONS))
             variants.append(("misaligned", misaligned))
             # an odd row of 2-byte elements leaves cuBLAS only its align1 kernels (2-byte loads), slower than align2/4
-            if PRECISIONS[kernel.precision] == 2:
-                variants.append(("odd", misaligned & (off(lead, 2.0) | off(g.n, 2.0))))
+            if two:
+                variants.append(("odd", misaligned & ((offs[0][1] | offs[1][1]) if offs is not None else
+                                                      (off(lead, 2.0) | off(g.n, 2.0)))))
         elif g is not None and kernel.kind == "conv" and g.channels is not None:
             c = g.channels
             depthwise = (g.batch > 1) & (c < per) & (g.n < per)
@@ -270,7 +275,7 @@ def _chosen(value: float, swept: list[tuple[np.ndarray, float]]) -> Any:
     the masks' bits (each element takes the last entry whose mask holds, else ``value``; faster than a where)."""
     code: Any = swept[0][0].astype(np.uint8)
     for bit, (mask, _) in enumerate(swept[1:], start=1):
-        code = code | (mask.astype(np.uint8) << bit)
+        code = code | np.multiply(mask.view(np.uint8), np.uint8(1 << bit))  # (a bit: numpy's uint8 shift is slow)
     choices = np.full(1 << len(swept), float(value))  # a float table, whatever the base entry's type
     for c in range(1, len(choices)):
         choices[c] = swept[c.bit_length() - 1][1]  # the highest bit set: the last mask that holds
@@ -300,7 +305,7 @@ def _selector(terms: KernelTerms) -> Selector:
         return None
     code: Any = terms.variants[swept[0]][1].view(np.uint8).copy()
     for bit, i in enumerate(swept[1:], start=1):
-        code |= terms.variants[i][1].view(np.uint8) << np.uint8(bit)
+        code |= np.multiply(terms.variants[i][1].view(np.uint8), np.uint8(1 << bit))  # (numpy's uint8 shift: slow)
     return code.astype(np.intp), tuple(swept)
 
 
@@ -328,9 +333,8 @@ def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, select
         for bit, entry in steps:
             if c >> bit & 1:
                 choices[c] = entry
-    if out is not None:  # (every code indexes the table: "clip" changes none, and takes into out unbuffered)
-        return np.take(choices, code, out=out, mode="clip")
-    return np.take(choices, code)
+    # (every code indexes the table: "wrap" changes none, takes into out unbuffered and is numpy's fastest take)
+    return np.take(choices, code, out=out, mode="wrap")
 
 
 def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:

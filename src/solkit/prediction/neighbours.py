@@ -261,15 +261,20 @@ class Neighbours:
         if 0 in shape:
             return np.zeros(shape)
         swept = [np.asarray(v) for v in values if np.ndim(v)]
+        bounds: list[Optional[tuple[float, float]]] = []  # each swept float feature's least and most (for the grid)
         for i, v in enumerate(values):  # NB: one NaN would move every cell's lattice corner (the search works from it)
-            if np.ndim(v) and np.asarray(v).dtype.kind == "f" and not (np.isfinite(np.min(v)) and np.isfinite(np.max(v))):
-                bad = np.asarray(v).ravel()[np.flatnonzero(~np.isfinite(np.asarray(v).ravel()))[0]]
-                raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got "
-                                 f"{bad} in its sweep")
-            if not np.ndim(v) and not math.isfinite(v):
+            if np.ndim(v):
+                a = np.asarray(v)
+                bound = (float(np.min(a)), float(np.max(a))) if a.dtype.kind == "f" else None
+                bounds.append(bound)
+                if bound is not None and not (math.isfinite(bound[0]) and math.isfinite(bound[1])):
+                    bad = a.ravel()[np.flatnonzero(~np.isfinite(a.ravel()))[0]]
+                    raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), "
+                                     f"got {bad} in its sweep")
+            elif not math.isfinite(v):
                 raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got {v}")
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
-        grid = _grid(swept, flags, shape, raw)
+        grid = _grid(swept, flags, shape, raw, bounds)
         rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
         code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
         for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
@@ -277,19 +282,19 @@ class Neighbours:
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
         found = np.zeros(len(rows))
         cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
-        for c in np.unique(code):
+        for c in np.unique(code):  # (NB: a bincount here left glibc's heap so that later sweeps paid far more page faults)
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
                 mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
-                points = cells[mine] if len(mine) < len(rows) else cells
+                points = np.take(cells, mine, axis=0) if len(mine) < len(rows) else cells
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
         if at is None:
             return np.take(found, index.astype(np.intp, copy=False))  # an intp index (numpy converts an int32 one slowly)
         table = np.empty(total)  # each cell's c at its place on the grid, read back at every element's place
         table[at] = found
-        return np.take(table, index)
+        return np.take(table, index, mode="wrap")  # (every place is on the grid: "wrap" changes none, and is faster)
 
 
 def _lattice(key: str, points: Any) -> np.ndarray:
@@ -336,15 +341,16 @@ def _quantized(f: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     return u, int(low - _ROUND), int(high - low) + 1
 
 
-def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
+def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
     """``_quantized`` of log2 max(x, 1) (``_log2``) of a float64 sweep of sizes, a log2 per bucket, not per element.
 
     A bucket (a size's exponent and top BUCKET_BITS mantissa bits) far from every rounding boundary
     takes the quantized log2 of its lower edge; the sizes in the few others are quantized one by one.
+    ``bound``: the sizes' least and most, where known.
     """
     if x.dtype != np.float64:
         return None
-    least, most = float(x.min()), float(x.max())
+    least, most = bound if bound is not None else (float(x.min()), float(x.max()))
     if not (least == least and most < 2.0 ** 64):  # NaN, infinite or huge: not this way
         return None
     shift = 52 - BUCKET_BITS
@@ -357,20 +363,23 @@ def _bucketed(x: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     table = np.where(below == above, below - low, -1).astype(np.intp)
     keys = x.view(np.int64) >> shift
     keys -= first
-    u = np.take(table, keys, out=keys, mode="clip")  # in place, unbuffered; "clip" takes a size below 1 as 1
+    # in place, unbuffered; "clip" takes a size below 1 as 1 ("wrap", numpy's fastest take, where there is none)
+    u = np.take(table, keys, out=keys, mode="wrap" if least >= 1.0 else "clip")
     near = np.flatnonzero(u < 0)
     if near.size:
         u.flat[near] = np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low
     return u, low, int(above[-1]) - low + 1
 
 
-def _part(v: np.ndarray, raw: bool) -> Optional[tuple[np.ndarray, int, int]]:
-    """A swept feature on the grid (``raw``: from its sizes): its quantized values less a lower bound, it, their span."""
-    part = _bucketed(v) if raw else None
+def _part(v: np.ndarray, raw: bool, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
+    """A swept feature on the grid (``raw``: from its sizes; ``bound``: their least and most, where known): its
+    quantized values less a lower bound, it, their span."""
+    part = _bucketed(v, bound) if raw else None
     return part or _quantized(_log2(v) if raw else v)
 
 
-def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool) -> Optional[tuple[Any, ...]]:
+def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool,
+          bounds: Optional[Sequence[Optional[tuple[float, float]]]] = None) -> Optional[tuple[Any, ...]]:
     """(the distinct cells, as ``_unique``'s rows; each element's place on a small grid; each cell's place; the grid's
     size) by marking the elements' places on the grid (the cells in the order of their places).
 
@@ -380,7 +389,8 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     present (the flags no longer multiply the large grid). None where the grids are not small for the sweep's
     elements (or the features are not float64 octaves).
     """
-    parts = [part for part in (_part(v, raw) for v in swept) if part is not None]
+    parts = [part for part in (_part(v, raw, bounds[i] if bounds else None) for i, v in enumerate(swept))
+             if part is not None]
     if len(parts) < len(swept):
         return None
     spans = [span for _, _, span in parts] + [2] * len(flags)
@@ -401,7 +411,7 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         kind: Any = np.uint8 if len(flags) <= 8 else np.intp
         code = np.zeros(shape, dtype=kind)
         for bit, flag in enumerate(flags):
-            code |= np.broadcast_to(flag, shape).view(np.uint8).astype(kind, copy=False) << kind(bit)
+            code |= np.multiply(np.broadcast_to(flag, shape).view(np.uint8), kind(1 << bit), dtype=kind)  # (not a shift: slow)
     if code is None or stride << len(flags) <= ONE_GRID:  # one grid: the flags its highest digit
         if code is not None:
             high = code.astype(np.intp)
@@ -443,7 +453,7 @@ def _ranked(place: np.ndarray, total: int) -> tuple[np.ndarray, np.ndarray]:
     slots = _present(place, total)
     rank = np.empty(total, dtype=np.int32)  # read only where written: at the places present (GRID_LIMIT < 2^31)
     rank[slots] = np.arange(len(slots), dtype=np.int32)
-    return rank[place], slots
+    return np.take(rank, place, mode="wrap"), slots  # (every place is on the grid: "wrap", numpy's fastest take)
 
 
 def _added(cell: Optional[np.ndarray], u: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -529,9 +539,14 @@ def _blend(d: np.ndarray, r: np.ndarray) -> np.ndarray:
 def _faded(w: np.ndarray, r: np.ndarray, nearest: np.ndarray) -> np.ndarray:
     """c from the weights ``w`` and residuals ``r`` of each point's candidates, a row per candidate place (summed
     row by row), and the nearest distance (octaves): sum w r / (PRIOR + sum w) x min(1, REACH / nearest)."""
-    num, den = w[0] * r[0], w[0].copy()
+    return _summed(w * r, w, nearest)
+
+
+def _summed(wr: np.ndarray, w: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """``_faded`` from the products w r (a row per candidate place, as ``w``): the rows summed in order."""
+    num, den = wr[0].copy(), w[0].copy()
     for j in range(1, len(w)):
-        num += w[j] * r[j]
+        num += wr[j]
         den += w[j]
     c = num / (den + PRIOR)
     return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
@@ -594,7 +609,7 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
         return [finish(np.arange(s, min(s + rows, m)), qf[s:s + rows], np.arange(n)[None, :],
                          np.zeros(min(rows, m - s), dtype=np.intp), xt, base, k, padded) for s in range(0, m, rows)]
     z, order = _sorted_codes(_morton(u, bits), bits * dims)
-    qs = qf[order]
+    qs = np.take(qf, order, axis=0)
     # every level's boxes, bottom-up: a box is a run of the sorted points whose codes share a prefix (the level's
     # bits of every feature dropped); its first point, its bounds (a level's from the boxes below: min of their mins)
     first = np.flatnonzero(np.concatenate([[True], z[1:] != z[:-1]]))
@@ -615,14 +630,14 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
     for level in range(bits, -1, -1):
         starts, lo, hi = tree[level]
         begin, sizes = starts[boxes], np.append(starts[1:], m)[boxes] - starts[boxes]
-        kept = _prune(lo[boxes], hi[boxes], cand[parent], xt, base, k)
+        kept = _prune(np.take(lo, boxes, axis=0), np.take(hi, boxes, axis=0), np.take(cand, parent, axis=0), xt, base, k)
         stop = (_counts(kept < n) <= LEAF) | (sizes == 1) | (level == 0)
         if stop.any():
-            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(kept[stop], n), sizes[stop]))
+            stopped.append((_ranges(begin[stop], sizes[stop]), _compact(np.compress(stop, kept, axis=0), n), sizes[stop]))
         if stop.all():
             break
         go = np.flatnonzero(~stop)
-        cand = _compact(kept[go], n)
+        cand = _compact(np.take(kept, go, axis=0), n)
         below = tree[level - 1][0]  # the boxes one level down inside each box that goes on: a run of them
         low, high = np.searchsorted(below, begin[go]), np.searchsorted(below, begin[go] + sizes[go])
         parent = np.repeat(np.arange(len(go)), high - low)
@@ -638,7 +653,9 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
             part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
             local[mine] = np.arange(len(mine))
             width = int(counts[mine].max())
-            found.append(finish(order[where[part]], qs[where[part]], boxes[mine, :width], local[of[part]], xt, base, k, padded))
+            at = np.take(where, part)
+            found.append(finish(np.take(order, at), np.take(qs, at, axis=0), np.take(boxes[:, :width], mine, axis=0),
+                                np.take(local, np.take(of, part)), xt, base, k, padded))
     return found
 
 
@@ -689,9 +706,10 @@ def _prune(lo: np.ndarray, hi: np.ndarray, cand: np.ndarray, xt: np.ndarray, bas
     far = near.copy()
     for j in range(lo.shape[1]):
         c = np.take(xt[j], cand)
-        a, b = lo[:, j:j + 1], hi[:, j:j + 1]
-        gap = c - np.clip(c, a, b)  # the distance from the box along the feature, 0 inside it
-        top = np.maximum(c - a, b - c)
+        below, above = lo[:, j:j + 1] - c, c - hi[:, j:j + 1]  # how far below the box's least, above its most
+        gap = np.maximum(below, above)
+        np.maximum(gap, 0, out=gap)  # the distance from the box along the feature, 0 inside it
+        top = np.minimum(below, above, out=below)  # minus the farthest: max(c - least, most - c)
         np.multiply(gap, gap, out=gap)
         np.multiply(top, top, out=top)
         near += gap
@@ -761,20 +779,65 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
              k: int, residuals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(where, c): ``_members`` and ``_blend`` in one, on the same figures in the same order (bit for bit): a
     non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
-    nothing), and the nearest distance is the smallest candidate's (the nearest is a member)."""
-    columns, dist = _candidate_distances(q, boxes, of, xt, base)
-    ranked = _sorted_rows(dist)
-    kth = ranked[:, k - 1]
+    nothing), and the nearest distance is the smallest candidate's (the nearest is a member). A row per point (its
+    candidates in their order: ``_point_distances``), the weights and products w r then a row per candidate place,
+    summed place by place (``_summed``) as ``_faded`` sums them."""
+    dist = _point_distances(q, boxes, of, xt, base)
+    ranked = dist.copy()
+    ranked.sort(axis=1)  # each point's distances sorted (a sort of a few contiguous ones: faster than a partition)
+    kth = ranked[:, k - 1:k]
     top = int(kth.max()) if len(kth) else 0
     if dist.dtype == np.int32 and top < TABLE:  # each weight looked up: the formula's values at 0 .. top
         # a non-member's place top + 1 (weight 0); intp places (numpy's take converts int32 ones slowly)
         places = np.where(dist > kth, np.intp(top + 1), dist)
-        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places)
+        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places.T, mode="wrap")  # a row per place
     else:
         w = _weights(dist.astype(np.float64), None)
         np.copyto(w, 0.0, where=dist > kth)
-    r = np.take(np.take(residuals, columns), of, axis=1)
-    return where, _faded(w, r, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+        w = np.ascontiguousarray(w.T)
+    # each point's candidates' residuals (a row gathered per point), then each candidate's w r: a row per place
+    wr = np.multiply(np.take(np.take(residuals, boxes), of, axis=0).T, w, out=np.empty_like(w))
+    return where, _summed(wr, w, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+
+
+def _point_distances(q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray) -> np.ndarray:
+    """Each query row's squared distances to its box's candidates (row ``of[i]`` of ``boxes``), a row per point
+    (m' x W) in the candidates' order: integers, summed feature by feature (exact in any order).
+
+    Where the points come box by box (``of`` never decreasing: ``_search``'s groups), each run of one box's points
+    takes a feature's squared gaps from a table of them over the values the run spans in it (a row per value, one
+    row gathered per point: far cheaper than gathering each candidate's feature for each point), where the tables'
+    rows are fewer than the points; else the gaps are computed from each point's candidates' features gathered for it.
+    """
+    m, dims = q.shape
+    runs = m > 1 and dims and not (of[1:] < of[:-1]).any()
+    if runs:
+        change = of[1:] != of[:-1]
+        starts = np.flatnonzero(np.concatenate([[True], change]))
+        run = np.zeros(m, dtype=np.intp)  # each point's run
+        np.cumsum(change, out=run[1:])
+        owner = of[starts]  # each run's box
+    dist = np.take(np.take(base, boxes), of, axis=0)
+    for j in range(dims):
+        column = q[:, j]
+        if runs:
+            whole = column.astype(np.intp)  # (int32, or float64 integers)
+            low = np.minimum.reduceat(whole, starts)
+            span = np.maximum.reduceat(whole, starts) - low + 1
+            if int(span.sum()) <= m:
+                first = np.cumsum(span) - span  # each run's first row in the table
+                gaps = np.take(np.take(xt[j], boxes), np.repeat(owner, span), axis=0)
+                np.subtract(_ranges(low, span).astype(gaps.dtype)[:, None], gaps, out=gaps)
+                np.multiply(gaps, gaps, out=gaps)
+                place = np.take(first - low, run)
+                place += whole  # each point's row: its run's first + its value - the run's least
+                dist += np.take(gaps, place, axis=0)
+                continue
+        step = np.take(np.take(xt[j], boxes), of, axis=0)
+        np.subtract(column[:, None], step, out=step)
+        np.multiply(step, step, out=step)
+        dist += step
+    return dist
 
 
 def _sorted_rows(dist: np.ndarray) -> np.ndarray:

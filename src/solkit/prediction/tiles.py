@@ -116,26 +116,39 @@ def _narrow_units(m: Any, n: Any, batch: Any, sms: int, shape: tuple[int, ...]) 
     if not (math.ceil(top_m / 64) * math.ceil(top_n / 64) * batch < NARROW_TILES and min(float(m.min()), float(n.min())) > 0):
         return None
     tmp = np.empty(shape)
-    rows: dict[int, np.ndarray] = {}
-    cols: dict[int, np.ndarray] = {}
-    for side, x, into in ((0, m, rows), (1, n, cols)):
+
+    def counted(x: np.ndarray) -> np.ndarray:  # ceil(x / 64) in float32: an integer below 2^22, exact
         np.multiply(x, 1.0 / 64, out=tmp)  # x / 64 exactly (a power of two)
-        into[64] = np.ceil(tmp, out=np.empty(shape, dtype=np.float32))  # an integer below 2^22: exact
-        for t in (128, 256):  # ceil(x / 2t) = ceil(ceil(x / t) / 2), halving an integer exactly
-            into[t] = np.multiply(into[t // 2], np.float32(0.5))
-            np.ceil(into[t], out=into[t])
-        if side == 1 and batch != 1.0:
-            for t in (64, 128, 256):
-                np.multiply(into[t], np.float32(batch), out=into[t])
-    largest = np.multiply(rows[128], cols[256], out=cols[256])  # (each buffer reused once its counts are spent)
-    np.minimum(largest, np.multiply(rows[256], cols[128], out=rows[256]), out=largest)
+        return np.ceil(tmp, out=np.empty(shape, dtype=np.float32))
+
+    def halved(x: np.ndarray, out: np.ndarray) -> np.ndarray:  # ceil(x / 2t) = ceil(ceil(x / t) / 2), exactly
+        np.multiply(x, np.float32(0.5), out=out)
+        return np.ceil(out, out=out)
+
+    # four float32 buffers, each reused once its counts are spent; every product an integer below 2^22 (exact in
+    # any order: the batch multiplies the rows' and columns' product)
+    rows, cols = counted(m), counted(n)  # the 64-row and 64-column tile counts
+    units = np.multiply(rows, cols)  # the 64x64 tile's, times the batch below
+    halved(rows, rows)  # 128 rows
+    halved(cols, cols)  # 128 columns
+    largest = halved(cols, np.empty(shape, dtype=np.float32))  # 256 columns
+    _times(np.multiply(largest, rows, out=largest), batch)  # 128 x 256
+    halved(rows, rows)  # 256 rows
+    np.minimum(largest, _times(np.multiply(rows, cols, out=rows), batch), out=largest)  # 256 x 128
     np.copyto(tmp, largest)  # the largest tiles in float64 (exact), in the scaled sizes' buffer
     if 2 * int(np.count_nonzero(largest < sms)) > largest.size:  # mostly small grids: no units
         return None, tmp
-    units = np.multiply(rows[64], cols[64], out=rows[128])  # the 64x64 tile's units, the fewest (gemm_time)
+    _times(units, batch)  # the 64x64 tile's units, the fewest (gemm_time)
     np.divide(units, np.float32(sms), out=units)
     np.ceil(units, out=units)
     return units, tmp
+
+
+def _times(x: np.ndarray, batch: float) -> np.ndarray:
+    """``x`` times a whole batch, in place (float32 tile counts; a batch of 1 leaves them)."""
+    if batch != 1.0:
+        np.multiply(x, np.float32(batch), out=x)
+    return x
 
 
 def _full(m: Any, n: Any, k: Any, batch: Any, rate: float, sms: int, split_k: bool, shape: tuple[int, ...],
