@@ -17,9 +17,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "solkit"
 
 #: DESIGN's layers, lowest first: hardware data -> precision -> hardware -> work -> roofline -> ops -> comm -> models ->
 #: capture -> prediction -> calibration -> profile -> tune -> planning -> report/plot/cli (the ground: errors, numbers,
-#: display and argument helpers, and the stacks' facts, which import nothing of the layers)
+#: display and argument helpers, the pickling of frozen results, and the stacks' facts, which import nothing of the layers)
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "_num", "_display", "_optional", "_files", "_dir"),
+    ("errors", "_num", "_display", "_optional", "_files", "_dir", "_frozen"),
     ("_validate", "_impossible", "precision", "stacks"),
     ("hardware",),
     ("kernel", "workload", "_typing", "typing"),

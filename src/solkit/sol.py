@@ -118,6 +118,12 @@ class Roofline:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Roofline is immutable: cannot set {name!r}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its slots (``multiprocessing``, ``joblib``, a notebook's cache)."""
+        from ._frozen import restored, slots_state
+
+        return restored, (type(self), slots_state(self))
+
     def _cached(self, name: str, compute: Any) -> Any:
         lazy = self._lazy
         if name not in lazy:

@@ -229,6 +229,12 @@ class Workload:
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Workload is immutable: cannot set {name!r}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its slots (``multiprocessing``, ``joblib``, a notebook's cache)."""
+        from ._frozen import restored, slots_state
+
+        return restored, (type(self), slots_state(self))
+
     # ---- structure ------------------------------------------------------------------------
     @property
     def counted(self) -> tuple[tuple[Kernel, int], ...]:

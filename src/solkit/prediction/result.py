@@ -75,6 +75,14 @@ class Prediction:
     _rows: Any  # () -> the per-kernel rows
     _program: "Workload"  # the workload predicted: its kernels' groups, launches, recipe (what the prediction assumes)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its slots, its per-kernel rows built first (a pickle holds no closure)."""
+        from functools import partial
+
+        from .._frozen import restored, slots_state
+
+        return restored, (type(self), slots_state(self, _rows=partial(_stored, self.kernels)))
+
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError(f"Prediction is immutable: cannot set {name!r}")
 
@@ -369,3 +377,8 @@ def _kernel_table(rows: tuple[KernelRow, ...], distinct: int) -> str:
     cells = [(k.name, f"{k.count:,}", f"{k.predicted_each * 1e6:,.2f}", f"{k.predicted * 1e6:,.1f}",
               f"{k.t_sol * 1e6:,.1f}", k.limiter) for k in rows]
     return text_table((title, "runs", "us each", "us in all", "T_SOL us", "limiter"), cells)
+
+
+def _stored(rows: tuple[KernelPrediction, ...]) -> tuple[KernelPrediction, ...]:
+    """An unpickled ``Prediction``'s per-kernel rows, as they were built before it was pickled."""
+    return rows
