@@ -321,3 +321,38 @@ def test_accuracy_md_quotes_the_seed_2062_report():
             f"({p['all'][2]}) |") in accuracy
     assert (f"| the same without the probe | {q['GPU-bound'][0]} / {q['GPU-bound'][1]} | {q['CPU-bound'][0]} / "
             f"{q['CPU-bound'][1]} | {q['all'][0]} / {q['all'][1]} |") in accuracy
+
+
+def test_readme_and_the_before_row_of_seed_2062():
+    """README's whole-steps row is seed 2062's (all and GPU-bound, median / p90, at each case's probe, as the report
+    gives them; peak memory: exp(|log(predicted / measured)|) - 1 over its training, prefill and decode steps), and
+    docs/accuracy.md's row at the probe before the reported block is each case predicted at ``probe_at("before")``."""
+    import math
+    from pathlib import Path
+
+    import numpy as np
+
+    from solkit.calibration.programs import _summary, predicted_memory, step_errors
+
+    root = Path(__file__).resolve().parents[1]
+    steps = load_steps("h200_steps_test_seed2062.json")
+    at = step_errors(steps, "h200", probe=True)
+    every, gpu = _summary(at), _summary([r for r in at if not r[0].cpu_bound])
+    memory = [math.expm1(abs(math.log(m / c.peak_memory_bytes))) for c in steps.cases
+              if c.ok and c.peak_memory_bytes and c.mode != "infer" and (m := predicted_memory(c)) is not None]
+    readme = (root / "README.md").read_text()
+    assert (f"(90 cases, seed 2062) | {every[1]:.1%} / {every[2]:.1%} (GPU-bound {gpu[1]:.1%} / {gpu[2]:.1%}; peak "
+            f"memory {np.median(memory):.1%} / {np.percentile(memory, 90):.1%}) |") in readme
+    before = []
+    for c in steps.cases:
+        if c.ok:
+            p = sk.predict(workload_of_step(c), "h200", warn=False, host_probe_us=c.probe_at("before"))
+            before.append((c, math.expm1(abs(math.log(float(p.seconds) / (c.wall_ms * 1e-3))))))
+
+    def pair(rows):
+        e = [x for _, x in rows]
+        return f"{np.median(e):.1%} / {np.percentile(e, 90):.1%}"
+
+    row = (f"| the same at the probe before the reported block | {pair([r for r in before if not r[0].cpu_bound])} | "
+           f"{pair([r for r in before if r[0].cpu_bound])} | {pair(before)} |")
+    assert row in (root / "docs" / "accuracy.md").read_text()

@@ -153,7 +153,13 @@ def test_the_declared_criterion():
     assert pr.chosen({"before": before, "within": (0.0669, 0.215), "bracket": (0.060, 0.2205)}) == "within"
     # within's median 0.6 points worse; bracket's p90 only 0.9 points lower: neither
     assert pr.chosen({"before": before, "within": (0.068, 0.150), "bracket": (0.050, 0.221)}) == "before"
-    assert pr.step_error(1.25, 1.0) == pytest.approx(0.25) and pr.step_error(0.8, 1.0) == pytest.approx(0.25)
+    # the script scores each step by CapturedStep.error: 1.25 / 1.0 - 1 = 0.25 and 1.0 / 0.8 - 1 = 0.25
+    from solkit.calibration.captured import CapturedStep
+
+    def step(predicted: float) -> CapturedStep:
+        return CapturedStep("x", "gpt2", "decode", 1.0, predicted, 1.0, None, None, 1)
+
+    assert step(1.25).error == pytest.approx(0.25) and step(0.8).error == pytest.approx(0.25)
 
 
 def test_probe_burst_times_2000_launches_after_20_untimed_and_a_synchronize(monkeypatch):

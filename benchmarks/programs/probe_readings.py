@@ -4,7 +4,7 @@ probe's repeats timed before each of its steps, or the probes just before and af
 
     python benchmarks/programs/probe_readings.py data/h200_captured_steps_validation_seed2060.json
 
-Each measured step of the captured-steps file is captured once from its config (``captured.captured_workload``) and
+Each measured step of the captured-steps file is captured once from its config (``captured.captured_readings``) and
 predicted by today's spec at each reading of its probe (``StepCase.probe_at``: ``before``, ``within``, ``bracket``;
 the file must have been measured by a steps.py that records them, since 2026-12-03). Error = exp(|log(predicted /
 measured)|) - 1 of the step time; printed per reading: the median and p90 over every step and over the CPU-bound
@@ -30,18 +30,16 @@ in a commit that freezes the model for the next frozen test of captured programs
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
-import warnings
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "src"))
 
-from solkit.calibration.captured import _model_of, captured_workload  # noqa: E402
-from solkit.calibration.programs import PROBE_READINGS, StepCase, load_steps  # noqa: E402
-from solkit.prediction import predict  # noqa: E402
+from solkit.calibration.captured import CapturedStep, captured_readings  # noqa: E402
+from solkit.calibration.metrics import median_p90  # noqa: E402
+from solkit.calibration.programs import PROBE_READINGS, StepSet, load_steps  # noqa: E402
 
 #: the declared criterion's margins (module docstring): a reading's p90 at least this far below before's ...
 P90_GAIN = 0.01
@@ -49,27 +47,9 @@ P90_GAIN = 0.01
 MEDIAN_SLACK = 0.005
 
 
-def step_error(predicted: float, measured: float) -> float:
-    """exp(|log(predicted / measured)|) - 1."""
-    return math.expm1(abs(math.log(predicted / measured)))
-
-
-def errors(cases: list[StepCase]) -> dict[str, list[tuple[StepCase, float]]]:
-    """Per reading: (case, error) of each measured case, each captured once and predicted at each reading."""
-    out: dict[str, list[tuple[StepCase, float]]] = {r: [] for r in PROBE_READINGS}
-    models: dict[str, object] = {}
-    for case in cases:
-        w = captured_workload(case, _model_of(case, models))
-        for reading in PROBE_READINGS:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning
-                p = predict(w, "h200", warn=False, host_probe_us=case.probe_at(reading))
-            out[reading].append((case, step_error(float(p.seconds), float(case.wall_ms) * 1e-3)))  # type: ignore[arg-type]
-    return out
-
-
-def median_p90(values: list[float]) -> tuple[float, float]:
-    return float(np.median(values)), float(np.percentile(values, 90))
+def errors(steps: StepSet) -> dict[str, list[CapturedStep]]:
+    """Per reading: each measured case of ``steps`` predicted at it (``captured_readings``: each captured once)."""
+    return {str(r): rows for r, rows in captured_readings(steps, "h200", PROBE_READINGS).items()}
 
 
 def chosen(scores: dict[str, tuple[float, float]]) -> str:
@@ -85,20 +65,19 @@ def main() -> int:
     ap.add_argument("file", help="a captured-steps file measured with the within-block probes")
     args = ap.parse_args()
     steps = load_steps(args.file)
-    cases = [c for c in steps.cases if c.ok]
-    got = errors(cases)
+    cases = {c.id: c for c in steps.cases if c.ok}
     scores = {}
-    for reading, rows in got.items():
-        every = median_p90([e for _, e in rows])
-        cpu = [e for c, e in rows if c.cpu_bound]
+    for reading, rows in errors(steps).items():
+        every = median_p90([r.error for r in rows])
+        cpu = median_p90([r.error for r in rows if cases[r.id].cpu_bound])
         families: dict[str, list[float]] = {}
-        for c, e in rows:
-            families.setdefault(c.family, []).append(e)
+        for r in rows:
+            families.setdefault(r.family, []).append(r.error)
         scores[reading] = every
-        print(f"{reading:8s} {len(rows)} steps: median {every[0]:.1%}  p90 {every[1]:.1%};  CPU-bound {len(cpu)}: "
-              f"median {median_p90(cpu)[0]:.1%}  p90 {median_p90(cpu)[1]:.1%};  "
+        print(f"{reading:8s} {len(rows)} steps: median {every[0]:.1%}  p90 {every[1]:.1%};  CPU-bound "
+              f"{sum(cases[r.id].cpu_bound for r in rows)}: median {cpu[0]:.1%}  p90 {cpu[1]:.1%};  "
               + ", ".join(f"{k} {np.median(v):.1%}" for k, v in sorted(families.items())))
-    ratio = [c.probe_at("within") / c.probe_at("before") for c in cases]  # type: ignore[operator]
+    ratio = [c.probe_at("within") / c.probe_at("before") for c in cases.values()]  # type: ignore[operator]
     print(f"within-block probe / probe before the block: median {np.median(ratio):.3f}, "
           f"p10 {np.percentile(ratio, 10):.3f}, p90 {np.percentile(ratio, 90):.3f}")
     print(f"chosen by the declared criterion: {chosen(scores)}")

@@ -32,7 +32,7 @@ from ..workload import issued_launches
 if TYPE_CHECKING:  # pragma: no cover
     from .captured_host import HostCounts
 
-__all__ = ["CapturedStep", "Repeat", "captured_workload", "captured_steps", "captured_summary", "timing_repeat",
+__all__ = ["CapturedStep", "Repeat", "captured_workload", "captured_steps", "captured_readings", "captured_summary", "timing_repeat",
            "captured_repeat", "captured_report", "captured_files", "host_counts", "MODES"]
 
 #: the modes a captured-steps file measures, and the captured program of each
@@ -88,26 +88,35 @@ def captured_steps(steps: StepSet, gpu: Any = "h200", only: Optional[Sequence[st
                    reading: Optional[str] = None) -> list[CapturedStep]:
     """Each measured case of ``steps`` (``only``: these ids) predicted from its captured program, with its memory, at
     its launch probe (``StepCase.timed_probe_us``; ``reading``: another reading of it, ``StepCase.probe_at``)."""
-    from ..prediction import predict
-    from ..workload import issued_launches
+    return captured_readings(steps, gpu, (reading,), only)[reading]
 
-    if reading is not None:
-        choice("reading", reading, PROBE_READINGS)
+
+def captured_readings(steps: StepSet, gpu: Any = "h200", readings: Sequence[Optional[str]] = (None,),
+                      only: Optional[Sequence[str]] = None) -> dict[Optional[str], list[CapturedStep]]:
+    """``captured_steps`` at each of ``readings`` of the launch probe (None: ``timed_probe_us``), each case captured
+    once."""
+    from ..prediction import predict
+
+    for reading in readings:
+        if reading is not None:
+            choice("reading", reading, PROBE_READINGS)
     models: dict[str, Any] = {}
-    out = []
+    out: dict[Optional[str], list[CapturedStep]] = {r: [] for r in readings}
     for case in steps.cases:
         if not case.ok or (only is not None and case.id not in only):
             continue
         w = captured_workload(case, _model_of(case, models))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
-            probe = case.timed_probe_us if reading is None else case.probe_at(reading)
-            p = predict(w, gpu, warn=False, host_probe_us=probe)
         recipe: Any = w.recipe
-        out.append(CapturedStep(case.id, case.family, case.mode, float(case.wall_ms) * 1e-3,  # type: ignore[arg-type]
-                                float(p.seconds), float(issued_launches(w)),
-                                case.profile.kernels if case.profile else None, case.peak_memory_bytes,
-                                int(recipe.memory.peak)))
+        for reading in readings:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # a misaligned vocabulary's PerformanceWarning: the note says it
+                probe = case.timed_probe_us if reading is None else case.probe_at(reading)
+                p = predict(w, gpu, warn=False, host_probe_us=probe)
+            out[reading].append(CapturedStep(case.id, case.family, case.mode,
+                                             float(case.wall_ms) * 1e-3,  # type: ignore[arg-type]
+                                             float(p.seconds), float(issued_launches(w)),
+                                             case.profile.kernels if case.profile else None, case.peak_memory_bytes,
+                                             int(recipe.memory.peak)))
     return out
 
 
@@ -259,7 +268,9 @@ def captured_report(gpu: Any = "h200") -> str:
         for name in captured_files(role):
             entry = manifest().entry(name)
             steps = load_steps(name)
-            rows = predicted[name] = captured_steps(steps, gpu)
+            within = bool(steps.cases) and all(c.probe_us_within_blocks for c in steps.cases if c.ok)
+            both = captured_readings(steps, gpu, (None, "before") if within else (None,))
+            rows = predicted[name] = both[None]
             lines += [f"## {name}: {role} ({entry.describe()})", "", _versions(steps), ""]
             if role == "repeat":
                 first = _timed_first(name)
@@ -274,8 +285,8 @@ def captured_report(gpu: Any = "h200") -> str:
             for family, (n, med, p90, mem) in captured_summary(rows).items():
                 lines.append(f"| **{family}** | all | {n} | {med:.1%} | {p90:.1%} | {_pct(mem)} |")
             lines.append("")
-            if steps.cases and all(c.probe_us_within_blocks for c in steps.cases if c.ok):
-                _, med, p90, _ = captured_summary(captured_steps(steps, gpu, reading="before"))["all"]
+            if within:
+                _, med, p90, _ = captured_summary(both["before"])["all"]
                 lines += [f"Read at the probe just before each reported block instead (the reading before seed 2060's "
                           f"validation chose the within-block one): median {med:.1%}, p90 {p90:.1%}.", ""]
     return "\n".join(lines)

@@ -354,7 +354,9 @@ def programs_report(gpu: Any = "h200") -> str:
             lines.append("")
             probes = [c.timed_probe_us for c in st.cases if c.ok and c.timed_probe_us]
             if probes:
-                lines += [f"The host's launch probe before each case (µs per small `torch.add` launch): median "
+                lines += [f"Each case's launch probe as `StepCase.timed_probe_us` reads it (the median of its repeats "
+                          f"within the reported block, else the probe before that block, else the probe before the "
+                          f"case; µs per small `torch.add` launch): median "
                           f"{np.median(probes):.2f}, p10 {np.percentile(probes, 10):.2f}, p90 {np.percentile(probes, 90):.2f}. "
                           "Each case predicted with its probe (`predict(host_probe_us=)`):", "",
                           "| group | cases | median error | p90 | max |", "|---|---|---|---|---|"]
