@@ -118,6 +118,7 @@ SAMPLE_FIT_2027 = DATA.with_name("h200_sample_fit_seed2027.json")
 SDPA_FIT = DATA.with_name("h200_sdpa_fit_seed2027.json")
 CAST_FIT = DATA.with_name("h200_cast_fit_seed2028.json")
 WEAK_FIT = DATA.with_name("h200_weak_fit_seed2050.json")
+GROUPED_FIT = DATA.with_name("h200_grouped_fit_seed2054.json")
 
 
 @pytest.fixture(scope="module")
@@ -146,14 +147,19 @@ def weak_fit():
 
 
 @pytest.fixture(scope="module")
-def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit):
+def grouped_fit():
+    return load_measurements(GROUPED_FIT)
+
+
+@pytest.fixture(scope="module")
+def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, grouped_fit):
     """The fit of the committed data: the sampled fit sets and the catalogue's training two thirds (about 6 s)."""
     from solkit.calibration import fit
     from solkit.calibration.__main__ import FIT_DATA
 
     assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, SDPA_FIT.name, CAST_FIT.name,
-                                                WEAK_FIT.name, DATA.name]
-    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, mset], sk.load_gpu(SPEC))
+                                                WEAK_FIT.name, GROUPED_FIT.name, DATA.name]
+    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, grouped_fit, mset], sk.load_gpu(SPEC))
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -210,7 +216,7 @@ def test_fit_uses_training_cases_only(mset, fitted):
     from solkit.calibration.fitting import fit_kernels
 
     expected, held = [], set()
-    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA):
+    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, GROUPED_FIT, DATA):
         raw = json.loads(path.read_text())
         sampled = raw["meta"]["args"].get("sample")
         assert sampled in ("fit", None), path.name  # five sampled fit sets, then the hand-picked catalogue
@@ -521,3 +527,20 @@ def test_sampled_report_names_the_sets_outside_the_bank():
     assert "Every set below but `h200_sdpa_test_seed2051.json` is in that bank, so its rows are in-sample" in text
     only = sampled_report(sets[:1], sk.load_gpu(SPEC), "hardware_specs/h200-sxm.yaml")
     assert "Every set below is in that bank, so its rows are in-sample" in only
+
+
+def test_a_file_measured_without_its_ceilings_is_taken_at_the_fits_floor():
+    """floor_shift: a file's own launch floor less the fit's (4.6 us - 4.0 us = 0.6 us), 0 for a file without ceilings
+    (--no-ceilings: the seed-2054 grouped-conv draws), where ceilings() itself has nothing to read."""
+    from solkit.calibration.data import MeasurementSet
+    from solkit.calibration.fitting import ceilings, floor_shift
+
+    bare = MeasurementSet(meta={}, ceilings={}, cases=())
+    assert floor_shift(bare, 4.0e-6) == 0.0
+    with pytest.raises(KeyError):
+        ceilings(bare)
+    measured = load_measurements(SAMPLE_FIT)
+    own = measured.ceilings["launch_floor_s"]
+    assert floor_shift(measured, own) == pytest.approx(ceilings(measured)["launch_floor"] - own, abs=0)
+    assert abs(floor_shift(measured, own - 0.6e-6) - 0.6e-6) < 0.06e-6  # 0.6 us, within the spec's rounding of the floor
+    assert floor_shift(load_measurements(GROUPED_FIT), 4.0e-6) == 0.0  # measured --no-ceilings

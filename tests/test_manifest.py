@@ -183,7 +183,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 77  # 27 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 79  # 29 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
@@ -191,7 +191,7 @@ def test_sampled_sets_roles_follow_the_sampler():
     """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
     fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
     families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
-                "weak": "weak", "conv_dense,conv_grouped": "conv"}
+                "weak": "weak", "conv_dense,conv_grouped": "conv", "conv_grouped": "conv_grouped"}
     allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":

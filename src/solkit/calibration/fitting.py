@@ -44,7 +44,7 @@ from .rounding import rounded
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
 
-__all__ = ["ceilings", "fit", "fit_kernels", "fit_split", "host_parameters", "FitResult", "GRIDS", "MIN_CASES_PER_KEY",
+__all__ = ["ceilings", "floor_shift", "fit", "fit_kernels", "fit_split", "host_parameters", "FitResult", "GRIDS", "MIN_CASES_PER_KEY",
            "PASSES", "TAIL_START", "TAIL_WEIGHT"]
 
 EFFICIENCY_GRID = np.geomspace(0.03, 1.0, 90)  # an efficiency is a share of a measured ceiling: at most 1 (a spec check)
@@ -91,6 +91,12 @@ def ceilings(mset: MeasurementSet) -> dict[str, Any]:
         "read_bandwidth": rounded(c["read_bandwidth_bytes_per_s"], "read_bandwidth"),
         "launch_floor": rounded(c["launch_floor_s"], "launch_floor"),
     }
+
+
+def floor_shift(mset: MeasurementSet, launch_floor: float) -> float:
+    """How far a file's own measured launch floor sits above ``launch_floor`` (0 for a file measured without its
+    ceilings: NB its cases are taken at the first file's floor, which moves by ~0.5 us from machine to machine)."""
+    return ceilings(mset)["launch_floor"] - launch_floor if mset.ceilings.get("launch_floor_s") else 0.0
 
 
 @dataclass(frozen=True)
@@ -188,12 +194,11 @@ def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") 
 
     # each run's cases beside its own measured launch floor (it moves by ~0.5 us from machine to machine): the
     # fitted latencies are what a kernel adds to the floor, whichever machine measured it
-    floor_shift = np.concatenate([np.full(len(t), ceilings(m)["launch_floor"] - base.launch_floor)
-                                  for m, (t, _) in zip(sets, split)])
+    shifts = np.concatenate([np.full(len(t), floor_shift(m, base.launch_floor)) for m, (t, _) in zip(sets, split)])
 
     def errors(predicted: np.ndarray, at: Any) -> np.ndarray:
         """e + TAIL_WEIGHT max(e - TAIL_START, 0), e = |log(predicted / measured)|, of the cases ``at``."""
-        err = log_error(predicted + floor_shift[at], measured[at])
+        err = log_error(predicted + shifts[at], measured[at])
         return err + TAIL_WEIGHT * np.maximum(err - TAIL_START, 0.0)  # type: ignore[no-any-return]
 
     cal, best = descend(kernels, base, _coordinates(train_terms), GRIDS, errors, groups, PASSES)

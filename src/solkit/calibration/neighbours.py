@@ -24,7 +24,7 @@ from ..prediction.kernel import combined
 from ..prediction.neighbours import STEP, Neighbours, bank_key, features, residual, variant_key
 from ..sol import roofline
 from .data import MeasurementSet, fit_cases, group_of, sample_set_of, workload_of
-from .fitting import ceilings
+from .fitting import floor_shift
 from .manifest import manifest
 from .metrics import log_error
 
@@ -69,8 +69,7 @@ class BankRow:
 def bank_rows(mset: MeasurementSet, gpu: Any, cal: Calibration, holdout: bool = False) -> list[BankRow]:
     """The bank rows of a file's measured primary cases (a catalogue's training two thirds; ``holdout``: its held-out third)."""
     physical = cal.replace(neighbours=None)
-    floor = mset.ceilings.get("launch_floor_s")  # each machine's own launch floor (one early file measured none)
-    shift = ceilings(mset)["launch_floor"] - physical.launch_floor if floor else 0.0
+    shift = floor_shift(mset, physical.launch_floor)  # each machine's own launch floor (some files measured none)
     if sample_set_of(mset) is None:
         cases = fit_cases(mset)[1 if holdout else 0]
     else:
