@@ -147,19 +147,14 @@ def weak_fit():
 
 
 @pytest.fixture(scope="module")
-def grouped_fit():
-    return load_measurements(GROUPED_FIT)
-
-
-@pytest.fixture(scope="module")
-def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, grouped_fit):
+def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit):
     """The fit of the committed data: the sampled fit sets and the catalogue's training two thirds (about 6 s)."""
     from solkit.calibration import fit
     from solkit.calibration.__main__ import FIT_DATA
 
     assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, SDPA_FIT.name, CAST_FIT.name,
-                                                WEAK_FIT.name, GROUPED_FIT.name, DATA.name]
-    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, grouped_fit, mset], sk.load_gpu(SPEC))
+                                                WEAK_FIT.name, DATA.name]
+    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, mset], sk.load_gpu(SPEC))
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -216,7 +211,7 @@ def test_fit_uses_training_cases_only(mset, fitted):
     from solkit.calibration.fitting import fit_kernels
 
     expected, held = [], set()
-    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, GROUPED_FIT, DATA):
+    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA):
         raw = json.loads(path.read_text())
         sampled = raw["meta"]["args"].get("sample")
         assert sampled in ("fit", None), path.name  # five sampled fit sets, then the hand-picked catalogue
