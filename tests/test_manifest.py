@@ -52,6 +52,14 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_weak_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sample_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
     ("h200_sdpa_test_seed2051.json", "test", 2051, "b201423", "38c572d"),
+    # 2a8d3f5: "Data: the frozen seed-2055 kernel test (...), measured on an H200 from 21:24 UTC, after c34c31f (21:20)
+    # froze the model"
+    ("h200_weak_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
+    ("h200_sample_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
+    ("h200_sdpa_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
+    # 9a5de08: "Data: issue 31's grouped and depthwise convs, a fit draw (480 cases) and a validation draw (200) of seed 2054"
+    ("h200_grouped_fit_seed2054.json", "bank", 2054, None, "9a5de08"),
+    ("h200_grouped_validation_seed2054.json", "validation", 2054, None, "9a5de08"),
     # cdc84de: "The conv frozen test draw, seed 2052: 180 convs ... measured on an H200 after bf15e3e froze the model";
     # spent: the model it tested was not shipped (a choice made on it)
     ("h200_conv_test_seed2052.json", "spent", 2052, "bf15e3e", "cdc84de"),
@@ -128,13 +136,13 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 
 def test_the_newest_frozen_test_of_each_family():
-    """What every predictor change reports on: seed 2051 (kernels: the default mix, SDPA and issue 31's weak families),
+    """What every predictor change reports on: seed 2055 (kernels: the default mix, SDPA and issue 31's weak families),
     2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 2051 (captured steps), 3008 (serving); none of Triton
     configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
-    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2051.json"
-    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2051.json"
-    assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2051.json"
+    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2055.json"
+    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2055.json"
+    assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2055.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
@@ -183,7 +191,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 79  # 29 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 82  # 32 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
