@@ -1,6 +1,6 @@
 """A frozen test draw per family: the model with and without its neighbour correction, and each case's distance to the bank.
 
-    python benchmarks/frozen_report.py data/h200_weak_test_seed2051.json data/h200_sample_test_seed2051.json ...
+    python benchmarks/frozen_report.py data/h200_weak_test_seed2055.json data/h200_sample_test_seed2055.json ...
 
 Groups: ``calibration.data.group_of``, split further where issue 31 names a family (decode SDPA; dense, depthwise and
 grouped convs; causal flash; GEMMs by precision). Error = exp(|log(predicted / measured)|) - 1; "physical" is the

@@ -533,8 +533,8 @@ def test_sampled_report_names_the_sets_outside_the_bank():
 
 
 def test_a_file_measured_without_its_ceilings_is_taken_at_the_fits_floor():
-    """floor_shift: a file's own launch floor less the fit's (4.6 us - 4.0 us = 0.6 us), 0 for a file without ceilings
-    (--no-ceilings: the seed-2054 grouped-conv draws), where ceilings() itself has nothing to read."""
+    """floor_shift: a file's own launch floor (as the spec rounds it, to 0.01 us) less the fit's; 0 for a file measured
+    without its ceilings (--no-ceilings: the seed-2054 grouped-conv draws), where ceilings() has nothing to read."""
     from solkit.calibration.data import MeasurementSet
     from solkit.calibration.fitting import ceilings, floor_shift
 
@@ -542,11 +542,24 @@ def test_a_file_measured_without_its_ceilings_is_taken_at_the_fits_floor():
     assert floor_shift(bare, 4.0e-6) == 0.0
     with pytest.raises(KeyError):
         ceilings(bare)
-    measured = load_measurements(SAMPLE_FIT)
-    own = measured.ceilings["launch_floor_s"]
-    assert floor_shift(measured, own) == pytest.approx(ceilings(measured)["launch_floor"] - own, abs=0)
-    assert abs(floor_shift(measured, own - 0.6e-6) - 0.6e-6) < 0.06e-6  # 0.6 us, within the spec's rounding of the floor
+    # the seed-2055 weak test measured its floor at 4.447999876 us: 4.45 us as kept, 4.45 - 4.00 = 0.45 us above the H200's
+    weak = load_measurements(DATA.with_name("h200_weak_test_seed2055.json"))
+    assert floor_shift(weak, 4.0e-6) == pytest.approx(0.45e-6, abs=1e-12)
     assert floor_shift(load_measurements(GROUPED_FIT), 4.0e-6) == 0.0  # measured --no-ceilings
+
+
+def test_the_fit_reads_a_file_measured_without_its_ceilings():
+    """fit_kernels on a file with ceilings (the first: the fit's floor) and one without (the seed-2054 grouped convs,
+    --no-ceilings): 40 + 40 training cases, no KeyError (before floor_shift the fit read every file's ceilings)."""
+    from solkit.calibration.fitting import fit_kernels
+
+    first = load_measurements(SAMPLE_FIT)
+    first = first.model_copy(update={"cases": tuple(c for c in first.cases if c.ok and c.seconds)[:40]})
+    grouped = load_measurements(GROUPED_FIT)
+    grouped = grouped.model_copy(update={"cases": tuple(c for c in grouped.cases if c.ok and c.seconds)[:40]})
+    result = fit_kernels([first, grouped], sk.load_gpu(SPEC))
+    assert (result.train_cases, result.holdout_cases) == (80, 0)
+
 
 
 @pytest.mark.parametrize("name, n, section", [("h200_weak_test_seed2055.json", 350, "## Issue 31's weak families"),

@@ -57,7 +57,8 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_weak_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
     ("h200_sample_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
     ("h200_sdpa_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
-    # 9a5de08: "Data: issue 31's grouped and depthwise convs, a fit draw (480 cases) and a validation draw (200) of seed 2054"
+    # 9a5de08: "Data: issue 31's grouped and depthwise convs, a fit draw (480 cases) and a validation draw (200) of seed 2054";
+    # c34c31f: "the seed-2054 grouped-conv fit draw goes into the neighbour bank only, not the fit" (role bank)
     ("h200_grouped_fit_seed2054.json", "bank", 2054, None, "9a5de08"),
     ("h200_grouped_validation_seed2054.json", "validation", 2054, None, "9a5de08"),
     # cdc84de: "The conv frozen test draw, seed 2052: 180 convs ... measured on an H200 after bf15e3e froze the model";
@@ -137,7 +138,7 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2055 (kernels: the default mix, SDPA and issue 31's weak families),
-    2042 (steps), 2036 (collectives), 2037 (2-GPU steps), 2051 (captured steps), 3008 (serving); none of Triton
+    2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of Triton
     configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2055.json"
