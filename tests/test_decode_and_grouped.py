@@ -165,3 +165,18 @@ def test_the_switch_turns_off_a_key_the_correction_made_worse(slower, off):
     # the sets matched by file name: fit --write's --bank paths and the manifest's data/NAME need not name one folder
     moved = [("data/bank.json", named[0][1]), ("./data/validation.json", named[1][1])]
     assert switched_off(moved, ["data/validation.json"], gpu, physical) == off
+
+
+def test_the_fp32_sdpa_family_draws_both_backends_and_every_kernel_class():
+    """'sdpa_fp32': fp32 SDPA only, inside its space; MHA (the memory-efficient kernel) and GQA (the math path), decode
+    and prefill, and head dims in each of the efficient kernel's three classes (<= 64, 65..128, > 128)."""
+    cases = sampling.sample_set("fit", 120, seed=2056, families=["sdpa_fp32"])
+    assert len(cases) == 120
+    for c in cases:
+        assert sampling.check_case(c, "sdpa_fp32") == [], (c.id, sampling.check_case(c, "sdpa_fp32"))
+        assert c.family == "sdpa" and c.params["dtype"] == "fp32"
+    p = [c.params for c in cases]
+    assert {(q["seq_q"] == 1, q["kv_heads"] < q["heads"]) for q in p} == {(True, True), (True, False), (False, True),
+                                                                         (False, False)}
+    assert {0 if q["head_dim"] <= 64 else 1 if q["head_dim"] <= 128 else 2 for q in p} == {0, 1, 2}
+    assert max(q["seq_kv"] for q in p if q["seq_q"] == 1) > 32768  # caches past the default sdpa family's 32k keys

@@ -86,6 +86,12 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
     "cast": {"weight": 1.0, "elements": (1024, 2 ** 29), "unaligned": 0.25,
              "pairs": (("fp32", "bf16"), ("bf16", "fp32"), ("fp32", "fp16"), ("fp16", "fp32")),
              "dtypes": {"fp32": 0.5, "bf16": 0.35, "fp16": 0.15}},
+    # fp32 SDPA with no backend forced: PyTorch's memory-efficient kernel (MHA; its three kernel classes by head
+    # dim: up to 64, up to 128, beyond) or the unfused math path (GQA); half the cases one-query decode against a
+    # cache of up to 64k keys
+    "sdpa_fp32": {"weight": 1.0, "batch": (1, 64), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 65536),
+                  "decode": 0.5, "cross": 0.3, "head_dim": (32, 40, 64, 72, 80, 96, 128, 160, 256), "gqa": 0.25,
+                  "causal": 0.5, "dtypes": {"fp32": 1.0}},
     # issue 31's weak families, each drawn evenly in log-shape (``--sample-families weak`` takes all five):
     # one-query decode through SDPA's default backend against KV caches from kilobytes to several GiB
     "sdpa_decode": {"weight": 0.25, "batch": (1, 128), "heads": (1, 64), "seq_kv": (128, 262144),
@@ -108,7 +114,7 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
 #: named mixes of families for ``--sample-families`` (one name for several)
 MIXES: dict[str, tuple[str, ...]] = {"weak": ("sdpa_decode", "conv_dense", "conv_grouped", "tf32", "causal")}
 #: the measured family (``Case.family``: what solkit's calibration groups and models by) of each drawn family
-DRAWN_AS: dict[str, str] = {"sdpa_decode": "sdpa", "conv_dense": "conv2d", "conv_grouped": "conv2d", "causal": "attention"}
+DRAWN_AS: dict[str, str] = {"sdpa_decode": "sdpa", "sdpa_fp32": "sdpa", "conv_dense": "conv2d", "conv_grouped": "conv2d", "causal": "attention"}
 #: the size keys of each family, checked against SPACE by check_case
 _SIZE_KEYS: dict[str, dict[str, str]] = {
     "matmul": {"m": "m", "n": "n", "k": "k"}, "bmm": {"batch": "batch", "m": "m", "n": "n", "k": "k"},
@@ -121,6 +127,7 @@ _SIZE_KEYS: dict[str, dict[str, str]] = {
     "sdpa": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "cast": {"elements": "elements"},
     "sdpa_decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
+    "sdpa_fp32": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "conv_dense": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
     "conv_grouped": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
     "tf32": {"m": "m", "n": "n", "k": "k"},
@@ -309,9 +316,9 @@ def _draw_attention(d: _Draw, family: str) -> Case:
     return case
 
 
-def _draw_sdpa(d: _Draw) -> Case:
+def _draw_sdpa(d: _Draw, family: str = "sdpa") -> Case:
     """SDPA with PyTorch's own backend choice: prefill (self or cross, causal or not) or one-query decode."""
-    s = EXTRA_SPACE["sdpa"]
+    s = EXTRA_SPACE[family]
     dt, b, h, hd, kv = _draw_heads(d, s)
     if d.rng.random() < s["decode"]:
         sq, skv, causal = 1, d.logint(s["seq_kv"]), False
@@ -403,8 +410,8 @@ def _draw_family(d: _Draw, family: str) -> Case:
         return _draw_tf32(d)
     if family == "causal":
         return _draw_causal(d)
-    if family == "sdpa":
-        return _draw_sdpa(d)
+    if family in ("sdpa", "sdpa_fp32"):
+        return _draw_sdpa(d, family)
     if family == "cast":
         return _draw_cast(d)
     if family in ("matmul", "bmm"):
