@@ -117,6 +117,7 @@ SAMPLE_FIT = DATA.with_name("h200_sample_fit_run2.json")
 SAMPLE_FIT_2027 = DATA.with_name("h200_sample_fit_seed2027.json")
 SDPA_FIT = DATA.with_name("h200_sdpa_fit_seed2027.json")
 CAST_FIT = DATA.with_name("h200_cast_fit_seed2028.json")
+SDPA_FP32_FIT = DATA.with_name("h200_sdpafp32_fit_seed2056.json")
 WEAK_FIT = DATA.with_name("h200_weak_fit_seed2050.json")
 GROUPED_FIT = DATA.with_name("h200_grouped_fit_seed2054.json")
 
@@ -154,7 +155,11 @@ def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit):
 
     assert [Path(p).name for p in FIT_DATA] == [SAMPLE_FIT.name, SAMPLE_FIT_2027.name, SDPA_FIT.name, CAST_FIT.name,
                                                 WEAK_FIT.name, DATA.name]
-    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, mset], sk.load_gpu(SPEC))
+    from solkit.calibration.__main__ import keyed_files
+
+    assert [(Path(p).name, prefix) for p, prefix in keyed_files()] == [(SDPA_FP32_FIT.name, "efficient_attention")]
+    return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, mset], sk.load_gpu(SPEC),
+               keyed=[(load_measurements(SDPA_FP32_FIT), "efficient_attention")])
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -211,10 +216,11 @@ def test_fit_uses_training_cases_only(mset, fitted):
     from solkit.calibration.fitting import fit_kernels
 
     expected, held = [], set()
-    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA):
+    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA, SDPA_FP32_FIT):
         raw = json.loads(path.read_text())
         sampled = raw["meta"]["args"].get("sample")
-        assert sampled in ("fit", None), path.name  # five sampled fit sets, then the hand-picked catalogue
+        # five sampled fit sets, the hand-picked catalogue, then the second stage's fp32 SDPA draw
+        assert sampled in ("fit", None), path.name
         for c in raw["cases"]:
             if c["ok"] and c.get("seconds") and c.get("primary", True):
                 if sampled == "fit" or not is_holdout(c["id"]):
@@ -252,7 +258,7 @@ def test_the_descent_is_trying_every_value_in_full(mset, monkeypatch):
     softmax, adds, GELUs and GEMMs: every pass, every table)."""
     from solkit.calibration import descent, fitting
 
-    def in_full(kernels, cal, coordinates, grids, errors, groups, passes):
+    def in_full(kernels, cal, coordinates, grids, errors, groups, passes, key_grids=None):
         def loss(c):
             err = errors(kernels.predicted(c), slice(None))
             return float(np.mean([np.mean(err[g]) for g in groups]))
@@ -260,7 +266,7 @@ def test_the_descent_is_trying_every_value_in_full(mset, monkeypatch):
         best = loss(cal)
         for _ in range(passes):
             for parameter, key in coordinates:
-                for value in grids[parameter]:
+                for value in (key_grids or {}).get((parameter, key), grids[parameter]):
                     trial = descent.with_value(cal, parameter, key, value)
                     value_loss = loss(trial)
                     if value_loss < best - 1e-12:

@@ -31,7 +31,7 @@ from ..prediction import calibration
 from .collectives import collectives_report, report_sets
 from .crossval import cross_validate, format_scores
 from .data import MeasurementSet, load_measurements
-from .fitting import fit
+from .fitting import KEYED_FITS, fit
 from .manifest import DataFile, data_path, manifest, source_checkout
 from .metrics import evaluate
 from .neighbours import (bank_document, bank_file, bank_files, bank_rows, holdout_by_set, switched_off, validation_files,
@@ -61,6 +61,12 @@ def _title(e: DataFile) -> str:
 def fit_files() -> tuple[str, ...]:
     """The kernel fit's files (``data/NAME``), in the fit's order: the first gives the measured ceilings."""
     return tuple(_shown(name) for name in manifest().files(measures="kernels", fits="kernels"))
+
+
+def keyed_files() -> tuple[tuple[str, str], ...]:
+    """(``data/NAME``, key prefix) of the files the kernel fit's second stage reads for one kernel's keys alone."""
+    return tuple((_shown(name), prefix) for prefix in KEYED_FITS
+                 for name in manifest().files(measures="kernels", fits=prefix))
 
 
 def _first_fit() -> DataFile:
@@ -179,6 +185,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--spec", help=spec)
     p.add_argument("--write", action="store_true", help="replace the spec's measured: section and its neighbour bank")
     p.add_argument("--bank", nargs="+", help="measurement files of the neighbour bank (default: the manifest's bank: true)")
+    p.add_argument("--keyed", nargs="*", metavar="PREFIX=PATH",
+                   help="files fitted in a second stage on the keys that start with PREFIX alone (default: the "
+                        "manifest's fits: [" + ", ".join(KEYED_FITS) + "], none where --data is given)")
     p = sub.add_parser("cv", help="k-fold cross-validation of the fit beside simpler baselines (a Markdown table)")
     p.add_argument("--data", nargs=2, metavar=("SAMPLED", "CATALOGUE"),
                    help="default: the first kernel fit file and the catalogue")
@@ -230,8 +239,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
 
 
+def _keyed(item: str) -> tuple[str, str]:
+    """(prefix, path) of a ``--keyed`` PREFIX=PATH."""
+    prefix, sep, path = item.partition("=")
+    if not sep or prefix not in KEYED_FITS or not path:
+        raise OptionError(f"--keyed: expected PREFIX=PATH with PREFIX one of {', '.join(KEYED_FITS)}, got {item!r}")
+    return prefix, path
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run one parsed command."""
+    if args.command == "fit" and args.keyed is None:  # the manifest's, unless --data names the files to fit
+        args.keyed = [f"{prefix}={path}" for path, prefix in keyed_files()] if args.data is None else []
     for (command, dest), default in _DEFAULTS.items():
         if args.command == command and getattr(args, dest) is None:
             setattr(args, dest, default())
@@ -242,8 +261,10 @@ def _run(args: argparse.Namespace) -> int:
             raise OptionError(f"--write: {gpu.path} is the installed package's own spec; copy it and name the copy with "
                               "--spec")
         msets = [_load(path) for path in args.data]
-        result = fit(msets, gpu)
-        section = measured_section(msets[0], result, " + ".join(args.data), bank_file(gpu.name))
+        keyed = [_keyed(item) for item in args.keyed]
+        result = fit(msets, gpu, keyed=[(_load(path), prefix) for prefix, path in keyed])
+        section = measured_section(msets[0], result, " + ".join(args.data + [path for _, path in keyed]),
+                                   bank_file(gpu.name))
         print(section_text(section), end="")
         if args.write:
             physical = round_calibration(result.calibration)

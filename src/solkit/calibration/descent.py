@@ -12,7 +12,7 @@ the same arrays), so the descent's result is bit for bit that of evaluating ever
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -191,15 +191,18 @@ class _State:
 
 
 def descend(kernels: KernelArrays, cal: Calibration, coordinates: Sequence[tuple[str, Optional[str]]],
-            grids: dict[str, np.ndarray], errors: Errors, groups: Sequence[np.ndarray], passes: int
-            ) -> tuple[Calibration, float]:
+            grids: dict[str, np.ndarray], errors: Errors, groups: Sequence[np.ndarray], passes: int,
+            key_grids: Optional[Mapping[tuple[str, str], np.ndarray]] = None) -> tuple[Calibration, float]:
     """(calibration, loss) after ``passes`` of coordinate descent from ``cal`` over ``coordinates`` (parameter, table
-    key or None), each tried at every value of its grid; the loss is the mean over ``groups`` (case indices) of the
-    mean of ``errors`` (of predicted seconds) over the group's cases."""
+    key or None), each tried at every value of its grid (``key_grids``' for a (parameter, key) it names, else
+    ``grids``' for the parameter); the loss is the mean over ``groups`` (case indices) of the mean of ``errors`` (of
+    predicted seconds) over the group's cases."""
     state = _State(kernels, cal, errors, groups)
+    own = key_grids or {}
     for _ in range(passes):
         for parameter, key in coordinates:
-            values = np.asarray(grids[parameter], dtype=float)
+            grid = own.get((parameter, key)) if key is not None else None
+            values = np.asarray(grids[parameter] if grid is None else grid, dtype=float)
             if parameter == "kernel_gap":
                 state.scan_gap(values)
             elif key is None:

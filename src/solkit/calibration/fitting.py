@@ -7,7 +7,7 @@ launch floor, each rounded as the spec file keeps it.
 Fitted on the training cases only (``fit_cases``: a sampled fit set whole, two thirds of the
 hand-picked catalogue): the kernel gap; per kernel kind and per operator or variant key with at
 least ``MIN_CASES_PER_KEY`` training cases, a latency, a memory efficiency, a compute efficiency
-(where a kernel is compute-bound), a wave latency, a k-step latency (GEMMs and convs) and a row
+(where a kernel is compute-bound), a wave latency, a k-step latency (GEMMs, convs and the memory-efficient attention, its own grid: ``KEY_GRIDS``) and a row
 bandwidth (row-wise kernels); the overlap exponent. The fit is coordinate descent over ``GRIDS``, ``PASSES`` passes in a fixed order,
 minimizing, per source, the mean over its cases of e + TAIL_WEIGHT * max(e - TAIL_START, 0) with
 e = |log(predicted / measured)| (the hinge keeps the tail in view), averaged over the sources (the
@@ -44,7 +44,8 @@ from .rounding import rounded
 if TYPE_CHECKING:  # pragma: no cover
     from ..hardware.schema import GPU
 
-__all__ = ["ceilings", "floor_shift", "fit", "fit_kernels", "fit_split", "host_parameters", "FitResult", "GRIDS", "MIN_CASES_PER_KEY",
+__all__ = ["ceilings", "floor_shift", "fit", "fit_kernels", "fit_split", "host_parameters", "FitResult", "GRIDS", "KEY_GRIDS", "KEYED_FITS",
+           "MIN_CASES_PER_KEY",
            "PASSES", "TAIL_START", "TAIL_WEIGHT"]
 
 EFFICIENCY_GRID = np.geomspace(0.03, 1.0, 90)  # an efficiency is a share of a measured ceiling: at most 1 (a spec check)
@@ -65,6 +66,13 @@ GRIDS: dict[str, np.ndarray] = {
     "block_bandwidth": BLOCK_BANDWIDTH_GRID,
     "overlap_exponent": OVERLAP_GRID,
 }
+#: the memory-efficient attention kernel's k-step is a key block's walk (7-20 us on an H200), not a GEMM's 64 elements of
+#: k: its keys (``efficient_attention`` and its variants') are tried on this grid
+BLOCK_KSTEP_GRID = np.linspace(0.0, 40e-6, 161)
+#: (parameter, key prefix) -> the grid the keys so named are tried on in place of GRIDS' for the parameter
+KEY_GRIDS: dict[tuple[str, str], np.ndarray] = {("kstep_latency", "efficient_attention"): BLOCK_KSTEP_GRID}
+#: the manifest's fits that name a key prefix: their files are read by the kernel fit's second stage, for those keys alone
+KEYED_FITS = ("efficient_attention",)
 #: an operator key gets its own entries only with this many training cases (fewer would fit noise)
 MIN_CASES_PER_KEY = 10
 #: the fitted parameters that are one number (the rest are per-key tables)
@@ -167,13 +175,32 @@ def fit_split(msets: "MeasurementSet | Sequence[MeasurementSet]") -> list[tuple[
     return [fit_cases(m) for m in sets]
 
 
-def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") -> FitResult:
+def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU",
+                keyed: Sequence[tuple[MeasurementSet, str]] = ()) -> FitResult:
     """The kernels' parameters (the ceilings, the gap, the per-key tables, the overlap exponent) fitted to the training
-    cases of ``msets`` (``fit_split``) for ``gpu``; the host and link parameters stay as ``Calibration`` defaults."""
+    cases of ``msets`` (``fit_split``) for ``gpu``; the host and link parameters stay as ``Calibration`` defaults.
+
+    ``keyed``: (file, key prefix) pairs for a second stage: the entries of the keys that start with a prefix are
+    fitted again on the first stage's cases and the keyed files' training cases together, every other parameter
+    held at the first stage's value (a draw measured for one kernel shapes that kernel's entries alone: in the first
+    stage it would move the shared kernel gap, and with it every kernel's entries).
+    """
     sets = [msets] if isinstance(msets, MeasurementSet) else list(msets)
     base = Calibration(gpu=gpu.name, calibrated=True, source="fit", **ceilings(sets[0]), kernel_gap=0.0,
                        kernel_latency={}, compute_efficiency={}, memory_efficiency={}, wave_latency={}, kstep_latency={}, block_bandwidth={},
                        overlap_exponent=float("inf"))
+    cal, best, train_terms, train, held = _descended(sets, gpu, base, base, None)
+    if keyed:
+        prefixes = tuple(dict.fromkeys(prefix for _, prefix in keyed))
+        cal, best, train_terms, train, held = _descended(sets + [m for m, _ in keyed], gpu, base, cal, prefixes)
+    return FitResult(_used_keys(cal, train_terms), len(train), len(held), best, tuple(c.id for c in train))
+
+
+def _descended(sets: list[MeasurementSet], gpu: "GPU", base: Calibration, start: Calibration,
+               prefixes: Optional[tuple[str, ...]]) -> tuple[Calibration, float, list[tuple[KernelTerms, ...]],
+                                                            list[MeasuredCase], list[MeasuredCase]]:
+    """(calibration, loss, training kernels' terms, training cases, held-out cases) of coordinate descent from
+    ``start`` on the training cases of ``sets``, over every coordinate, or (``prefixes``) those of the keys so named."""
     split = fit_split(sets)
     train = [c for t, _ in split for c in t]
     held = [c for _, h in split for c in h]
@@ -201,20 +228,24 @@ def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU") 
         err = log_error(predicted + shifts[at], measured[at])
         return err + TAIL_WEIGHT * np.maximum(err - TAIL_START, 0.0)  # type: ignore[no-any-return]
 
-    cal, best = descend(kernels, base, _coordinates(train_terms), GRIDS, errors, groups, PASSES)
-    return FitResult(_used_keys(cal, train_terms), len(train), len(held), best, tuple(c.id for c in train))
+    coordinates = [(name, key) for name, key in _coordinates(train_terms)
+                   if prefixes is None or (key is not None and key.startswith(prefixes))]
+    own = {(name, key): grid for name, key in coordinates if key is not None
+           for (of, prefix), grid in KEY_GRIDS.items() if name == of and key.startswith(prefix)}
+    cal, best = descend(kernels, start, coordinates, GRIDS, errors, groups, PASSES, own)
+    return cal, best, train_terms, train, held
 
 
-def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: Optional[Sequence[StepSet]] = None
-        ) -> FitResult:
+def fit(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU", steps: Optional[Sequence[StepSet]] = None,
+        keyed: Sequence[tuple[MeasurementSet, str]] = ()) -> FitResult:
     """Fit the predictor's parameters to the training cases of ``msets`` for ``gpu`` (its SM count and peaks).
 
     The ceilings are the first file's; the kernels' parameters are fitted on every file's training cases
-    (``fit_kernels``); the host times of eager programs on whole steps (``steps``, default the committed step
+    (``fit_kernels``; ``keyed`` files in its second stage); the host times of eager programs on whole steps (``steps``, default the committed step
     files), captured programs' on the committed counts of theirs (``captured_host``), FSDP's host time and the links'
     on their own files (``parallel_parameters``, ``link_parameters``).
     """
-    kernels = fit_kernels(msets, gpu)
+    kernels = fit_kernels(msets, gpu, keyed)
     links = link_parameters()
     links["link_latency"] = ReadOnlyTable(links["link_latency"])
     links["link_efficiency"] = ReadOnlyTable(links["link_efficiency"])

@@ -35,7 +35,7 @@ Role = Literal["fit", "bank", "validation", "test", "spent", "repeat", "profiled
 Measures = Literal["kernels", "steps", "captured_steps", "launches", "parallel_steps", "collectives", "host", "traces",
                    "flop_counts", "mutation", "published", "serving", "tune_configs"]
 Fit = Literal["kernels", "host", "fsdp_host", "links", "link_misaligned", "link_hop", "generate_host", "captured_host",
-              "op_host_weight", "tune"]
+              "op_host_weight", "tune", "efficient_attention"]
 
 #: the roles a file can have (defined in the manifest's header)
 ROLES: tuple[str, ...] = get_args(Role)

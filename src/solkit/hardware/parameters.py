@@ -78,7 +78,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter("compute_efficiency", "", True, True, 3, "share of the compute ceiling a kernel reaches, per key"),
     Parameter("memory_efficiency", "", True, True, 3, "share of the copy bandwidth a kernel reaches, per key"),
     Parameter("wave_latency", "us", True, True, 2, "what each wave of work items (tiles, rows) adds, per key"),
-    Parameter("kstep_latency", "us", True, True, 3, "the least time a GEMM or conv tile's k-loop step takes, per key"),
+    Parameter("kstep_latency", "us", True, True, 3, "the least time a GEMM or conv tile's k-loop step (64 elements of k) or the memory-efficient attention block's step (a key block) takes, per key"),
     Parameter("block_bandwidth", "gb_s", True, True, 3, "bytes per second one thread block streams (its row, its GEMM tile), per key"),
     Parameter("overlap_exponent", "", False, True, 3, "p of the soft maximum (t_c^p + t_m^p)^(1/p) of compute and memory"),
     Parameter("host_launch", "us", False, False, 2, "host (CPU) time per launch of an eager PyTorch inference program"),

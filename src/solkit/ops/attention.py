@@ -142,8 +142,9 @@ def _sdpa_choice(impl: str, z: _Sizes, h: Any, dtype: Any) -> str:
 def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: str, e: float,
                   impl: str = "flash", e_kv: Any = None) -> Kernel:
     # per head, its queries as rows: [sq, d] x [d, skv]; a one-query decode packs the h/kv query heads that share a KV
-    # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only)
-    group = where(sq == 1, h / z.kv, 1.0)
+    # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only; the
+    # memory-efficient kernel packs none: a block per (query block, head, sequence))
+    group = 1.0 if impl == "efficient" else where(sq == 1, h / z.kv, 1.0)
     kv_bytes = e if e_kv is None else e_kv  # K and V as the cache stores them (an fp8 KV cache: 1 byte)
     rows, groups, split = sq * group, None, True
     if z.lens is not None:  # varlen: each sequence's (queries, keys, d), its query heads packed as in the padded call
@@ -218,7 +219,8 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
     ),
     kinds=("attention", "gemm", "reduction"),
     keys=tuple(op + variant for op in FUSED_OPS.values()
-               for variant in ("", "_splitkv", "_causal", "_decode", "_decodesplit", "_decodewide")),
+               for variant in ("", "_splitkv", "_causal", "_decode", "_decodesplit", "_decodewide")) + (
+                   "efficient_attention_keys128", "efficient_attention_gmem"),
     aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
           "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
           "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"),

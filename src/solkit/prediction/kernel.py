@@ -34,8 +34,8 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DE
                                WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
 from ..workload import Kernel
 from .gpu import matmul_rate
-from .tiles import (attention_compute_time, decode_items, gemm_time, ragged_attention_compute_time, ragged_gemm_time,
-                    tile_waves)
+from .tiles import (attention_compute_time, decode_items, efficient_attention_loop, gemm_time,
+                    ragged_attention_compute_time, ragged_gemm_time, tile_waves)
 from .._validate import checked_call, unchecked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -181,13 +181,23 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
                 keys = [n for _, n, _ in g.groups]  # tiles of sequences with more keys take longer
                 spread = 1.0 - min(keys) / max(keys)
+            elif op == "efficient_attention":
+                # the memory-efficient kernel: no split over the keys; each block walks its keys serially, a
+                # kstep_latency per key block, and runs its whole tiles' FLOPs (``efficient_attention_loop``)
+                full = 4.0 * product(g.m, g.n, g.k, g.batch)
+                tile_flops, waves, k_steps, wide, gmem = efficient_attention_loop(g.m, g.n, g.k, g.batch, mf / full,
+                                                                                  kernel.precision, sms)
+                t_mat, split = tile_flops / rate, False
             else:
                 t_mat, wave, split, waves = attention_compute_time(g.m, g.n, g.k, g.batch, mf / rate, sms)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
             # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
             # and the query tiles do unequal work)
             causal = mf < full * (1.0 - 1e-9)
-            variants += [("splitkv", split), ("causal", causal)]
+            if op == "efficient_attention" and g.groups is None:  # its kernel classes by head dim (keys128: 64 x 128)
+                variants += [("causal", causal), ("keys128", wide), ("gmem", gmem)]
+            else:
+                variants += [("splitkv", split), ("causal", causal)]
             if op == "cudnn_attention":
                 # cuDNN's decode kernel (a work item's queries fit one tile): each item streams its KV head's K and V
                 # from DRAM, split over the keys where few items have many keys (a reduction kernel follows).
@@ -202,7 +212,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                     block_bytes = where(decode, nbytes / items, 0.0)
                     launches = kernel.launches + where(split_d, 1.0, 0.0)
                     variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
-            tailed = (causal | (spread > 0.0)) & not_(split)
+            # (the efficient kernel's longest block is in its key-block walk already)
+            tailed = (causal | (spread > 0.0)) & not_(split) & (op != "efficient_attention" or g.groups is not None)
             if any_(tailed):
                 # causal query tiles do unequal work (tile i sees i+1 key blocks), as do a varlen batch's tiles of unequal
                 # sequences: the SMs finish unevenly and the longest tile (all n keys) ends last, on average CAUSAL_TAIL

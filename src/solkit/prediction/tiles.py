@@ -19,10 +19,12 @@ from typing import Any, Optional
 import numpy as np
 
 from .._num import Num, ceil, product
-from ..stacks.torch211 import ATTENTION_QUERY_TILE, MIN_SPLIT_K, SPLITKV_QUERY_TILE
+from ..stacks.torch211 import (ATTENTION_QUERY_TILE, EFFICIENT_KERNELS, EFFICIENT_WARPS_PER_SM, MIN_SPLIT_K,
+                               SPLITKV_QUERY_TILE)
 from .._validate import checked_call
 
 __all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items",
+           "efficient_attention_loop",
            "ragged_attention_compute_time", "ragged_gemm_time", "ragged_waves"]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
@@ -324,6 +326,48 @@ def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 12
     best = max(eff)
     return next((s for s in range(1, top + 1) if eff[s] and eff[s] >= 0.85 * best), 1)
 
+
+
+def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, precision: str,
+                             sms: int) -> tuple[Any, Any, Any, Any, Any]:
+    """(tile FLOPs, waves, key blocks a wave walks, the 64 x 128 kernel?, the 32 x 128 one?) of the memory-efficient
+    attention forward (``stacks.torch211.EFFICIENT_KERNELS``).
+
+    m = queries per head, n = keys, d = head dim, batch = batch x heads, share = the unmasked share of the m x n pairs
+    (1 without a mask). The first kernel whose kMaxK holds d: QB queries x KB keys a block, warps = QB/32 x KB/32;
+    blocks = ceil(m / QB) x batch, each walking its ceil(n / KB) key blocks serially (a causal block stops at its
+    last query's keys: share x that on average), ``EFFICIENT_WARPS_PER_SM // warps`` resident on an SM.
+    waves = ceil(blocks / (SMs x resident)); a wave walks max(longest / waves, mean) key blocks, so waves x that is
+    the longest block's walk or the waves' mean walks, whichever is longer. Tile FLOPs: 4 QB KB d a block's key
+    block (QK^T and PV over whole tiles), summed over the blocks' mean walks.
+    """
+    budget = EFFICIENT_WARPS_PER_SM.get(precision, EFFICIENT_WARPS_PER_SM["fp32"])
+    (k1, q1, b1), (k2, q2, b2), (_, q3, b3) = EFFICIENT_KERNELS
+    qb: Any
+    kb: Any
+    resident: Any
+    width: Any
+    if type(m) is float and type(n) is float and type(d) is float and type(batch) is float and type(share) is float:
+        qb, kb = (q1, b1) if d <= k1 else (q2, b2) if d <= k2 else (q3, b3)
+        resident = float(budget // int(qb * kb / 1024.0))
+        blocks = math.ceil(m / qb) * batch
+        longest = float(math.ceil(n / kb))
+        mean = longest * share
+        waves = float(math.ceil(blocks / (sms * resident)))
+        width = k1 if d <= k1 else k2 if d <= k2 else d
+        return (4.0 * qb * kb * width * blocks * mean, waves, max(longest / waves, mean), k1 < d <= k2, d > k2)
+    shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(d), np.shape(batch), np.shape(share))
+    m, n, d, batch, share = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, d, batch, share))
+    wide, gmem = (d > k1) & (d <= k2), d > k2
+    qb = np.where(gmem, q3, np.where(wide, q2, q1))
+    kb = np.where(gmem, b3, np.where(wide, b2, b1))
+    resident = np.floor(budget / np.floor(qb * kb / 1024.0))
+    blocks = np.ceil(m / qb) * batch
+    longest = np.ceil(n / kb)
+    mean = longest * share
+    waves = np.ceil(blocks / (sms * resident))
+    width = np.where(gmem, d, np.where(wide, k2, k1))
+    return 4.0 * qb * kb * width * blocks * mean, waves, np.maximum(longest / waves, mean), wide, gmem
 
 
 def decode_items(items: Any, keys: Any, d: Any, sms: int, split_items: int, split_keys: int) -> tuple[Any, Any]:

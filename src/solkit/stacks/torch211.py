@@ -18,7 +18,8 @@ __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_O
            "EMBEDDING_BACKWARD_DIRECT", "EMBEDDING_BACKWARD_SORT_LAUNCHES", "CUB_SCAN_LAUNCHES",
            "SMALL_SORT", "HOST_KEYS", "SORT_CUB_LAUNCHES", "TOPK_SINGLE_BLOCK", "TOPK_SORTED_LAUNCHES",
            "GROUPED_MM_LAUNCHES",
-           "CUDNN_DECODE_ROWS", "CUDNN_SPLIT_ITEMS", "CUDNN_SPLIT_KEYS", "CUDNN_DECODE_WIDE", "DEPTHWISE_OUTPUT_MACS"]
+           "CUDNN_DECODE_ROWS", "CUDNN_SPLIT_ITEMS", "CUDNN_SPLIT_KEYS", "CUDNN_DECODE_WIDE", "DEPTHWISE_OUTPUT_MACS",
+           "EFFICIENT_KERNELS", "EFFICIENT_WARPS_PER_SM"]
 
 #: the versions, as the H200 spec's ``measured.stack`` records them (a test holds the two equal)
 VERSIONS: Mapping[str, str] = {"cuda": "13.0", "torch": "2.11.0+cu130", "cudnn": "91900"}
@@ -28,6 +29,21 @@ VERSIONS: Mapping[str, str] = {"cuda": "13.0", "torch": "2.11.0+cu130", "cudnn":
 #: flash attention's query tile per work item (unsplit), and the split-KV kernel's
 ATTENTION_QUERY_TILE = 128
 SPLITKV_QUERY_TILE = 64
+
+# ---- memory-efficient attention (mem_eff_attention, the cutlass kernels PyTorch took from xFormers) ----------
+
+#: the forward kernels on sm80 and later (Hopper included), in dispatch order (kernels/cutlassF.h,
+#: dispatch_cutlassF_*_sm80; attention.cu launches the first whose kMaxK holds the head dim): (kMaxK, queries per
+#: block, keys per block). Its grid is (ceil(queries / block queries), heads, batch) (kernel_forward.h,
+#: getBlocksGrid): no split over the keys, each block walks all its keys serially; warps per block = queries / 32 x
+#: keys / 32 (32 x 32 warp tiles). Measured on an H200 (data/h200_sdpafp32_fit_seed2056.json, the kernel census):
+#: fp32 SDPA ran fmha_cutlassF_f32_aligned_64x64_rf_sm80 for head dims 32-64 (73 of 73 MHA cases),
+#: _64x128_rf_sm80 for 72-128 (102 of 102), _32x128_gmem_sm80 for 160-256 (56 of 56)
+EFFICIENT_KERNELS: tuple[tuple[float, float, float], ...] = ((64.0, 64.0, 64.0), (128.0, 64.0, 128.0),
+                                                             (float("inf"), 32.0, 128.0))
+#: the warps per SM each kernel's __launch_bounds__ asks room for (getWarpsPerSmFw in kernel_forward.h: 16 for
+#: 16-bit types on sm80+, 12 for fp32): blocks per SM = this / warps per block
+EFFICIENT_WARPS_PER_SM: Mapping[str, int] = {"fp32": 12, "bf16": 16, "fp16": 16}
 
 # ---- row-wise kernels (ATen) -------------------------------------------------------------------
 
