@@ -57,6 +57,14 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     ("h200_weak_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
     ("h200_sample_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
     ("h200_sdpa_test_seed2055.json", "spent", 2055, "c34c31f", "2a8d3f5"),
+    # ade57d1: "data: fp32 SDPA on the H200, seed 2056 (...): the fit draw (300 cases) and the validation draw (160)"
+    ("h200_sdpafp32_fit_seed2056.json", "fit", 2056, None, "ade57d1"),
+    ("h200_sdpafp32_validation_seed2056.json", "validation", 2056, None, "ade57d1"),
+    # 0bfe22d: "data: the frozen seed-2056 kernel test (issue 31), measured on an H200 from 19:29 UTC after e790865
+    # (19:28) froze the model"
+    ("h200_sdpafp32_test_seed2056.json", "test", 2056, "e790865", "0bfe22d"),
+    ("h200_sdpa_test_seed2056.json", "test", 2056, "e790865", "0bfe22d"),
+    ("h200_sample_test_seed2056.json", "test", 2056, "e790865", "0bfe22d"),
     # 9a5de08: "Data: issue 31's grouped and depthwise convs, a fit draw (480 cases) and a validation draw (200) of seed 2054";
     # c34c31f: "the seed-2054 grouped-conv fit draw goes into the neighbour bank only, not the fit" (role bank)
     ("h200_grouped_fit_seed2054.json", "bank", 2054, None, "9a5de08"),
@@ -137,13 +145,14 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 
 
 def test_the_newest_frozen_test_of_each_family():
-    """What every predictor change reports on: seed 2055 (kernels: the default mix, SDPA and issue 31's weak families),
+    """What every predictor change reports on: seed 2056 (kernels: the default mix, SDPA, fp32 SDPA), 2055 (issue 31's
+    weak families),
     2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of Triton
     configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
     m = manifest()
-    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2055.json"
-    # seed 2055's SDPA draw is spent (its fp32 decode misses found the memory-efficient kernel's key-block model)
-    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2051.json"
+    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2056.json"
+    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2056.json"
+    assert m.newest_test("kernels", "sdpa_fp32").file == "h200_sdpafp32_test_seed2056.json"
     assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2055.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
@@ -193,7 +202,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 84  # 34 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 87  # 37 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
