@@ -382,6 +382,11 @@ def _attn(b: int, h: int, sq: int, d: int, *, skv: int | None = None, kv: int | 
         builder = "decode"
         note = (f"F.scaled_dot_product_attention(q[b,h,1,d], k, v [b,kv,skv,d], is_causal=False"
                 f"{', enable_gqa=True' if gqa else ''}); first backend that runs of flash, efficient, cudnn, math")
+    elif impl == "efficient":
+        builder = "sdpa"
+        backend = "efficient"
+        note = (f"F.scaled_dot_product_attention(q, k, v, is_causal={causal}) under "
+                f"sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION); layout [b,h,s,d]")
     elif impl == "flash":
         builder = "sdpa"
         name = {"flash": "FLASH_ATTENTION", "cudnn": "CUDNN_ATTENTION"}[backend]

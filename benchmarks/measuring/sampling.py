@@ -92,6 +92,11 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
     "sdpa_fp32": {"weight": 1.0, "batch": (1, 64), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 65536),
                   "decode": 0.5, "cross": 0.3, "head_dim": (32, 40, 64, 72, 80, 96, 128, 160, 256), "gqa": 0.25,
                   "causal": 0.5, "dtypes": {"fp32": 1.0}},
+    # the memory-efficient kernel forced (sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)) in 16-bit precisions, MHA (it
+    # takes no GQA): what masked SDPA runs in bf16; half one-query decode
+    "efficient_half": {"weight": 1.0, "batch": (1, 64), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 65536),
+                       "decode": 0.5, "cross": 0.3, "head_dim": (32, 40, 64, 72, 80, 96, 128, 160, 256), "gqa": 0.0,
+                       "causal": 0.5, "dtypes": {"bf16": 0.75, "fp16": 0.25}},
     # issue 31's weak families, each drawn evenly in log-shape (``--sample-families weak`` takes all five):
     # one-query decode through SDPA's default backend against KV caches from kilobytes to several GiB
     "sdpa_decode": {"weight": 0.25, "batch": (1, 128), "heads": (1, 64), "seq_kv": (128, 262144),
@@ -114,7 +119,7 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
 #: named mixes of families for ``--sample-families`` (one name for several)
 MIXES: dict[str, tuple[str, ...]] = {"weak": ("sdpa_decode", "conv_dense", "conv_grouped", "tf32", "causal")}
 #: the measured family (``Case.family``: what solkit's calibration groups and models by) of each drawn family
-DRAWN_AS: dict[str, str] = {"sdpa_decode": "sdpa", "sdpa_fp32": "sdpa", "conv_dense": "conv2d", "conv_grouped": "conv2d", "causal": "attention"}
+DRAWN_AS: dict[str, str] = {"sdpa_decode": "sdpa", "sdpa_fp32": "sdpa", "efficient_half": "attention", "conv_dense": "conv2d", "conv_grouped": "conv2d", "causal": "attention"}
 #: the size keys of each family, checked against SPACE by check_case
 _SIZE_KEYS: dict[str, dict[str, str]] = {
     "matmul": {"m": "m", "n": "n", "k": "k"}, "bmm": {"batch": "batch", "m": "m", "n": "n", "k": "k"},
@@ -128,6 +133,7 @@ _SIZE_KEYS: dict[str, dict[str, str]] = {
     "cast": {"elements": "elements"},
     "sdpa_decode": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "sdpa_fp32": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
+    "efficient_half": {"batch": "batch", "heads": "heads", "seq_kv": "seq_kv"},
     "conv_dense": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
     "conv_grouped": {"batch": "batch", "in_channels": "channels", "out_channels": "channels", "height": "hw"},
     "tf32": {"m": "m", "n": "n", "k": "k"},
@@ -317,7 +323,8 @@ def _draw_attention(d: _Draw, family: str) -> Case:
 
 
 def _draw_sdpa(d: _Draw, family: str = "sdpa") -> Case:
-    """SDPA with PyTorch's own backend choice: prefill (self or cross, causal or not) or one-query decode."""
+    """SDPA with PyTorch's own backend choice (or, ``efficient_half``, the memory-efficient kernel forced): prefill
+    (self or cross, causal or not) or one-query decode."""
     s = EXTRA_SPACE[family]
     dt, b, h, hd, kv = _draw_heads(d, s)
     if d.rng.random() < s["decode"]:
@@ -326,7 +333,10 @@ def _draw_sdpa(d: _Draw, family: str = "sdpa") -> Case:
         sq = d.logint(s["seq"])
         skv = d.logint(s["seq"]) if d.rng.random() < s["cross"] else sq
         causal = skv == sq and d.rng.random() < s["causal"]
-    case = _attn(b, h, sq, hd, skv=skv, kv=kv, causal=causal, family="sdpa", label="sampled")
+    if family == "efficient_half":
+        case = _attn(b, h, sq, hd, skv=skv, kv=kv, causal=causal, impl="efficient", label="sampled efficient")
+    else:
+        case = _attn(b, h, sq, hd, skv=skv, kv=kv, causal=causal, family="sdpa", label="sampled")
     case.params["dtype"] = dt
     return case
 
@@ -410,7 +420,7 @@ def _draw_family(d: _Draw, family: str) -> Case:
         return _draw_tf32(d)
     if family == "causal":
         return _draw_causal(d)
-    if family in ("sdpa", "sdpa_fp32"):
+    if family in ("sdpa", "sdpa_fp32", "efficient_half"):
         return _draw_sdpa(d, family)
     if family == "cast":
         return _draw_cast(d)

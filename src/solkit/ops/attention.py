@@ -120,8 +120,16 @@ class _Sizes:
         self.model = 4.0 * b * h * d * self.pairs  # QK^T and PV over the unmasked pairs
 
 
-def _fused_only(resolved: str, impl: str, z: _Sizes) -> str:
-    """``resolved``, unless a varlen call resolves to the unfused path (which has no varlen form): an OptionError."""
+#: the precisions PyTorch's memory-efficient kernel takes (mem_eff_attention/kernels/cutlassF.h: f32, f16, bf16)
+EFFICIENT_PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+def _fused_only(resolved: str, impl: str, z: _Sizes, dtype: Any = None) -> str:
+    """``resolved``, unless a varlen call resolves to the unfused path (which has no varlen form) or the memory-efficient
+    kernel is asked for a precision it has no kernel for: an OptionError."""
+    if resolved == "efficient" and dtype is not None and dtype not in EFFICIENT_PRECISIONS:
+        raise OptionError(f"impl={impl!r} runs the memory-efficient kernel, which PyTorch builds for dtype "
+                          f"{', '.join(map(repr, EFFICIENT_PRECISIONS))}; got dtype={dtype!r}")
     if z.lens is not None and resolved not in FUSED_OPS:
         raise OptionError(f"seq_lens needs a fused attention kernel (impl 'flash', 'cudnn', 'efficient', or 'sdpa' in "
                           f"fp16/bf16): FlashAttention's varlen form; impl={impl!r} runs the unfused {resolved} path")
@@ -143,7 +151,8 @@ def _flash_kernel(name: str, z: _Sizes, b: Any, h: Any, sq: Any, d: Any, dtype: 
                   impl: str = "flash", e_kv: Any = None) -> Kernel:
     # per head, its queries as rows: [sq, d] x [d, skv]; a one-query decode packs the h/kv query heads that share a KV
     # head as rows, [h/kv, d] x [d, skv] (flash_api.cpp's seqlenq_ngroups_swapped, for seqlen_q == 1 only; the
-    # memory-efficient kernel packs none: a block per (query block, head, sequence))
+    # memory-efficient kernel runs a block per (query block, head, sequence): NB it packs the heads of a one-query
+    # MQA whose K and V are expanded views, not modelled)
     group = 1.0 if impl == "efficient" else where(sq == 1, h / z.kv, 1.0)
     kv_bytes = e if e_kv is None else e_kv  # K and V as the cache stores them (an fp8 KV cache: 1 byte)
     rows, groups, split = sq * group, None, True
@@ -171,11 +180,13 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
     b, h, sq, d = batch, heads, seq_q, head_dim
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
-    impl = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z)
+    impl = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype)
     if impl in FUSED_OPS:
         fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e, impl)
+        # the memory-efficient backward is its own kernel (cutlassB), not the forward's key-block walk: its own key
         back = fwd._replace(matrix_flops=FLASH_BACKWARD_EXECUTED * fwd.matrix_flops, model_flops=2.0 * fwd.model_flops,
-                            bytes_read=(z.q + 2 * z.k + 2 * z.q) * e, bytes_written=(z.q + 2 * z.k) * e)
+                            bytes_read=(z.q + 2 * z.k + 2 * z.q) * e, bytes_written=(z.q + 2 * z.k) * e,
+                            op=fwd.op + "_backward" if fwd.op == FUSED_OPS["efficient"] else fwd.op)
         return single(f"{label} backward", back)
     half = 2.0 * b * h * d * z.pairs  # model FLOPs of one product
     skv = z.skv
@@ -219,8 +230,8 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
     ),
     kinds=("attention", "gemm", "reduction"),
     keys=tuple(op + variant for op in FUSED_OPS.values()
-               for variant in ("", "_splitkv", "_causal", "_decode", "_decodesplit", "_decodewide")) + (
-                   "efficient_attention_keys128", "efficient_attention_gmem"),
+               for variant in ("", "_splitkv", "_causal", "_decode", "_decodesplit", "_decodewide")) + tuple(
+                   "efficient_attention_" + v for v in ("keys128", "gmem", "half", "halfkeys128", "halfgmem", "backward")),
     aten=("aten::scaled_dot_product_attention", "aten::_scaled_dot_product_flash_attention",
           "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention",
           "aten::_flash_attention_forward", "aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"),
@@ -271,7 +282,7 @@ def attention(
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
     tag = (", varlen" if z.lens is not None else "") + (", causal)" if causal else ")")
-    resolved = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z)
+    resolved = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype)
     e_kv = None if kv_dtype is None or kv_dtype == dtype else element_bytes(kv_dtype)
     if resolved in FUSED_OPS:
         label = impl if resolved == impl else f"sdpa: {resolved}"

@@ -35,7 +35,7 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DE
 from ..workload import Kernel
 from .gpu import matmul_rate
 from .tiles import (attention_compute_time, decode_items, efficient_attention_loop, gemm_time,
-                    ragged_attention_compute_time, ragged_gemm_time, tile_waves)
+                    ragged_attention_compute_time, ragged_efficient_attention_loop, ragged_gemm_time, tile_waves)
 from .._validate import checked_call, unchecked
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,14 +174,21 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 launches = kernel.launches + where(padded, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
             spread: Any = 0.0  # how unequal a varlen batch's keys are: 1 - shortest / longest (0: all alike)
-            if g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
-                heads: Any = g.batch / len(g.groups)  # work items per query tile of a sequence
+            walked = op == "efficient_attention"  # the memory-efficient forward: a serial walk over its key blocks
+            if g.groups is not None and walked:  # varlen: each sequence's own blocks and walk
+                heads: Any = g.batch / len(g.groups)
+                full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
+                tile_flops, waves, k_steps, wide, gmem = ragged_efficient_attention_loop(
+                    g.groups, heads, mf / full, kernel.precision, sms)
+                t_mat, split = tile_flops / rate, False
+            elif g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
+                heads = g.batch / len(g.groups)  # work items per query tile of a sequence
                 t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, sms,
                                                                           g.split)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
                 keys = [n for _, n, _ in g.groups]  # tiles of sequences with more keys take longer
                 spread = 1.0 - min(keys) / max(keys)
-            elif op == "efficient_attention":
+            elif walked:
                 # the memory-efficient kernel: no split over the keys; each block walks its keys serially, a
                 # kstep_latency per key block, and runs its whole tiles' FLOPs (``efficient_attention_loop``)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
@@ -194,8 +201,11 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
             # and the query tiles do unequal work)
             causal = mf < full * (1.0 - 1e-9)
-            if op == "efficient_attention" and g.groups is None:  # its kernel classes by head dim (keys128: 64 x 128)
-                variants += [("causal", causal), ("keys128", wide), ("gmem", gmem)]
+            if walked:  # its kernel classes by head dim (keys128: 64 x 128; gmem: 32 x 128), 16-bit ones apart
+                half = PRECISIONS[kernel.precision] == 2  # plain MMAs where fp32 runs three (3xTF32)
+                variants += [("causal", causal), ("keys128", wide & (not half)), ("gmem", gmem & (not half)),
+                             ("half", half & not_(wide | gmem)), ("halfkeys128", wide & half),
+                             ("halfgmem", gmem & half)]
             else:
                 variants += [("splitkv", split), ("causal", causal)]
             if op == "cudnn_attention":
@@ -213,7 +223,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                     launches = kernel.launches + where(split_d, 1.0, 0.0)
                     variants += [("decode", decode), ("decodesplit", split_d), ("decodewide", decode & (g.k > CUDNN_DECODE_WIDE))]
             # (the efficient kernel's longest block is in its key-block walk already)
-            tailed = (causal | (spread > 0.0)) & not_(split) & (op != "efficient_attention" or g.groups is not None)
+            tailed = (causal | (spread > 0.0)) & not_(split) & (not walked)
             if any_(tailed):
                 # causal query tiles do unequal work (tile i sees i+1 key blocks), as do a varlen batch's tiles of unequal
                 # sequences: the SMs finish unevenly and the longest tile (all n keys) ends last, on average CAUSAL_TAIL

@@ -24,7 +24,7 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, EFFICIENT_KERNELS, EFFICIEN
 from .._validate import checked_call
 
 __all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items",
-           "efficient_attention_loop",
+           "efficient_attention_loop", "ragged_efficient_attention_loop",
            "ragged_attention_compute_time", "ragged_gemm_time", "ragged_waves"]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
@@ -341,7 +341,7 @@ def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, pre
     the longest block's walk or the waves' mean walks, whichever is longer. Tile FLOPs: 4 QB KB d a block's key
     block (QK^T and PV over whole tiles), summed over the blocks' mean walks.
     """
-    budget = EFFICIENT_WARPS_PER_SM.get(precision, EFFICIENT_WARPS_PER_SM["fp32"])
+    budget = EFFICIENT_WARPS_PER_SM[precision]  # ops.attention refuses other precisions for this kernel
     (k1, q1, b1), (k2, q2, b2), (_, q3, b3) = EFFICIENT_KERNELS
     qb: Any
     kb: Any
@@ -368,6 +368,28 @@ def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, pre
     waves = np.ceil(blocks / (sms * resident))
     width = np.where(gmem, d, np.where(wide, k2, k1))
     return 4.0 * qb * kb * width * blocks * mean, waves, np.maximum(longest / waves, mean), wide, gmem
+
+
+def ragged_efficient_attention_loop(groups: Any, heads: float, share: float, precision: str,
+                                    sms: int) -> tuple[float, float, float, bool, bool]:
+    """``efficient_attention_loop`` of a varlen batch (``groups``: (queries, keys, head dim) per sequence, ``heads``
+    blocks per query block): blocks = sum ceil(q_i / QB) x heads, each walking its own sequence's ceil(k_i / KB) key
+    blocks (x ``share``, the batch's unmasked share: NB one share for every sequence); the longest walk is the longest
+    sequence's. With equal sequences this is ``efficient_attention_loop`` of the padded call."""
+    m, n, d = _columns(groups)
+    head = float(d[0])
+    _, qb, kb = next(k for k in EFFICIENT_KERNELS if head <= k[0])
+    # the class of the padded call's head dim: one query block's figures scaled to each sequence
+    width = head if head > EFFICIENT_KERNELS[1][0] else next(k[0] for k in EFFICIENT_KERNELS if head <= k[0])
+    resident = float(EFFICIENT_WARPS_PER_SM[precision] // int(qb * kb / 1024.0))
+    blocks = np.ceil(m / qb) * heads
+    walks = np.ceil(n / kb)
+    total = float(blocks.sum())
+    mean = float(np.sum(blocks * walks)) * share / total
+    waves = float(math.ceil(total / (sms * resident)))
+    flops = 4.0 * qb * kb * width * total * mean
+    return (flops, waves, max(float(walks.max()) / waves, mean), EFFICIENT_KERNELS[0][0] < head <= EFFICIENT_KERNELS[1][0],
+            head > EFFICIENT_KERNELS[1][0])
 
 
 def decode_items(items: Any, keys: Any, d: Any, sms: int, split_items: int, split_keys: int) -> tuple[Any, Any]:
