@@ -118,6 +118,7 @@ SAMPLE_FIT_2027 = DATA.with_name("h200_sample_fit_seed2027.json")
 SDPA_FIT = DATA.with_name("h200_sdpa_fit_seed2027.json")
 CAST_FIT = DATA.with_name("h200_cast_fit_seed2028.json")
 SDPA_FP32_FIT = DATA.with_name("h200_sdpafp32_fit_seed2056.json")
+EFFICIENT_HALF_FIT = DATA.with_name("h200_efficienthalf_fit_seed2057.json")
 WEAK_FIT = DATA.with_name("h200_weak_fit_seed2050.json")
 GROUPED_FIT = DATA.with_name("h200_grouped_fit_seed2054.json")
 
@@ -157,9 +158,11 @@ def fitted(mset, sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit):
                                                 WEAK_FIT.name, DATA.name]
     from solkit.calibration.__main__ import keyed_files
 
-    assert [(Path(p).name, prefix) for p, prefix in keyed_files()] == [(SDPA_FP32_FIT.name, "efficient_attention")]
+    assert [(Path(p).name, prefix) for p, prefix in keyed_files()] == [(SDPA_FP32_FIT.name, "efficient_attention"),
+                                                                        (EFFICIENT_HALF_FIT.name, "efficient_attention")]
     return fit([sample_fit, sample_fit_2027, sdpa_fit, cast_fit, weak_fit, mset], sk.load_gpu(SPEC),
-               keyed=[(load_measurements(SDPA_FP32_FIT), "efficient_attention")])
+               keyed=[(load_measurements(SDPA_FP32_FIT), "efficient_attention"),
+                      (load_measurements(EFFICIENT_HALF_FIT), "efficient_attention")])
 
 
 def test_committed_spec_equals_the_fit(fitted):
@@ -216,10 +219,10 @@ def test_fit_uses_training_cases_only(mset, fitted):
     from solkit.calibration.fitting import fit_kernels
 
     expected, held = [], set()
-    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA, SDPA_FP32_FIT):
+    for path in (SAMPLE_FIT, SAMPLE_FIT_2027, SDPA_FIT, CAST_FIT, WEAK_FIT, DATA, SDPA_FP32_FIT, EFFICIENT_HALF_FIT):
         raw = json.loads(path.read_text())
         sampled = raw["meta"]["args"].get("sample")
-        # five sampled fit sets, the hand-picked catalogue, then the second stage's fp32 SDPA draw
+        # five sampled fit sets, the hand-picked catalogue, then the second stage's fp32 SDPA and 16-bit efficient draws
         assert sampled in ("fit", None), path.name
         for c in raw["cases"]:
             if c["ok"] and c.get("seconds") and c.get("primary", True):
@@ -352,7 +355,8 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
                                   "h200_weak_test_seed2055.json", "h200_sample_test_seed2055.json",
                                   "h200_sdpa_test_seed2055.json", "h200_sdpafp32_fit_seed2056.json",
                                   "h200_sdpafp32_validation_seed2056.json", "h200_sdpafp32_test_seed2056.json",
-                                  "h200_sdpa_test_seed2056.json", "h200_sample_test_seed2056.json"])
+                                  "h200_sdpa_test_seed2056.json", "h200_sample_test_seed2056.json",
+                                  "h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")

@@ -20,6 +20,7 @@ from solkit.stacks.torch211 import EFFICIENT_KERNELS
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FIT = DATA / "h200_sdpafp32_fit_seed2056.json"
+HALF_FIT = DATA / "h200_efficienthalf_fit_seed2057.json"
 SMS = 132  # the H200's SMs
 
 
@@ -102,27 +103,32 @@ def _cases(path: Path) -> list[dict]:
 
 
 @pytest.mark.parametrize("name", ["h200_sdpafp32_fit_seed2056.json", "h200_sdpafp32_validation_seed2056.json",
-                                  "h200_sdpafp32_test_seed2056.json"])
+                                  "h200_sdpafp32_test_seed2056.json", "h200_efficienthalf_fit_seed2057.json",
+                                  "h200_efficienthalf_validation_seed2057.json"])
 def test_the_census_ran_the_kernel_class_of_each_head_dim(name):
-    """Every fp32 MHA case of the seed-2056 draws ran the kernel EFFICIENT_KERNELS names for its head dim (the first whose
-    kMaxK holds it), its queries x keys a block in the kernel's name."""
+    """Every MHA case of the fp32 SDPA (seed 2056) and forced 16-bit efficient (seed 2057) draws ran the kernel
+    EFFICIENT_KERNELS names for its head dim (the first whose kMaxK holds it), its queries x keys a block in the kernel's
+    name, in its own precision."""
     cases = _cases(DATA / name)
     assert len(cases) >= 100
     for c in cases:
-        d = c["params"]["head_dim"]
+        d, dtype = c["params"]["head_dim"], {"fp32": "f32", "bf16": "bf16", "fp16": "f16"}[c["params"]["dtype"]]
         _, qb, kb = next(k for k in EFFICIENT_KERNELS if d <= k[0])
         names = {k["name"].split("(")[0] for k in c["kernels"] if "fmha_cutlassF" in k["name"]}
-        assert len(names) == 1 and f"_f32_aligned_{int(qb)}x{int(kb)}_" in names.pop(), (c["id"], names)
+        assert len(names) == 1 and f"_{dtype}_aligned_{int(qb)}x{int(kb)}_" in names.pop(), (c["id"], names)
 
 
-def test_the_fitted_key_block_latencies_are_the_measured_walks():
+@pytest.mark.parametrize("path, keys", [
+    (FIT, ("efficient_attention", "efficient_attention_keys128", "efficient_attention_gmem")),
+    (HALF_FIT, ("efficient_attention_half", "efficient_attention_halfkeys128", "efficient_attention_halfgmem"))])
+def test_the_fitted_key_block_latencies_are_the_measured_walks(path, keys):
     """Each class's fitted kstep_latency is within 10% of the median time per key block of the fit draw's one-wave
-    decodes that walk at least 8 key blocks (the census's kernel time / key blocks: no launch, no fit)."""
+    decodes that walk at least 8 key blocks (the census's kernel time / key blocks: no launch, no fit); fp32's
+    (3xTF32: three MMAs a product) 2.4-3.1x the 16-bit kernels'."""
     spec = sk.load_gpu("h200").measured
-    fitted = {0: spec.kstep_latency_us["efficient_attention"], 1: spec.kstep_latency_us["efficient_attention_keys128"],
-              2: spec.kstep_latency_us["efficient_attention_gmem"]}
+    fitted = {i: spec.kstep_latency_us[key] for i, key in enumerate(keys)}
     per: dict[int, list[float]] = {0: [], 1: [], 2: []}
-    for c in _cases(FIT):
+    for c in _cases(path):
         p = c["params"]
         cls = next(i for i, k in enumerate(EFFICIENT_KERNELS) if p["head_dim"] <= k[0])
         kb = EFFICIENT_KERNELS[cls][2]
@@ -131,6 +137,9 @@ def test_the_fitted_key_block_latencies_are_the_measured_walks():
             per[cls].append(sum(k["us"] for k in c["kernels"] if "fmha_cutlassF" in k["name"]) / blocks)
     for cls, times in per.items():
         assert len(times) >= 5 and fitted[cls] == pytest.approx(statistics.median(times), rel=0.10), (cls, times)
+    half = ("efficient_attention_half", "efficient_attention_halfkeys128", "efficient_attention_halfgmem")
+    full = ("efficient_attention", "efficient_attention_keys128", "efficient_attention_gmem")
+    assert all(2.4 <= spec.kstep_latency_us[f] / spec.kstep_latency_us[h] <= 3.1 for f, h in zip(full, half))
 
 
 def test_the_second_stage_moves_only_its_keys():
@@ -162,3 +171,53 @@ def test_a_keyed_file_names_a_known_prefix(capsys):
     assert "--keyed" in err and "efficient_attention" in err and "'flash=" in err
     with pytest.raises(OptionError, match="PREFIX=PATH"):
         cli._keyed(str(FIT))
+
+
+def test_varlen_of_equal_sequences_is_the_padded_call():
+    """Four sequences of 2,048 queries and keys, causal, head dim 128, and two of 512 at head dim 256 (gmem): the varlen
+    efficient kernel's blocks and walks are the padded call's, and so is its time, in fp32 and bf16."""
+    for b, h, s, d, causal in ((4, 16, 2048, 128, True), (2, 8, 512, 256, False)):
+        for dtype in ("fp32", "bf16"):
+            kw = dict(causal=causal, dtype=dtype, impl="efficient")
+            padded = sk.predict(ops.attention(b, h, s, s, d, **kw), "h200", warn=False).seconds
+            varlen = sk.predict(ops.attention(b, h, s, s, d, seq_lens=[s] * b, **kw), "h200", warn=False).seconds
+            assert float(varlen) == pytest.approx(float(padded), rel=1e-12), (b, h, s, d, dtype)
+
+
+def test_a_ragged_batch_walks_its_longest_sequence():
+    """fp32, head dim 64 (64 x 64 kernel, 3 blocks an SM), 2 heads, sequences of (64, 640) and (64, 64) keys: blocks 1 x 2
+    + 1 x 2 = 4 in one wave, walks ceil(640 / 64) = 10 and 1: mean (2 x 10 + 2 x 1) / 4 = 5.5, longest 10."""
+    from solkit.prediction.tiles import ragged_efficient_attention_loop
+
+    flops, waves, steps, keys128, gmem = ragged_efficient_attention_loop(((64, 640, 64), (64, 64, 64)), 2.0, 1.0,
+                                                                         "fp32", SMS)
+    assert (waves, steps, keys128, gmem) == (1.0, 10.0, False, False)
+    assert flops == 4 * 64 * 64 * 64 * 4 * 5.5  # 23,068,672
+
+
+def test_16_bit_kernels_and_the_backward_have_their_own_keys():
+    """bf16 and fp16 take the half variants of their class; the backward (cutlassB) is not the forward's walk."""
+    from solkit import models
+
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    for d, dtype, key in ((64, "bf16", "half"), (128, "fp16", "halfkeys128"), (256, "bf16", "halfgmem"),
+                          (256, "fp32", "gmem")):
+        t = kernel_terms(ops.attention(1, 8, 1, 4096, d, dtype=dtype, impl="efficient").kernels[0], gpu, cal)
+        assert [name for name, m in t.variants if m] == [key], (d, dtype)
+    back = models.backward(ops.attention(8, 16, 2048, 2048, 64, dtype="fp32", impl="efficient")).kernels[0]
+    t = kernel_terms(back, gpu, cal)
+    assert back.op == "efficient_attention_backward" and t.k_steps == 0.0
+
+
+def test_a_precision_the_kernel_lacks_is_refused():
+    with pytest.raises(OptionError, match="dtype='fp8_e4m3'") as err:
+        ops.attention(1, 8, 1, 100, 64, dtype="fp8_e4m3", impl="efficient")
+    assert isinstance(err.value, ValueError) and "'fp32', 'bf16', 'fp16'" in str(err.value)
+
+
+def test_the_keyed_fits_are_manifest_fits():
+    from solkit.calibration.fitting import KEYED_FITS
+    from solkit.calibration.manifest import FITS
+
+    assert set(KEYED_FITS) <= set(FITS)

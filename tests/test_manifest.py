@@ -55,11 +55,15 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # 2a8d3f5: "Data: the frozen seed-2055 kernel test (...), measured on an H200 from 21:24 UTC, after c34c31f (21:20)
     # froze the model"
     ("h200_weak_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
-    ("h200_sample_test_seed2055.json", "test", 2055, "c34c31f", "2a8d3f5"),
+    ("h200_sample_test_seed2055.json", "spent", 2055, "c34c31f", "2a8d3f5"),
     ("h200_sdpa_test_seed2055.json", "spent", 2055, "c34c31f", "2a8d3f5"),
     # ade57d1: "data: fp32 SDPA on the H200, seed 2056 (...): the fit draw (300 cases) and the validation draw (160)"
     ("h200_sdpafp32_fit_seed2056.json", "fit", 2056, None, "ade57d1"),
     ("h200_sdpafp32_validation_seed2056.json", "validation", 2056, None, "ade57d1"),
+    # eedc2c2: "data: the memory-efficient attention kernel forced in bf16/fp16 on the H200, seed 2057 (...): the fit draw
+    # (260 cases) and the validation draw (120)"
+    ("h200_efficienthalf_fit_seed2057.json", "fit", 2057, None, "eedc2c2"),
+    ("h200_efficienthalf_validation_seed2057.json", "validation", 2057, None, "eedc2c2"),
     # 0bfe22d: "data: the frozen seed-2056 kernel test (issue 31), measured on an H200 from 19:29 UTC after e790865
     # (19:28) froze the model"
     ("h200_sdpafp32_test_seed2056.json", "test", 2056, "e790865", "0bfe22d"),
@@ -202,7 +206,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 87  # 37 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 89  # 39 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
@@ -211,7 +215,7 @@ def test_sampled_sets_roles_follow_the_sampler():
     fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
     families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
                 "weak": "weak", "conv_dense,conv_grouped": "conv", "conv_grouped": "conv_grouped",
-                "sdpa_fp32": "sdpa_fp32"}
+                "sdpa_fp32": "sdpa_fp32", "efficient_half": "efficient_half"}
     allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":

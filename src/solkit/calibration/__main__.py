@@ -263,8 +263,9 @@ def _run(args: argparse.Namespace) -> int:
         msets = [_load(path) for path in args.data]
         keyed = [_keyed(item) for item in args.keyed]
         result = fit(msets, gpu, keyed=[(_load(path), prefix) for prefix, path in keyed])
-        section = measured_section(msets[0], result, " + ".join(args.data + [path for _, path in keyed]),
-                                   bank_file(gpu.name))
+        raw = " + ".join(args.data) + "".join(f"; {prefix} keys alone (the fit's second stage): {path}"
+                                               for prefix, path in keyed)
+        section = measured_section(msets[0], result, raw, bank_file(gpu.name))
         print(section_text(section), end="")
         if args.write:
             physical = round_calibration(result.calibration)

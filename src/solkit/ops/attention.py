@@ -264,7 +264,8 @@ def attention(
     naive: S = Q K^T written [b,h,sq,skv]; softmax reads S, writes P; O = P V reads P:
       bytes (b*h*sq*d + b*kv*skv*d + b*h*sq*skv)*e + 2*b*h*sq*skv*e + (b*h*sq*skv + b*kv*skv*d + b*h*sq*d)*e;
       executed FLOPs 4*b*h*d*sq*skv (every pair, masked or not) + 5*b*h*sq*skv softmax.
-    cudnn, efficient: one kernel, counted as flash (their calibration keys differ).
+    cudnn, efficient: one kernel, counted as flash (their calibration keys differ; the memory-efficient kernel in
+      fp32, bf16 and fp16 only, a block per (query block, head, sequence), its GQA heads not packed).
     sdpa: what F.scaled_dot_product_attention runs with no backend forced. fp16/bf16: one fused
       kernel counted as flash, which ``predict`` resolves to the backend PyTorch 2.11 picks on the
       GPU: cuDNN's on Hopper and Blackwell (cuDNN >= 9.15; measured on an H200: 326 of 326 random

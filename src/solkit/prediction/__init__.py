@@ -7,14 +7,15 @@ fitted (``measured:`` in the spec):
     body_k = kernel_latency[key] + waves_k * wave_latency[key]
              + max(softmax_p(t_compute_k / compute_efficiency[key], t_memory_k / memory_efficiency[key]),
                    waves_k * block_bytes_k / block_bandwidth[key],  (row-wise kernels, GEMMs, convs)
-                   waves_k * k_steps_k * kstep_latency[key])         (GEMMs and convs)
+                   waves_k * k_steps_k * kstep_latency[key])         (GEMMs, convs, the memory-efficient attention)
              x exp(c_k)                                              (the neighbour correction, where banked)
 
 The package, one job per module:
 
 - ``expected``: ``predict`` (the expected time of a workload, with notes), on top of
 - ``gpu``: a GPU's calibration (its ``measured:`` section, else the reference GPU's shares);
-- ``tiles``: work items in waves over the SMs (GEMM and conv tiles with split-K, flash attention's split-KV);
+- ``tiles``: work items in waves over the SMs (GEMM and conv tiles with split-K, flash attention's split-KV, the
+  memory-efficient attention's key-block walk);
 - ``kernel``: one kernel's raw times, its implementation variants, its body and limiter;
 - ``neighbours`` and ``bank``: the neighbour correction's lookup and its bank file;
 - ``collectives``: a collective's time over the links;
@@ -26,7 +27,8 @@ The package, one job per module:
 - Work items come in waves over the SMs: a GEMM's or conv's largest output tiles, flash attention's query
   tiles (and key splits), a row-wise kernel's rows (``ROW_BLOCKS_PER_SM`` blocks per SM); each wave pays
   ``wave_latency`` (pipeline fill, epilogue, a row's reduction). Latency-bound work: a GEMM tile's k loop
-  takes at least ``kstep_latency`` per ``K_STEP`` elements (cuBLAS splits k beyond ``SERIAL_K``); one thread
+  takes at least ``kstep_latency`` per ``K_STEP`` elements (cuBLAS splits k beyond ``SERIAL_K``), the memory-efficient
+  attention's block per key block it walks; one thread
   block streams its bytes (a row, a GEMM tile's share) at most at ``block_bandwidth``, so a few blocks
   cannot use the whole GPU.
 - ``t_memory`` = compulsory bytes / measured copy bandwidth; ``t_compute`` of a GEMM or implicit-GEMM conv:

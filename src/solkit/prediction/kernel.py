@@ -3,7 +3,7 @@
     body = kernel_latency[key] + waves * wave_latency[key]
            + max(softmax_p(t_compute / compute_efficiency[key], t_memory / memory_efficiency[key]),
                  waves * block_bytes / block_bandwidth[key],  (row-wise kernels, GEMMs, convs)
-                 waves * k_steps * kstep_latency[key])         (GEMMs and convs)
+                 waves * k_steps * kstep_latency[key])         (GEMMs, convs, the memory-efficient attention)
 
 ``[key]`` is the kernel's calibration key: its operator (``Kernel.op``) or, where one applies, the operator's
 implementation variant (``{op}_{variant}``), else its kind; softmax_p(a, b) = (a**p + b**p)**(1/p) with the
@@ -13,8 +13,9 @@ tf32/fp32/fp64/int8 ("legacy"), narrow-load kernels for rows not a multiple of 1
 GEMV-like kernels for m or n <= ``SKINNY`` ("skinny"); cuDNN's channel padding ("unaligned", with its helper
 kernels' launches and bytes) and CUDA-core depthwise convs ("depthwise"); PyTorch's two-kernel norms for widths
 not a multiple of 4 ("unaligned"), its block-per-row softmax ("wide"), its serial index_select ("fewindex"),
-flash attention's split-KV and causal kernels ("splitkv", "causal"), casts that narrow or widen ("downcast",
-"upcast").
+flash attention's split-KV and causal kernels ("splitkv", "causal"), the memory-efficient attention's kernel
+classes by head dim and precision ("keys128", "gmem"; "half", "halfkeys128", "halfgmem"), casts that narrow or widen
+("downcast", "upcast").
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             if g.groups is not None and walked:  # varlen: each sequence's own blocks and walk
                 heads: Any = g.batch / len(g.groups)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
-                tile_flops, waves, k_steps, wide, gmem = ragged_efficient_attention_loop(
+                tile_flops, waves, k_steps, keys128, gmem = ragged_efficient_attention_loop(
                     g.groups, heads, mf / full, kernel.precision, sms)
                 t_mat, split = tile_flops / rate, False
             elif g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
@@ -192,7 +193,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 # the memory-efficient kernel: no split over the keys; each block walks its keys serially, a
                 # kstep_latency per key block, and runs its whole tiles' FLOPs (``efficient_attention_loop``)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
-                tile_flops, waves, k_steps, wide, gmem = efficient_attention_loop(g.m, g.n, g.k, g.batch, mf / full,
+                tile_flops, waves, k_steps, keys128, gmem = efficient_attention_loop(g.m, g.n, g.k, g.batch, mf / full,
                                                                                   kernel.precision, sms)
                 t_mat, split = tile_flops / rate, False
             else:
@@ -203,8 +204,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             causal = mf < full * (1.0 - 1e-9)
             if walked:  # its kernel classes by head dim (keys128: 64 x 128; gmem: 32 x 128), 16-bit ones apart
                 half = PRECISIONS[kernel.precision] == 2  # plain MMAs where fp32 runs three (3xTF32)
-                variants += [("causal", causal), ("keys128", wide & (not half)), ("gmem", gmem & (not half)),
-                             ("half", half & not_(wide | gmem)), ("halfkeys128", wide & half),
+                variants += [("causal", causal), ("keys128", keys128 & (not half)), ("gmem", gmem & (not half)),
+                             ("half", half & not_(keys128 | gmem)), ("halfkeys128", keys128 & half),
                              ("halfgmem", gmem & half)]
             else:
                 variants += [("splitkv", split), ("causal", causal)]

@@ -1,4 +1,5 @@
-"""Work items in waves over the SMs: a GEMM's or conv's output tiles (with split-K), flash attention's query tiles (split-KV).
+"""Work items in waves over the SMs: a GEMM's or conv's output tiles (with split-K), flash attention's query tiles
+(split-KV), the memory-efficient attention's blocks and their serial walk over the key blocks.
 
 For each candidate output tile (TM x TN) the grid has ceil(m/TM) * ceil(n/TN) * batch tiles; when that is below
 the SM count, split-K spreads k over idle SMs (GEMMs; cuDNN's convs do not split); each SM runs
@@ -338,8 +339,12 @@ def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, pre
     blocks = ceil(m / QB) x batch, each walking its ceil(n / KB) key blocks serially (a causal block stops at its
     last query's keys: share x that on average), ``EFFICIENT_WARPS_PER_SM // warps`` resident on an SM.
     waves = ceil(blocks / (SMs x resident)); a wave walks max(longest / waves, mean) key blocks, so waves x that is
-    the longest block's walk or the waves' mean walks, whichever is longer. Tile FLOPs: 4 QB KB d a block's key
-    block (QK^T and PV over whole tiles), summed over the blocks' mean walks.
+    the longest block's walk or the waves' mean walks, whichever is longer. Tile FLOPs: 4 QB KB W a block's key
+    block (QK^T and PV over whole tiles; W the class's kMaxK, 64 or 128, for the register-resident kernels, d for the
+    gmem one), summed over the blocks' mean walks. NB: the kernel's QK^T steps over d in 32s and its PV over a key
+    block's width, and fp32 runs 3xTF32 MMAs, timed at the fp32 rate: the fitted efficiencies absorb both; a causal
+    block's walk is share x the longest (the kernel's is ceil(min((i+1) QB, n) / KB) for block i: about half a key
+    block more).
     """
     budget = EFFICIENT_WARPS_PER_SM[precision]  # ops.attention refuses other precisions for this kernel
     (k1, q1, b1), (k2, q2, b2), (_, q3, b3) = EFFICIENT_KERNELS

@@ -32,17 +32,18 @@ SPLITKV_QUERY_TILE = 64
 
 # ---- memory-efficient attention (mem_eff_attention, the cutlass kernels PyTorch took from xFormers) ----------
 
-#: the forward kernels on sm80 and later (Hopper included), in dispatch order (kernels/cutlassF.h,
-#: dispatch_cutlassF_*_sm80; attention.cu launches the first whose kMaxK holds the head dim): (kMaxK, queries per
+#: the forward kernels for compute capability 8.0 to 9.x (Hopper included; PyTorch 2.11's kernels/cutlassF.h,
+#: dispatch_cutlassF_*_sm80, in dispatch order; attention.cu launches the first whose kMaxK holds the head dim): (kMaxK, queries per
 #: block, keys per block). Its grid is (ceil(queries / block queries), heads, batch) (kernel_forward.h,
 #: getBlocksGrid): no split over the keys, each block walks all its keys serially; warps per block = queries / 32 x
 #: keys / 32 (32 x 32 warp tiles). Measured on an H200 (data/h200_sdpafp32_fit_seed2056.json, the kernel census):
 #: fp32 SDPA ran fmha_cutlassF_f32_aligned_64x64_rf_sm80 for head dims 32-64 (73 of 73 MHA cases),
-#: _64x128_rf_sm80 for 72-128 (102 of 102), _32x128_gmem_sm80 for 160-256 (56 of 56)
+#: _64x128_rf_sm80 for 72-128 (102 of 102), _32x128_gmem_sm80 for 160-256 (56 of 56); forced in bf16/fp16
+#: (data/h200_efficienthalf_fit_seed2057.json) the same three classes, 260 of 260
 EFFICIENT_KERNELS: tuple[tuple[float, float, float], ...] = ((64.0, 64.0, 64.0), (128.0, 64.0, 128.0),
-                                                             (float("inf"), 32.0, 128.0))
+                                                             (65536.0, 32.0, 128.0))
 #: the warps per SM each kernel's __launch_bounds__ asks room for (getWarpsPerSmFw in kernel_forward.h: 16 for
-#: 16-bit types on sm80+, 12 for fp32): blocks per SM = this / warps per block
+#: 16-bit types on sm80+, 12 for fp32): at least this / warps per block resident (kMinBlocksPerSm), as modelled
 EFFICIENT_WARPS_PER_SM: Mapping[str, int] = {"fp32": 12, "bf16": 16, "fp16": 16}
 
 # ---- row-wise kernels (ATen) -------------------------------------------------------------------
