@@ -356,7 +356,8 @@ def test_writer_keeps_tune_and_writes_the_captured_host_fit(tmp_path, sample_fit
                                   "h200_sdpa_test_seed2055.json", "h200_sdpafp32_fit_seed2056.json",
                                   "h200_sdpafp32_validation_seed2056.json", "h200_sdpafp32_test_seed2056.json",
                                   "h200_sdpa_test_seed2056.json", "h200_sample_test_seed2056.json",
-                                  "h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json"])
+                                  "h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json",
+                                  "h200_efficienthalf_test_seed2057.json"])
 def test_t_sol_never_above_a_sampled_measurement(name):
     """On every randomly sampled case (fits, validations, both test sets) T_SOL <= the measured time."""
     rows = evaluate(load_measurements(DATA.with_name(name)), "h200")
@@ -378,6 +379,7 @@ def test_t_sol_never_above_a_sampled_measurement(name):
     ("h200_sdpafp32_test_seed2056.json", 2056, 160, "2026-12-04T19:28:34", ["sdpa_fp32"]),  # after commit e790865
     ("h200_sdpa_test_seed2056.json", 2056, 120, "2026-12-04T19:28:34", ["sdpa"]),  # after commit e790865
     ("h200_sample_test_seed2056.json", 2056, 600, "2026-12-04T19:28:34", None),  # after commit e790865
+    ("h200_efficienthalf_test_seed2057.json", 2057, 120, "2026-12-04T20:06:51", ["efficient_half"]),  # after 9c41c4a
 ])
 def test_frozen_test_sets_are_the_sampled_test_sets(name, seed, n, frozen, families):
     """Each test file holds the sampler's test set of its seed, every case ran, measured after its model was frozen."""
@@ -414,19 +416,21 @@ def test_the_weak_test_draw_is_the_sampled_test_set_cut_by_its_budget():
 
 
 FROZEN_TESTS = ("h200_sample_test_seed2056.json", "h200_sdpa_test_seed2056.json", "h200_sdpafp32_test_seed2056.json",
+                "h200_efficienthalf_test_seed2057.json",
                 "h200_sample_test_seed2055.json", "h200_sdpa_test_seed2055.json", "h200_weak_test_seed2055.json",
                 "h200_sample_test_seed2051.json", "h200_sdpa_test_seed2051.json", "h200_weak_test_seed2051.json")
 
 
 def test_frozen_tests_are_in_no_fit_and_no_bank():
-    """The seed-2056, 2055 and 2051 test draws (measured after commits e790865, c34c31f and b201423 froze the model)
+    """The seed-2057, 2056, 2055 and 2051 test draws (measured after commits 9c41c4a, e790865, c34c31f and b201423 froze
+    the model)
     are neither fitted nor banked (seed 2055's SDPA draw is spent since, and still in neither)."""
     from solkit.calibration.__main__ import FIT_DATA
     from solkit.calibration.neighbours import BANK_DATA
 
     used = {Path(p).name for p in (*FIT_DATA, *BANK_DATA)}
     assert used.isdisjoint(FROZEN_TESTS)
-    assert {"h200_sdpafp32_fit_seed2056.json", "h200_sdpafp32_validation_seed2056.json"} <= used  # the bank's newest
+    assert {"h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json"} <= used  # newest
 
 
 def test_issue_12_goal_on_the_frozen_test_draw():
@@ -579,6 +583,7 @@ def test_the_fit_reads_a_file_measured_without_its_ceilings():
 
 
 @pytest.mark.parametrize("report, name, n, section", [
+    ("h200_test_seed2057_frozen.md", "h200_efficienthalf_test_seed2057.json", 120, "## The 16-bit memory-efficient"),
     ("h200_test_seed2056_frozen.md", "h200_sdpafp32_test_seed2056.json", 160, "## fp32 SDPA"),
     ("h200_test_seed2056_frozen.md", "h200_sdpa_test_seed2056.json", 120, "## SDPA as users call it"),
     ("h200_test_seed2056_frozen.md", "h200_sample_test_seed2056.json", 600, "## The default mix"),

@@ -64,6 +64,9 @@ def test_data_dir_is_the_packages_copy_of_the_checkouts_folder():
     # (260 cases) and the validation draw (120)"
     ("h200_efficienthalf_fit_seed2057.json", "fit", 2057, None, "eedc2c2"),
     ("h200_efficienthalf_validation_seed2057.json", "validation", 2057, None, "eedc2c2"),
+    # a93c305: "data: the frozen seed-2057 test of the 16-bit memory-efficient kernel (...), measured on an H200 after
+    # 9c41c4a (20:06) froze the model"
+    ("h200_efficienthalf_test_seed2057.json", "test", 2057, "9c41c4a", "a93c305"),
     # 0bfe22d: "data: the frozen seed-2056 kernel test (issue 31), measured on an H200 from 19:29 UTC after e790865
     # (19:28) froze the model"
     ("h200_sdpafp32_test_seed2056.json", "test", 2056, "e790865", "0bfe22d"),
@@ -157,6 +160,7 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2056.json"
     assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2056.json"
     assert m.newest_test("kernels", "sdpa_fp32").file == "h200_sdpafp32_test_seed2056.json"
+    assert m.newest_test("kernels", "efficient_half").file == "h200_efficienthalf_test_seed2057.json"
     assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2055.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
@@ -206,7 +210,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 89  # 39 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 90  # 40 kernel files + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
