@@ -2,7 +2,7 @@
 
     python examples/neighbour_correction.py
 
-The H200's spec ships a bank of 12,285 measured kernels; ``sk.predict`` scales each kernel's body by how its
+The H200's spec ships a bank of 12,285 measured cases; ``sk.predict`` scales each kernel's body by how its
 nearest measured neighbours missed (``solkit.prediction.neighbours``), and ``predict(..., neighbours=False)``
 gives the physical model alone. The cases below come from the seed-2032 test draw
 (``data/h200_sample_test_seed2032.json``, measured after its model was frozen, spent since, in no fit and not in

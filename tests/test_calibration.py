@@ -430,7 +430,8 @@ def test_frozen_tests_are_in_no_fit_and_no_bank():
 
     used = {Path(p).name for p in (*FIT_DATA, *BANK_DATA)}
     assert used.isdisjoint(FROZEN_TESTS)
-    assert {"h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json"} <= used  # newest
+    assert {"h200_sdpafp32_fit_seed2056.json", "h200_sdpafp32_validation_seed2056.json"} <= used  # the bank's newest
+    assert {"h200_efficienthalf_fit_seed2057.json", "h200_efficienthalf_validation_seed2057.json"} <= used
 
 
 def test_issue_12_goal_on_the_frozen_test_draw():
@@ -592,7 +593,8 @@ def test_the_fit_reads_a_file_measured_without_its_ceilings():
     ("h200_test_seed2055_frozen.md", "h200_sdpa_test_seed2055.json", 120, "## SDPA as users call it")])
 def test_a_frozen_report_is_the_model_on_its_data(report, name, n, section):
     """A frozen report's 'all' row of each draw (written by benchmarks/frozen_report.py, which predicts case by case:
-    seed 2056's at e790865, the model it was measured after; seed 2055's, spent since, regenerated then) is today's
+    seed 2057's at 9c41c4a and seed 2056's at e790865, the models they were measured after; seed 2055's, partly spent
+    since, regenerated at e790865) is today's
     model on the file (evaluate: the same predictions), to the printed 0.1%."""
     text = (DATA.with_name(report)).read_text()
     block = text[text.index(section):]

@@ -14,7 +14,7 @@ import pytest
 import solkit as sk
 from solkit import ops
 from solkit.errors import OptionError
-from solkit.prediction import calibration, kernel_terms
+from solkit.prediction import calibration, kernel_seconds, kernel_terms
 from solkit.prediction.tiles import efficient_attention_loop
 from solkit.stacks.torch211 import EFFICIENT_KERNELS
 
@@ -95,7 +95,10 @@ def test_the_long_cache_case_by_hand():
                + 148 * spec.kstep_latency_us["efficient_attention_keys128"]) * 1e-6
     w = ops.attention(1, 1, 1, 18854, 72, dtype="fp32", impl="sdpa")
     assert float(sk.predict(w, "h200", neighbours=False).seconds) == pytest.approx(by_hand, rel=1e-12)
-    assert by_hand == pytest.approx(1692.4e-6, rel=0.02)
+    case = next(c for c in json.loads((DATA / "h200_sdpa_test_seed2055.json").read_text())["cases"]
+                if c["params"] == {"batch": 1, "heads": 1, "seq_q": 1, "seq_kv": 18854, "head_dim": 72, "kv_heads": 1,
+                                   "causal": False, "impl": "flash", "dtype": "fp32"})
+    assert by_hand == pytest.approx(case["seconds"], rel=0.02)  # measured 1,692.4 us
 
 
 def _cases(path: Path) -> list[dict]:
@@ -205,15 +208,40 @@ def test_16_bit_kernels_and_the_backward_have_their_own_keys():
                           (256, "fp32", "gmem")):
         t = kernel_terms(ops.attention(1, 8, 1, 4096, d, dtype=dtype, impl="efficient").kernels[0], gpu, cal)
         assert [name for name, m in t.variants if m] == [key], (d, dtype)
-    back = models.backward(ops.attention(8, 16, 2048, 2048, 64, dtype="fp32", impl="efficient")).kernels[0]
-    t = kernel_terms(back, gpu, cal)
-    assert back.op == "efficient_attention_backward" and t.k_steps == 0.0
+    for dtype, cls in (("fp32", "efficient_attention"), ("bf16", "efficient_attention_half")):
+        forward = ops.attention(2, 16, 2048, None, 64, dtype=dtype, impl="efficient")
+        back = models.backward(forward).kernels[0]
+        t = kernel_terms(back, gpu, cal)
+        assert back.op == "efficient_attention_backward" and t.k_steps == 0.0
+        assert [name for name, m in t.variants if m][-1] == "backward"  # looked up as the forward class, then nothing
+        # its compute at the forward class's efficiency: 2.5 x the forward's executed FLOPs over the tile model
+        assert kernel_seconds(t, cal)[1] == pytest.approx(t.t_compute / cal.compute_efficiency[cls], rel=1e-12)
+        ratio = float(sk.predict(models.backward(forward), "h200", warn=False).seconds
+                      / sk.predict(forward, "h200", warn=False).seconds)
+        assert ratio >= 2.0, (dtype, ratio)  # five products for two, as the FLOPs say
 
 
-def test_a_precision_the_kernel_lacks_is_refused():
+def test_a_precision_or_head_dim_the_kernel_lacks_is_refused():
     with pytest.raises(OptionError, match="dtype='fp8_e4m3'") as err:
         ops.attention(1, 8, 1, 100, 64, dtype="fp8_e4m3", impl="efficient")
     assert isinstance(err.value, ValueError) and "'fp32', 'bf16', 'fp16'" in str(err.value)
+    with pytest.raises(OptionError, match="head_dim up to 65536; got head_dim=65544"):
+        ops.attention(1, 1, 1, 100, 65544, dtype="fp32", impl="efficient")
+    # SDPA takes the math path where no fused kernel has the precision (fp64 without GQA included)
+    assert ops.attention(1, 8, 1, 100, 64, dtype="fp64", impl="sdpa").name == "attention (sdpa: math)"
+
+
+def test_a_ragged_batch_through_kernel_terms():
+    """bf16, head dim 64 (the 64 x 64 kernel, 4 blocks an SM), 2 heads, sequences of 640 and 64 queries and keys: blocks
+    ceil(640 / 64) x 2 + 1 x 2 = 22 in one wave, walks 10 and 1 (sum of blocks x walks 20 x 10 + 2 x 1 = 202), the
+    longest 10; tile FLOPs 4 x 64 x 64 x 64 x 202 = 211,812,352 at the bf16 rate; the 16-bit class's variant."""
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    w = ops.attention(2, 2, 640, None, 64, seq_lens=[640, 64], dtype="bf16", impl="efficient")
+    t = kernel_terms(w.kernels[0], gpu, cal)
+    assert (t.waves, t.k_steps) == (1.0, 10.0) and [n for n, m in t.variants if m] == ["half"]
+    rate = gpu.measured.matmul_rate_tflops["bf16"] * 1e12
+    assert t.t_compute == pytest.approx(211_812_352 / rate, rel=1e-12)
 
 
 def test_the_keyed_fits_are_manifest_fits():

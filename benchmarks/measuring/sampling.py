@@ -93,7 +93,7 @@ EXTRA_SPACE: dict[str, dict[str, Any]] = {
                   "decode": 0.5, "cross": 0.3, "head_dim": (32, 40, 64, 72, 80, 96, 128, 160, 256), "gqa": 0.25,
                   "causal": 0.5, "dtypes": {"fp32": 1.0}},
     # the memory-efficient kernel forced (sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)) in 16-bit precisions, MHA (it
-    # takes no GQA): what masked SDPA runs in bf16; half one-query decode
+    # takes no GQA); half one-query decode
     "efficient_half": {"weight": 1.0, "batch": (1, 64), "heads": (1, 64), "seq": (16, 8192), "seq_kv": (16, 65536),
                        "decode": 0.5, "cross": 0.3, "head_dim": (32, 40, 64, 72, 80, 96, 128, 160, 256), "gqa": 0.0,
                        "causal": 0.5, "dtypes": {"bf16": 0.75, "fp16": 0.25}},

@@ -263,8 +263,9 @@ def _run(args: argparse.Namespace) -> int:
         msets = [_load(path) for path in args.data]
         keyed = [_keyed(item) for item in args.keyed]
         result = fit(msets, gpu, keyed=[(_load(path), prefix) for prefix, path in keyed])
-        raw = " + ".join(args.data) + "".join(f"; {prefix} keys alone (the fit's second stage): {path}"
-                                               for prefix, path in keyed)
+        stages = {prefix: [path for p, path in keyed if p == prefix] for prefix, _ in keyed}
+        raw = " + ".join(args.data) + "".join(f"; {prefix} keys alone (the fit's second stage): {' + '.join(paths)}"
+                                               for prefix, paths in stages.items())
         section = measured_section(msets[0], result, raw, bank_file(gpu.name))
         print(section_text(section), end="")
         if args.write:

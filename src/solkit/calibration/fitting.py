@@ -66,7 +66,7 @@ GRIDS: dict[str, np.ndarray] = {
     "block_bandwidth": BLOCK_BANDWIDTH_GRID,
     "overlap_exponent": OVERLAP_GRID,
 }
-#: the memory-efficient attention kernel's k-step is a key block's walk (7-20 us on an H200), not a GEMM's 64 elements of
+#: the memory-efficient attention kernel's k-step is a key block's walk (2.5-20 us on an H200), not a GEMM's 64 elements of
 #: k: its keys (``efficient_attention`` and its variants') are tried on this grid
 BLOCK_KSTEP_GRID = np.linspace(0.0, 40e-6, 161)
 #: (parameter, key prefix) -> the grid the keys so named are tried on in place of GRIDS' for the parameter

@@ -19,7 +19,7 @@ from .._num import all_, any_, where
 from .._validate import checked_call, broadcast, dim, flag
 from ..errors import OptionError, ShapeError
 from ..workload import Gemm, Kernel, Rows, Workload
-from ..stacks.torch211 import SDPA_HALF
+from ..stacks.torch211 import EFFICIENT_KERNELS, SDPA_HALF
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
 from .registry import boolean, lengths, operator, option, precision, size
@@ -124,12 +124,15 @@ class _Sizes:
 EFFICIENT_PRECISIONS = ("fp32", "bf16", "fp16")
 
 
-def _fused_only(resolved: str, impl: str, z: _Sizes, dtype: Any = None) -> str:
+def _fused_only(resolved: str, impl: str, z: _Sizes, dtype: Any = None, head_dim: Any = None) -> str:
     """``resolved``, unless a varlen call resolves to the unfused path (which has no varlen form) or the memory-efficient
     kernel is asked for a precision it has no kernel for: an OptionError."""
     if resolved == "efficient" and dtype is not None and dtype not in EFFICIENT_PRECISIONS:
         raise OptionError(f"impl={impl!r} runs the memory-efficient kernel, which PyTorch builds for dtype "
                           f"{', '.join(map(repr, EFFICIENT_PRECISIONS))}; got dtype={dtype!r}")
+    if resolved == "efficient" and head_dim is not None and np.any(np.asarray(head_dim) > EFFICIENT_KERNELS[-1][0]):
+        raise OptionError(f"impl={impl!r} runs the memory-efficient kernel, which PyTorch builds for head_dim up to "
+                          f"{EFFICIENT_KERNELS[-1][0]:.0f}; got head_dim={head_dim!r}")
     if z.lens is not None and resolved not in FUSED_OPS:
         raise OptionError(f"seq_lens needs a fused attention kernel (impl 'flash', 'cudnn', 'efficient', or 'sdpa' in "
                           f"fp16/bf16): FlashAttention's varlen form; impl={impl!r} runs the unfused {resolved} path")
@@ -140,6 +143,8 @@ def _sdpa_choice(impl: str, z: _Sizes, h: Any, dtype: Any) -> str:
     """The impl an SDPA call runs, where it does not depend on the GPU: fp32 MHA efficient, fp32 GQA naive (math)."""
     if impl != "sdpa" or dtype in SDPA_HALF:
         return impl
+    if dtype not in EFFICIENT_PRECISIONS:  # fp64, tf32, fp8, int8: no fused kernel takes them, the math path runs
+        return "naive"
     gqa = z.kv < h
     if any_(gqa) and not all_(gqa):
         raise OptionError(f"impl='sdpa' with dtype={dtype!r} runs the efficient kernel without GQA and the unfused math "
@@ -170,7 +175,8 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
                         causal: bool, impl: str, dtype: str, kv_dtype: Any = None, seq_lens: Any = None,
                         seq_lens_kv: Any = None) -> Workload:
     """flash: one kernel recomputing S and P: 2.5x the forward's executed FLOPs (five products for two),
-    2x its model FLOPs; reads Q, K, V, O and dO, writes dQ, dK and dV.
+    2x its model FLOPs; reads Q, K, V, O and dO, writes dQ, dK and dV. The memory-efficient backward (cutlassB)
+    counts the same and has its own op, ``efficient_attention_backward``.
 
     naive, as autograd runs it: dP = dO V^T, dV = P^T dO, the softmax's gradient dS (reads P and
     dP, writes dS, 2 x 5 vector FLOPs per element), dQ = dS K, dK = dS^T Q; each product executes
@@ -180,10 +186,11 @@ def _attention_backward(label: str, batch: Any, heads: Any, seq_q: Any, seq_kv: 
     b, h, sq, d = batch, heads, seq_q, head_dim
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
-    impl = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype)
+    impl = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype, d)
     if impl in FUSED_OPS:
         fwd = _flash_kernel(f"{label} backward", z, b, h, sq, d, dtype, e, impl)
-        # the memory-efficient backward is its own kernel (cutlassB), not the forward's key-block walk: its own key
+        # the memory-efficient backward is its own kernel (cutlassB), not the forward's key-block walk: its own op,
+        # which the predictor times by flash's tile model at the forward class's entries (NB: cutlassB not measured)
         back = fwd._replace(matrix_flops=FLASH_BACKWARD_EXECUTED * fwd.matrix_flops, model_flops=2.0 * fwd.model_flops,
                             bytes_read=(z.q + 2 * z.k + 2 * z.q) * e, bytes_written=(z.q + 2 * z.k) * e,
                             op=fwd.op + "_backward" if fwd.op == FUSED_OPS["efficient"] else fwd.op)
@@ -283,7 +290,7 @@ def attention(
     z = _Sizes(b, h, sq, seq_kv, d, kv_heads, causal, _varlen(b, sq, seq_kv, seq_lens, seq_lens_kv))
     e = element_bytes(dtype)
     tag = (", varlen" if z.lens is not None else "") + (", causal)" if causal else ")")
-    resolved = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype)
+    resolved = _fused_only(_sdpa_choice(impl, z, h, dtype), impl, z, dtype, d)
     e_kv = None if kv_dtype is None or kv_dtype == dtype else element_bytes(kv_dtype)
     if resolved in FUSED_OPS:
         label = impl if resolved == impl else f"sdpa: {resolved}"

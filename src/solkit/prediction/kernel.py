@@ -29,6 +29,7 @@ from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, off_each
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
 from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
+                               EFFICIENT_KERNELS,
                                CUDNN_SDPA_ARCHITECTURES, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS, DEPTHWISE_OUTPUT_MACS,
                                FEW_INDEX_OPS, FEW_INDICES,
                                LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
@@ -175,11 +176,16 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 launches = kernel.launches + where(padded, extra, 0.0)
         elif g is not None and kernel.kind == "attention":
             spread: Any = 0.0  # how unequal a varlen batch's keys are: 1 - shortest / longest (0: all alike)
-            walked = op == "efficient_attention"  # the memory-efficient forward: a serial walk over its key blocks
+            # the memory-efficient forward walks its key blocks serially; its backward (cutlassB, not measured) is
+            # timed by flash's tile model at the forward class's entries (looked up as the forward, "backward" last)
+            backward = op == "efficient_attention_backward"
+            if backward:
+                op = "efficient_attention"
+            walked = op == "efficient_attention" and not backward
             if g.groups is not None and walked:  # varlen: each sequence's own blocks and walk
                 heads: Any = g.batch / len(g.groups)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
-                tile_flops, waves, k_steps, keys128, gmem = ragged_efficient_attention_loop(
+                tile_flops, waves, k_steps, _, _ = ragged_efficient_attention_loop(
                     g.groups, heads, mf / full, kernel.precision, sms)
                 t_mat, split = tile_flops / rate, False
             elif g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
@@ -193,7 +199,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 # the memory-efficient kernel: no split over the keys; each block walks its keys serially, a
                 # kstep_latency per key block, and runs its whole tiles' FLOPs (``efficient_attention_loop``)
                 full = 4.0 * product(g.m, g.n, g.k, g.batch)
-                tile_flops, waves, k_steps, keys128, gmem = efficient_attention_loop(g.m, g.n, g.k, g.batch, mf / full,
+                tile_flops, waves, k_steps, _, _ = efficient_attention_loop(g.m, g.n, g.k, g.batch, mf / full,
                                                                                   kernel.precision, sms)
                 t_mat, split = tile_flops / rate, False
             else:
@@ -202,11 +208,14 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # causal: fewer FLOPs than the 4*m*n*d pairs of a full mask (the diagonal tiles are masked element by element
             # and the query tiles do unequal work)
             causal = mf < full * (1.0 - 1e-9)
-            if walked:  # its kernel classes by head dim (keys128: 64 x 128; gmem: 32 x 128), 16-bit ones apart
+            if walked or backward:  # its kernel classes by head dim (keys128: 64 x 128; gmem: 32 x 128), 16-bit apart
                 half = PRECISIONS[kernel.precision] == 2  # plain MMAs where fp32 runs three (3xTF32)
-                variants += [("causal", causal), ("keys128", keys128 & (not half)), ("gmem", gmem & (not half)),
-                             ("half", half & not_(keys128 | gmem)), ("halfkeys128", keys128 & half),
-                             ("halfgmem", gmem & half)]
+                d: Any = g.k if g.groups is None else g.groups[0][2]
+                mid: Any = (d > EFFICIENT_KERNELS[0][0]) & (d <= EFFICIENT_KERNELS[1][0])  # the 64 x 128 kernel's
+                top: Any = d > EFFICIENT_KERNELS[1][0]  # the 32 x 128 gmem kernel's
+                variants += [("causal", causal), ("keys128", mid & (not half)), ("gmem", top & (not half)),
+                             ("half", half & not_(mid | top)), ("halfkeys128", mid & half),
+                             ("halfgmem", top & half), ("backward", backward)]
             else:
                 variants += [("splitkv", split), ("causal", causal)]
             if op == "cudnn_attention":
