@@ -189,23 +189,40 @@ def fit_kernels(msets: "MeasurementSet | Sequence[MeasurementSet]", gpu: "GPU",
     base = Calibration(gpu=gpu.name, calibrated=True, source="fit", **ceilings(sets[0]), kernel_gap=0.0,
                        kernel_latency={}, compute_efficiency={}, memory_efficiency={}, wave_latency={}, kstep_latency={}, block_bandwidth={},
                        overlap_exponent=float("inf"))
-    cal, best, train_terms, train, held = _descended(sets, gpu, base, base, None)
-    if keyed:
+    read = [_read(m, split, gpu, base) for m, split in zip(sets, fit_split(sets))]
+    cal, best, train_terms, train, held = _descended(read, base, base, None)
+    if keyed:  # the first stage's files as read, and the keyed files
         prefixes = tuple(dict.fromkeys(prefix for _, prefix in keyed))
-        cal, best, train_terms, train, held = _descended(sets + [m for m, _ in keyed], gpu, base, cal, prefixes)
+        read += [_read(m, split, gpu, base) for m, split in zip([m for m, _ in keyed], fit_split([m for m, _ in keyed]))]
+        cal, best, train_terms, train, held = _descended(read, base, cal, prefixes)
     return FitResult(_used_keys(cal, train_terms), len(train), len(held), best, tuple(c.id for c in train))
 
 
-def _descended(sets: list[MeasurementSet], gpu: "GPU", base: Calibration, start: Calibration,
-               prefixes: Optional[tuple[str, ...]]) -> tuple[Calibration, float, list[tuple[KernelTerms, ...]],
-                                                            list[MeasuredCase], list[MeasuredCase]]:
+#: a file as the fit reads it: (the file, its training cases, its held-out cases, each training case's kernels' terms
+#: and counts)
+_Read = tuple[MeasurementSet, list[MeasuredCase], list[MeasuredCase], list[tuple[KernelTerms, ...]],
+              list[tuple[Any, ...]]]
+
+
+def _read(m: MeasurementSet, split: tuple[list[MeasuredCase], list[MeasuredCase]], gpu: "GPU", base: Calibration) -> _Read:
+    """A file's training and held-out cases (``split``: its ``fit_split``) and its training kernels' terms and counts."""
+    train, held = split
+    counted = [workload_of(c).counted for c in train]
+    return m, train, held, [tuple(kernel_terms(k, gpu, base) for k, _ in w) for w in counted], \
+        [tuple(n for _, n in w) for w in counted]
+
+
+def _descended(read: list[_Read], base: Calibration, start: Calibration, prefixes: Optional[tuple[str, ...]]
+               ) -> tuple[Calibration, float, list[tuple[KernelTerms, ...]], list[MeasuredCase], list[MeasuredCase]]:
     """(calibration, loss, training kernels' terms, training cases, held-out cases) of coordinate descent from
-    ``start`` on the training cases of ``sets``, over every coordinate, or (``prefixes``) those of the keys so named."""
-    split = fit_split(sets)
+    ``start`` on the training cases of the files ``read``, over every coordinate, or (``prefixes``) those of the keys
+    so named."""
+    sets = [m for m, *_ in read]
+    split = [(t, h) for _, t, h, _, _ in read]
     train = [c for t, _ in split for c in t]
     held = [c for _, h in split for c in h]
-    train_terms = [tuple(kernel_terms(k, gpu, base) for k, _ in workload_of(c).counted) for c in train]
-    counts = [tuple(n for _, n in workload_of(c).counted) for c in train]
+    train_terms = [terms for *_, per, _ in read for terms in per]
+    counts = [ns for *_, per in read for ns in per]
     kernels = KernelArrays([(i, t, n) for i, (terms, ns) in enumerate(zip(train_terms, counts)) for t, n in zip(terms, ns)],
                            len(train))
     measured = np.array([c.seconds for c in train], dtype=float)  # fit_cases keeps measured cases only

@@ -19,7 +19,7 @@ from .._num import all_, any_, where
 from .._validate import checked_call, broadcast, dim, flag
 from ..errors import OptionError, ShapeError
 from ..workload import Gemm, Kernel, Rows, Workload
-from ..stacks.torch211 import EFFICIENT_KERNELS, SDPA_HALF
+from ..stacks.torch211 import EFFICIENT_KERNELS, EFFICIENT_WARPS_PER_SM, SDPA_HALF
 from ._common import at_most, divisible, element_bytes, single
 from .elementwise import FLOPS_PER_ELEMENT
 from .registry import boolean, lengths, operator, option, precision, size
@@ -120,8 +120,9 @@ class _Sizes:
         self.model = 4.0 * b * h * d * self.pairs  # QK^T and PV over the unmasked pairs
 
 
-#: the precisions PyTorch's memory-efficient kernel takes (mem_eff_attention/kernels/cutlassF.h: f32, f16, bf16)
-EFFICIENT_PRECISIONS = ("fp32", "bf16", "fp16")
+#: the precisions PyTorch's memory-efficient kernel takes (mem_eff_attention/kernels/cutlassF.h: f32, f16, bf16), as
+#: ``stacks.torch211.EFFICIENT_WARPS_PER_SM`` lists them
+EFFICIENT_PRECISIONS = tuple(EFFICIENT_WARPS_PER_SM)
 
 
 def _fused_only(resolved: str, impl: str, z: _Sizes, dtype: Any = None, head_dim: Any = None) -> str:

@@ -29,14 +29,13 @@ from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, off_each
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
 from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
-                               EFFICIENT_KERNELS,
                                CUDNN_SDPA_ARCHITECTURES, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS, DEPTHWISE_OUTPUT_MACS,
                                FEW_INDEX_OPS, FEW_INDICES,
                                LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
                                WIDE_ROW_BYTES, WIDE_ROW_OPS, WIDE_ROW_THREADS)
 from ..workload import Kernel
 from .gpu import matmul_rate
-from .tiles import (attention_compute_time, decode_items, efficient_attention_loop, gemm_time,
+from .tiles import (attention_compute_time, decode_items, efficient_attention_loop, efficient_kernel_class, gemm_time,
                     ragged_attention_compute_time, ragged_efficient_attention_loop, ragged_gemm_time, tile_waves)
 from .._validate import checked_call, unchecked
 
@@ -210,9 +209,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             causal = mf < full * (1.0 - 1e-9)
             if walked or backward:  # its kernel classes by head dim (keys128: 64 x 128; gmem: 32 x 128), 16-bit apart
                 half = PRECISIONS[kernel.precision] == 2  # plain MMAs where fp32 runs three (3xTF32)
-                d: Any = g.k if g.groups is None else g.groups[0][2]
-                mid: Any = (d > EFFICIENT_KERNELS[0][0]) & (d <= EFFICIENT_KERNELS[1][0])  # the 64 x 128 kernel's
-                top: Any = d > EFFICIENT_KERNELS[1][0]  # the 32 x 128 gmem kernel's
+                mid, top = efficient_kernel_class(g.k if g.groups is None else g.groups[0][2])  # 64x128, 32x128 gmem
                 variants += [("causal", causal), ("keys128", mid & (not half)), ("gmem", top & (not half)),
                              ("half", half & not_(mid | top)), ("halfkeys128", mid & half),
                              ("halfgmem", top & half), ("backward", backward)]

@@ -25,7 +25,7 @@ from ..stacks.torch211 import (ATTENTION_QUERY_TILE, EFFICIENT_KERNELS, EFFICIEN
 from .._validate import checked_call
 
 __all__ = ["TILES", "gemm_compute_time", "gemm_time", "tile_waves", "attention_compute_time", "flash_splits", "decode_items",
-           "efficient_attention_loop", "ragged_efficient_attention_loop",
+           "efficient_kernel_class", "efficient_attention_loop", "ragged_efficient_attention_loop",
            "ragged_attention_compute_time", "ragged_gemm_time", "ragged_waves"]
 
 #: candidate output tiles (TM, TN) of a tensor-core GEMM kernel
@@ -329,6 +329,13 @@ def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 12
 
 
 
+def efficient_kernel_class(d: Any) -> tuple[Any, Any]:
+    """(the 64 x 128 kernel's?, the 32 x 128 gmem one's?) of head dims ``d``: the first of ``EFFICIENT_KERNELS`` whose
+    kMaxK holds d (neither: the 64 x 64 kernel's); Python bools for a float, boolean arrays for an array."""
+    (k1, _, _), (k2, _, _), _ = EFFICIENT_KERNELS
+    return (d > k1) & (d <= k2), d > k2
+
+
 def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, precision: str,
                              sms: int) -> tuple[Any, Any, Any, Any, Any]:
     """(tile FLOPs, waves, key blocks a wave walks, the 64 x 128 kernel?, the 32 x 128 one?) of the memory-efficient
@@ -360,10 +367,10 @@ def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, pre
         mean = longest * share
         waves = float(math.ceil(blocks / (sms * resident)))
         width = k1 if d <= k1 else k2 if d <= k2 else d
-        return (4.0 * qb * kb * width * blocks * mean, waves, max(longest / waves, mean), k1 < d <= k2, d > k2)
+        return (4.0 * qb * kb * width * blocks * mean, waves, max(longest / waves, mean), *efficient_kernel_class(d))
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(d), np.shape(batch), np.shape(share))
     m, n, d, batch, share = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, d, batch, share))
-    wide, gmem = (d > k1) & (d <= k2), d > k2
+    wide, gmem = efficient_kernel_class(d)
     qb = np.where(gmem, q3, np.where(wide, q2, q1))
     kb = np.where(gmem, b3, np.where(wide, b2, b1))
     resident = np.floor(budget / np.floor(qb * kb / 1024.0))
@@ -393,8 +400,7 @@ def ragged_efficient_attention_loop(groups: Any, heads: float, share: float, pre
     mean = float(np.sum(blocks * walks)) * share / total
     waves = float(math.ceil(total / (sms * resident)))
     flops = 4.0 * qb * kb * width * total * mean
-    return (flops, waves, max(float(walks.max()) / waves, mean), EFFICIENT_KERNELS[0][0] < head <= EFFICIENT_KERNELS[1][0],
-            head > EFFICIENT_KERNELS[1][0])
+    return (flops, waves, max(float(walks.max()) / waves, mean), *efficient_kernel_class(head))
 
 
 def decode_items(items: Any, keys: Any, d: Any, sms: int, split_items: int, split_keys: int) -> tuple[Any, Any]:
