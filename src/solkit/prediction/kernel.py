@@ -28,7 +28,8 @@ import numpy as np
 from .._num import Num, any_, ceil, floor, maximum, minimum, not_, off, off_each, product, result, where
 from ..hardware.parameters import Calibration
 from ..precision import PRECISIONS
-from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE, CUDNN_PAD,
+from ..stacks.torch211 import (ATTENTION_QUERY_TILE, CONV_K_TILE_BYTES, CUDNN_DECODE_ROWS, CUDNN_DECODE_WIDE,
+                               CUDNN_GROUPED_PAD_BACK, CUDNN_PAD,
                                CUDNN_SDPA_ARCHITECTURES, CUDNN_SPLIT_ITEMS, CUDNN_SPLIT_KEYS, DEPTHWISE_OUTPUT_MACS,
                                FEW_INDEX_OPS, FEW_INDICES,
                                LEGACY_PRECISIONS, ROW_VECTOR, SERIAL_K, SKINNY, UNALIGNED_OK, WARP_BATCH_ROW, WIDE_ROW,
@@ -165,14 +166,19 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # grouped (1 < groups, more than a few channels per group): cuDNN's grouped kernels (or one launch per group)
             grouped = (g.batch > 1) & not_(depthwise)
             variants += [("depthwise", depthwise), ("nativedw", native), ("unaligned", unaligned), ("grouped", grouped)]
-            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
-            # GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW, whose
-            # transform to NHWC pads x, a memset and a copy of w
+            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor an ungrouped
+            # 1x1 filter, a GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW,
+            # whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv also writes y padded and
+            # copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch), 1x1 filters included
             if g.layout is not None and g.layout in CUDNN_PAD:
                 extra, per_byte = CUDNN_PAD[g.layout]
-                padded = unaligned & not_(small) & (g.k != c)
+                padded = unaligned & not_(small) & ((g.k != c) | grouped)
                 helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
                 launches = kernel.launches + where(padded, extra, 0.0)
+                if g.layout in CUDNN_GROUPED_PAD_BACK:
+                    back = padded & grouped
+                    helper_bytes = helper_bytes + where(back, 2.0 * kernel.bytes_written, 0.0)
+                    launches = launches + where(back, 1.0, 0.0)
         elif g is not None and kernel.kind == "attention":
             spread: Any = 0.0  # how unequal a varlen batch's keys are: 1 - shortest / longest (0: all alike)
             # the memory-efficient forward walks its key blocks serially; its backward (cutlassB, not measured) is

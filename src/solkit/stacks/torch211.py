@@ -12,6 +12,7 @@ from typing import Mapping
 __all__ = ["VERSIONS", "ATTENTION_QUERY_TILE", "SPLITKV_QUERY_TILE", "WIDE_ROW_OPS", "WIDE_ROW", "WIDE_ROW_BYTES",
            "WIDE_ROW_THREADS", "WARP_BATCH_ROW", "FEW_INDICES", "FEW_INDEX_OPS", "ROW_VECTOR", "MIN_SPLIT_K",
            "CONV_K_TILE_BYTES", "FEW_CHANNEL_BYTES", "SERIAL_K", "LEGACY_PRECISIONS", "UNALIGNED_OK", "SKINNY", "CUDNN_PAD",
+           "CUDNN_GROUPED_PAD_BACK",
            "CUDNN_SDPA_ARCHITECTURES", "SDPA_HALF", "ROPE_TABLE_KERNELS", "GELU_NEW_KERNELS", "SDPA_BACKWARD_LAUNCHES",
            "SDPA_GQA_BACKWARD_LAUNCHES", "LAYERNORM_BACKWARD_LAUNCHES", "ADAMW_TENSORS_PER_LAUNCH",
            "SGD_TENSORS_PER_LAUNCH", "CHUNK_ELEMENTS", "CHUNKS_PER_LAUNCH", "SDPA_DROPOUT_LAUNCHES",
@@ -94,6 +95,12 @@ CONV_K_TILE_BYTES = 64
 #: NHWC, two memsets and two or three nhwcAddPaddingKernel copies (x, w) in 11 of 12; NCHW, a memset and a
 #: tensorTransformGeneric (w) beside the layout transforms (whose x transform pads x; w's few bytes are not counted)
 CUDNN_PAD: Mapping[str, tuple[float, float]] = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
+#: layouts whose grouped forward convs with unaligned channels per group (at least 16 bytes of them) cuDNN runs on
+#: padded copies, y included: x and w padded in, y written padded and copied back (tensorTransformGeneric, 1x1 filters
+#: too). Seen on an H200 (data/h200_grouped_*_seed2054.json, NHWC, 8 or more channels per group, C/g or K/g not a
+#: multiple of 8): tensorTransformGeneric ran in 80 of 105 (55 of 69 larger filters, 15 of 26 1x1), three launches
+#: (x, w, y) in 36 of the 80; the other 25 ran a direct or implicit_convolve kernel without padding
+CUDNN_GROUPED_PAD_BACK = frozenset({"nhwc"})
 
 # ---- scaled_dot_product_attention (sdp_utils.cpp) ----------------------------------------------
 
