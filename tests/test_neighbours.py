@@ -305,6 +305,21 @@ def test_neighbours_false_gives_the_physical_model(tmp_path):
         sk.predict(w, "h200", neighbours="no")
 
 
+def test_neighbours_false_reuses_one_physical_calibration():
+    """The bank-less calibration neighbours=False predicts with is made once per loaded spec (kept in the
+    calibration's memo), and a sweep through it reads, element by element, the scalar calls' figures."""
+    from solkit.prediction.expected import _physical
+
+    cal = calibration(sk.load_gpu("h200"))
+    assert cal.neighbours is not None
+    assert _physical(cal) is _physical(cal) and _physical(cal).neighbours is None
+    assert _physical(cal) == cal.replace(neighbours=None)  # the same parameters, the memo aside
+    m = np.array([25.0, 1024.0, 4097.0])
+    swept = sk.predict(ops.matmul(m, 8.0, 6984.0, dtype="fp32"), "h200", neighbours=False).seconds
+    assert list(swept) == [sk.predict(ops.matmul(x, 8.0, 6984.0, dtype="fp32"), "h200", neighbours=False).seconds
+                           for x in m]
+
+
 def test_a_renamed_copy_may_not_borrow_the_bank(tmp_path):
     """A spec renamed from the H200's that keeps measured.neighbours gets a SpecError naming both GPUs, not a silent
     correction measured on another part."""

@@ -67,7 +67,7 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
     g = bound.gpu_spec
     cal = _calibration(g)
     if not neighbours and cal.neighbours is not None:
-        cal = cal.replace(neighbours=None)
+        cal = _physical(cal)
     fit_probe = cal.host_probe
     if probe is not None:
         cal = host_scaled(cal, probe, g.name)
@@ -163,6 +163,14 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
                      + (": the GPU idles while the launches after each are issued" if hosted else
                         "; no host time is modelled for this program, so they cost nothing here"))
     return _prediction(w, g, bound, cal, notes, seconds, busy, host, syncs, rows)
+
+
+def _physical(cal: Any) -> Any:
+    """``cal`` without its neighbour bank, the physical model alone (made once per calibration, kept in its memo)."""
+    physical = cal.memo.get("physical")
+    if physical is None:
+        physical = cal.memo["physical"] = cal.replace(neighbours=None)
+    return physical
 
 
 def _prediction(w: Workload, g: Any, bound: Any, cal: Any, notes: list[str], seconds: Any, busy: Any, host: Any,

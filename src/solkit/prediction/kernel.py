@@ -168,14 +168,15 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             variants += [("depthwise", depthwise), ("nativedw", native), ("unaligned", unaligned), ("grouped", grouped)]
             # ... in helper kernels around a forward conv (not for few channels, which run direct, nor an ungrouped
             # 1x1 filter, a GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW,
-            # whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv also writes y padded and
-            # copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch), 1x1 filters included
+            # whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv, 1x1 filters included, also
+            # writes y padded and copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch)
             if g.layout is not None and g.layout in CUDNN_PAD:
                 extra, per_byte = CUDNN_PAD[g.layout]
-                padded = unaligned & not_(small) & ((g.k != c) | grouped)
+                regrouped = g.layout in CUDNN_GROUPED_PAD_BACK
+                padded = unaligned & not_(small) & (((g.k != c) | grouped) if regrouped else (g.k != c))
                 helper_bytes = where(padded, per_byte * kernel.bytes_read, 0.0)
                 launches = kernel.launches + where(padded, extra, 0.0)
-                if g.layout in CUDNN_GROUPED_PAD_BACK:
+                if regrouped:
                     back = padded & grouped
                     helper_bytes = helper_bytes + where(back, 2.0 * kernel.bytes_written, 0.0)
                     launches = launches + where(back, 1.0, 0.0)

@@ -96,10 +96,13 @@ CONV_K_TILE_BYTES = 64
 #: tensorTransformGeneric (w) beside the layout transforms (whose x transform pads x; w's few bytes are not counted)
 CUDNN_PAD: Mapping[str, tuple[float, float]] = {"nhwc": (4.0, 3.0), "nchw": (2.0, 0.0)}
 #: layouts whose grouped forward convs with unaligned channels per group (at least 16 bytes of them) cuDNN runs on
-#: padded copies, y included: x and w padded in, y written padded and copied back (tensorTransformGeneric, 1x1 filters
-#: too). Seen on an H200 (data/h200_grouped_*_seed2054.json, NHWC, 8 or more channels per group, C/g or K/g not a
-#: multiple of 8): tensorTransformGeneric ran in 80 of 105 (55 of 69 larger filters, 15 of 26 1x1), three launches
-#: (x, w, y) in 36 of the 80; the other 25 ran a direct or implicit_convolve kernel without padding
+#: padded copies, 1x1 filters too, y included: x and w padded in, y written padded and copied back
+#: (tensorTransformGeneric). Seen on an H200 in bf16 and fp16 (data/h200_grouped_*_seed2054.json: NHWC, 8 or more
+#: channels per group, C/g or K/g not a multiple of 8): tensorTransformGeneric ran in 70 of 95 (55 of 69 larger filters,
+#: 15 of 26 1x1), three launches (x, w, y) around one conv launch in 36 of the 70, y copied back by nhwcSliceCKernel in 8;
+#: the other 25 ran a direct or implicit_convolve kernel without padding. NB: fp32 and tf32 are padded alike (unmeasured);
+#: 23 of the 70 launched their conv once per group and copied no y back, which the model does not tell apart. In NCHW
+#: (not listed) the layout transforms pad x, and a grouped 1x1 conv is padded no more than a dense one
 CUDNN_GROUPED_PAD_BACK = frozenset({"nhwc"})
 
 # ---- scaled_dot_product_attention (sdp_utils.cpp) ----------------------------------------------
