@@ -115,7 +115,8 @@ def test_grouped_convs_have_their_own_key():
     # x 2x96x16x16 x 2 B = 98,304 and w 120x12 x 2 B = 2,880: 101,184 read; y 2x120x16x16 x 2 B = 122,880 written.
     # NHWC: 3 x 101,184 (x and w padded in) + 2 x 122,880 (y padded, copied back) = 549,312 B; 1 + 4 + 1 = 6 launches
     ("nhwc", 549_312.0, 6.0),
-    # NCHW: a stride-1, unpadded 1x1 is a direct GEMM (no layout transforms), padded no more than a dense 1x1: 1 launch
+    # NCHW: a stride-1, unpadded 1x1 is modelled as a direct GEMM, padded no more than a dense 1x1: 1 launch (NB: cuDNN
+    # ran 5 of the 12 such seed-2054 convs with layout transforms and padding: CUDNN_GROUPED_PAD_BACK's note)
     ("nchw", 0.0, 1.0),
 ])
 def test_a_grouped_conv_of_unaligned_channels_runs_on_padded_copies(layout, helper_bytes, launches):

@@ -166,8 +166,8 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             # grouped (1 < groups, more than a few channels per group): cuDNN's grouped kernels (or one launch per group)
             grouped = (g.batch > 1) & not_(depthwise)
             variants += [("depthwise", depthwise), ("nativedw", native), ("unaligned", unaligned), ("grouped", grouped)]
-            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor an ungrouped
-            # 1x1 filter, a GEMM): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW,
+            # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
+            # GEMM, unless grouped in NHWC): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW,
             # whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv, 1x1 filters included, also
             # writes y padded and copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch)
             if g.layout is not None and g.layout in CUDNN_PAD:

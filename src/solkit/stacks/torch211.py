@@ -100,9 +100,12 @@ CUDNN_PAD: Mapping[str, tuple[float, float]] = {"nhwc": (4.0, 3.0), "nchw": (2.0
 #: (tensorTransformGeneric). Seen on an H200 in bf16 and fp16 (data/h200_grouped_*_seed2054.json: NHWC, 8 or more
 #: channels per group, C/g or K/g not a multiple of 8): tensorTransformGeneric ran in 70 of 95 (55 of 69 larger filters,
 #: 15 of 26 1x1), three launches (x, w, y) around one conv launch in 36 of the 70, y copied back by nhwcSliceCKernel in 8;
-#: the other 25 ran a direct or implicit_convolve kernel without padding. NB: fp32 and tf32 are padded alike (unmeasured);
+#: the other 25 ran without padding (implicit_convolve_sgemm 10, convolve_common_engine 7, a generated convFwd 4,
+#: grouped_direct 3, layout transforms 3). NB: fp32 and tf32 are padded alike (unmeasured);
 #: 23 of the 70 launched their conv once per group and copied no y back, which the model does not tell apart. In NCHW
-#: (not listed) the layout transforms pad x, and a grouped 1x1 conv is padded no more than a dense one
+#: (not listed) the layout transforms pad x, and a grouped 1x1 conv is padded no more than a dense one. NB: 5 of the 12
+#: NCHW grouped unaligned stride-1 1x1 convs of those draws ran layout transforms and tensorTransformGeneric around
+#: the conv (1 of 8 dense ones in all files); the model runs each as one GEMM
 CUDNN_GROUPED_PAD_BACK = frozenset({"nhwc"})
 
 # ---- scaled_dot_product_attention (sdp_utils.cpp) ----------------------------------------------
