@@ -167,9 +167,9 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             grouped = (g.batch > 1) & not_(depthwise)
             variants += [("depthwise", depthwise), ("nativedw", native), ("unaligned", unaligned), ("grouped", grouped)]
             # ... in helper kernels around a forward conv (not for few channels, which run direct, nor a 1x1 filter, a
-            # GEMM, unless grouped in NHWC): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w) bytes); NCHW,
-            # whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv, 1x1 filters included, also
-            # writes y padded and copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch)
+            # GEMM, unless grouped in NHWC): NHWC, memsets of the padded x and w, then x and w copied in (3 x (x + w)
+            # bytes); NCHW, whose transform to NHWC pads x, a memset and a copy of w. A grouped NHWC conv, 1x1 filters
+            # included, also writes y padded and copies it back (CUDNN_GROUPED_PAD_BACK: 2 x y bytes, one more launch)
             if g.layout is not None and g.layout in CUDNN_PAD:
                 extra, per_byte = CUDNN_PAD[g.layout]
                 regrouped = g.layout in CUDNN_GROUPED_PAD_BACK
@@ -188,17 +188,16 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
             if backward:
                 op = "efficient_attention"
             walked = op == "efficient_attention" and not backward
-            if g.groups is not None and walked:  # varlen: each sequence's own blocks and walk
+            if g.groups is not None:  # varlen: a sequence's work items per query tile, the batch's full-mask FLOPs
                 heads: Any = g.batch / len(g.groups)
                 full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
+            if g.groups is not None and walked:  # varlen: each sequence's own blocks and walk
                 tile_flops, waves, k_steps, _, _ = ragged_efficient_attention_loop(
                     g.groups, heads, mf / full, kernel.precision, sms)
                 t_mat, split = tile_flops / rate, False
             elif g.groups is not None:  # varlen: each sequence's own tiles (g.m, g.n: the longest queries and keys)
-                heads = g.batch / len(g.groups)  # work items per query tile of a sequence
                 t_mat, wave, split, waves = ragged_attention_compute_time(g.groups, heads, mf / rate, sms,
                                                                           g.split)
-                full = 4.0 * heads * sum(m * n * d for m, n, d in g.groups)
                 keys = [n for _, n, _ in g.groups]  # tiles of sequences with more keys take longer
                 spread = 1.0 - min(keys) / max(keys)
             elif walked:

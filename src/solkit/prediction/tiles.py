@@ -329,6 +329,14 @@ def flash_splits(items: float, key_blocks: float, sms: int, max_splits: int = 12
 
 
 
+def _efficient_tile(d: float) -> tuple[float, float, float]:
+    """(tile width, queries per block, keys per block) of the memory-efficient kernel for one head dim ``d``: the
+    first of ``EFFICIENT_KERNELS`` whose kMaxK holds d; the width is that kMaxK for the register-resident kernels
+    (64, 128), d itself for the gmem one."""
+    (k1, q1, b1), (k2, q2, b2), (_, q3, b3) = EFFICIENT_KERNELS
+    return (k1, q1, b1) if d <= k1 else (k2, q2, b2) if d <= k2 else (d, q3, b3)
+
+
 def efficient_kernel_class(d: Any) -> tuple[Any, Any]:
     """(the 64 x 128 kernel's?, the 32 x 128 gmem one's?) of head dims ``d``: the first of ``EFFICIENT_KERNELS`` whose
     kMaxK holds d (neither: the 64 x 64 kernel's); Python bools for a float, boolean arrays for an array."""
@@ -360,13 +368,12 @@ def efficient_attention_loop(m: Any, n: Any, d: Any, batch: Any, share: Any, pre
     resident: Any
     width: Any
     if type(m) is float and type(n) is float and type(d) is float and type(batch) is float and type(share) is float:
-        qb, kb = (q1, b1) if d <= k1 else (q2, b2) if d <= k2 else (q3, b3)
+        width, qb, kb = _efficient_tile(d)
         resident = float(budget // int(qb * kb / 1024.0))
         blocks = math.ceil(m / qb) * batch
         longest = float(math.ceil(n / kb))
         mean = longest * share
         waves = float(math.ceil(blocks / (sms * resident)))
-        width = k1 if d <= k1 else k2 if d <= k2 else d
         return (4.0 * qb * kb * width * blocks * mean, waves, max(longest / waves, mean), *efficient_kernel_class(d))
     shape = np.broadcast_shapes(np.shape(m), np.shape(n), np.shape(d), np.shape(batch), np.shape(share))
     m, n, d, batch, share = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in (m, n, d, batch, share))
@@ -390,9 +397,7 @@ def ragged_efficient_attention_loop(groups: Any, heads: float, share: float, pre
     sequence's. With equal sequences this is ``efficient_attention_loop`` of the padded call."""
     m, n, d = _columns(groups)
     head = float(d[0])
-    _, qb, kb = next(k for k in EFFICIENT_KERNELS if head <= k[0])
-    # the class of the padded call's head dim: one query block's figures scaled to each sequence
-    width = head if head > EFFICIENT_KERNELS[1][0] else next(k[0] for k in EFFICIENT_KERNELS if head <= k[0])
+    width, qb, kb = _efficient_tile(head)  # the class of the padded call's head dim, its blocks scaled to each sequence
     resident = float(EFFICIENT_WARPS_PER_SM[precision] // int(qb * kb / 1024.0))
     blocks = np.ceil(m / qb) * heads
     walks = np.ceil(n / kb)
