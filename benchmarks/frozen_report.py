@@ -1,16 +1,19 @@
 """A frozen test draw per family: the model with and without its neighbour correction, and each case's distance to the bank.
 
     python benchmarks/frozen_report.py data/h200_weak_test_seed2055.json data/h200_sample_test_seed2055.json ...
+    python benchmarks/frozen_report.py --spec hardware_specs/h100-sxm.yaml data/h100_sample_test_seed2070.json ...
 
 Groups: ``calibration.data.group_of``, split further where issue 31 names a family (decode SDPA; dense, depthwise and
 grouped convs; causal flash; GEMMs by precision). Error = exp(|log(predicted / measured)|) - 1; "physical" is the
 same spec without its bank; SOL fraction = T_SOL / measured (must stay <= 1). Distance: octaves (the bank's
 features, ``prediction.neighbours.features``) from the case's main kernel to the nearest banked kernel of its key
-(inf: its key has no bank entry); the bank is the shipped one (fit, validation and spent draws, never a test draw).
+(inf: its key has no bank entry); the bank is the shipped H200 one (fit, validation and spent draws, never a test draw).
+``--spec`` predicts on another GPU's spec (default the H200's); the distance is still to the H200's bank.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import Any
 
@@ -81,8 +84,13 @@ def table(found: list[tuple[str, float, float, float, float, float]]) -> str:
     return "\n".join(lines)
 
 
-def main(paths: list[str]) -> int:
-    gpu = load_spec_file(SPEC)
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="frozen_report.py", description=__doc__.split("\n", 1)[0])
+    ap.add_argument("files", nargs="+", metavar="FILE", help="measured draws (benchmarks/measure_h200.py's JSON)")
+    ap.add_argument("--spec", default=SPEC, help=f"the GPU's spec file (default {SPEC})")
+    args = ap.parse_args(argv)
+    paths = args.files
+    gpu = load_spec_file(args.spec)
     every = []
     for path in paths:
         found = rows(path, gpu)

@@ -13,6 +13,7 @@ seed-2054 grouped-conv draws (7.0% / 39.7% -> 6.9% / 38.7% on 1,720 validation c
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import defaultdict
@@ -70,12 +71,21 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if argv[:1] == ["--compare"]:
-        with open(argv[1], encoding="utf-8") as f1, open(argv[2], encoding="utf-8") as f2:
+    ap = argparse.ArgumentParser(prog="heldout_families.py", description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print two earlier runs' files side by side")
+    ap.add_argument("out", nargs="?", metavar="OUT.json", help="where to write today's errors")
+    ap.add_argument("files", nargs="*", metavar="FILE", help="validation files (default: the banked validation draws)")
+    args = ap.parse_args(argv)
+    if args.compare:
+        if args.out:
+            ap.error("--compare takes its two files and nothing else")
+        with open(args.compare[0], encoding="utf-8") as f1, open(args.compare[1], encoding="utf-8") as f2:
             print(compare(json.load(f1), json.load(f2)))
         return 0
-    files = argv[1:] or list(validation_files())
-    with open(argv[0], "w", encoding="utf-8") as fh:
+    if not args.out:
+        ap.error("give OUT.json (where the errors go) or --compare BEFORE AFTER")
+    files = args.files or list(validation_files())
+    with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(errors(files), fh)
     return 0
 

@@ -75,14 +75,17 @@ def _first_fit() -> DataFile:
 
 
 def frozen_test() -> str:
-    """The newest frozen test draw of the sampler's default mix (the validation report shows it first), '' if none."""
-    newest = manifest().newest_test("kernels", "sampled")
+    """The newest frozen test draw of the sampler's default mix on the fit's GPU (the validation report shows it first),
+    '' if none."""
+    newest = manifest().newest_test("kernels", "sampled", gpu=_first_fit().gpu)
     return _shown(newest.file) if newest is not None else ""
 
 
 def sampled_sets() -> tuple[tuple[str, str], ...]:
-    """The sampled report's sets, in order, (title, path): the frozen test draws first, then every other sampled set."""
-    kept = (e for e in manifest().select(measures="kernels")
+    """The sampled report's sets, in order, (title, path): the frozen test draws first, then every other sampled set (of
+    the fit's GPU: another GPU's draws are reported with its own spec, ``benchmarks/frozen_report.py --spec``)."""
+    gpu = _first_fit().gpu
+    kept = (e for e in manifest().select(measures="kernels", gpu=gpu)
             if e.family != "catalogue" and e.role in ("fit", "bank", "validation", "test", "spent"))
     return tuple((_title(e), _shown(e.file)) for e in sorted(kept, key=lambda e: e.role != "test"))
 

@@ -117,11 +117,14 @@ class Manifest(BaseModel):
             raise SpecError(f"data manifest ({MANIFEST_NAME}): no file with {asked}; the calibration needs one")
         return found[0]
 
-    def newest_test(self, measures: str, family: Optional[str] = None) -> Optional[DataFile]:
-        """The frozen test draw of ``measures`` (and ``family``) measured last: the one every predictor change reports on."""
+    def newest_test(self, measures: str, family: Optional[str] = None, gpu: Optional[str] = None) -> Optional[DataFile]:
+        """The frozen test draw of ``measures`` (and ``family``, and measured on ``gpu``) measured last: the one every
+        predictor change reports on."""
         where: dict[str, Any] = {"role": "test", "measures": measures}
         if family is not None:
             where["family"] = family
+        if gpu is not None:
+            where["gpu"] = gpu
         tests = [e for e in self.select(**where) if e.date]
         return max(tests, key=lambda e: e.date or "") if tests else None
 

@@ -92,7 +92,7 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
         if t.misaligned is True or (t.misaligned is not False and any_(t.misaligned)):
             bad.append(k.name)
     if moved:
-        notes.append(bank.note(moved, g.name))  # type: ignore[union-attr]  # moved: a bank
+        notes.append(bank.note(moved, bank.gpu or g.name))  # type: ignore[union-attr]  # moved: a bank (on its GPU)
     if sdpa:
         notes.append(f"attention impl='sdpa' runs {sdpa_backend(g).split('_')[0]}'s fused kernel on {g.architecture} "
                      f"(PyTorch 2.11's choice in fp16/bf16)")

@@ -1,0 +1,98 @@
+"""A GPU of the H200's chip borrows its neighbour bank (prediction.gpu.same_chip), and the H100 draws that chose it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import solkit as sk
+from solkit import ops
+from solkit.calibration import evaluate, load_measurements, summarize
+from solkit.calibration.manifest import manifest
+from solkit.prediction.gpu import same_chip
+from solkit.sol import roofline
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data"
+H100_DRAWS = ("h100_weak_test_seed2070.json", "h100_sample_test_seed2070.json", "h100_sdpa_test_seed2070.json")
+
+
+@pytest.mark.parametrize("name, borrows", [
+    ("h100-sxm", True),    # hopper, 132 SMs (the whitepaper's H100 SXM5), as the H200 SXM
+    ("h100-nvl", True),    # hopper, 132 SMs
+    ("h200-nvl", True),    # hopper, 132 SMs
+    ("h100-pcie", False),  # hopper, 114 SMs: cuBLAS's heuristics see another SM count
+    ("a100", False),       # ampere
+    ("b200", False),       # blackwell
+])
+def test_the_bank_goes_where_the_chip_is_the_same(name, borrows):
+    """Architecture and SM count decide; the note says so where the bank is borrowed."""
+    gpu, ref = sk.load_gpu(name), sk.load_gpu("h200")
+    assert same_chip(gpu, ref) is borrows
+    notes = sk.predict(ops.matmul(4096, 4096, 4096), gpu).notes
+    assert ("its neighbour bank (" in notes[0]) is borrows
+    assert any(n.startswith("neighbour correction from") and "on h200-sxm" in n for n in notes) is borrows
+
+
+def test_a_borrowed_bank_puts_the_h200s_factor_on_the_h100s_physical_kernel():
+    """A 4096^3 bf16 GEMM: the factor is the H200's for the same shape (the bank's features are shapes alone), and the
+    H100's kernel is its own physical kernel times that factor; without the bank (neighbours=False) the factor is 1."""
+    w = ops.matmul(4096, 4096, 4096)
+    h100, h200 = sk.predict(w, "h100").kernels[0], sk.predict(w, "h200").kernels[0]
+    physical = sk.predict(w, "h100", neighbours=False).kernels[0]
+    assert h100.neighbour == h200.neighbour != 1.0
+    assert physical.neighbour == 1.0
+    assert h100.seconds == pytest.approx(physical.seconds * h100.neighbour, rel=1e-12)
+    assert sk.predict(w, "h100-pcie").kernels[0].neighbour == 1.0
+
+
+@pytest.mark.parametrize("name", H100_DRAWS)
+def test_t_sol_is_below_every_h100_timing(name):
+    """The H100 SXM's datasheet (hardware_specs/h100-sxm.yaml) bounds every measured kernel: T_SOL <= measured."""
+    mset = load_measurements(DATA / name)
+    assert mset.meta["gpu_name"] == "NVIDIA H100 80GB HBM3"
+    gpu = sk.load_gpu("h100-sxm")
+    timed = [c for c in mset.cases if c.ok and c.seconds and c.primary]
+    assert len(timed) == {"h100_weak_test_seed2070.json": 350, "h100_sample_test_seed2070.json": 600,
+                          "h100_sdpa_test_seed2070.json": 120}[name]  # every listed case ran
+    from solkit.calibration.data import workload_of
+
+    assert max(float(roofline(workload_of(c), gpu).t_sol) / c.seconds for c in timed) < 1.0
+
+
+@pytest.mark.parametrize("name, n, section", [
+    ("h100_weak_test_seed2070.json", 350, "## Issue 31's weak families"),
+    ("h100_sample_test_seed2070.json", 600, "## The default mix"),
+    ("h100_sdpa_test_seed2070.json", 120, "## SDPA as users call it")])
+def test_the_h100_report_is_todays_model_on_its_data(name, n, section):
+    """data/h100_test_seed2070_frozen.md's 'all' row of each draw is today's h100-sxm model on the file, to the printed
+    0.1%, and its physical columns are the model without a bank (39c5bec's, as the draw was frozen for)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import frozen_report
+
+    text = (DATA / "h100_test_seed2070_frozen.md").read_text()
+    block = text[text.index(section):]
+    cells = [c.strip() for c in next(line for line in block.splitlines() if line.startswith("| **all**")).split("|")]
+    overall = summarize(evaluate(load_measurements(DATA / name), "h100-sxm"))[-1]
+    assert overall.group == "all" and overall.n == n == int(cells[2])
+    assert (f"{overall.median_error:.1%}", f"{overall.p90_error:.1%}") == (cells[3], cells[4])
+    rows = frozen_report.rows(str(DATA / name), sk.load_gpu("h100-sxm"))
+    expected = frozen_report.table(rows).splitlines()[-1]
+    assert expected.split("|")[5:7] == block.split("| **all**", 1)[1].split("\n", 1)[0].split("|")[4:6]
+
+
+def test_another_gpus_draws_stay_out_of_the_h200s_reports():
+    """The sampled report and the newest frozen test are the H200's draws: an H100 file is neither."""
+    from solkit.calibration.__main__ import SAMPLED_SETS, frozen_test
+
+    shown = {Path(path).name for _, path in SAMPLED_SETS}
+    assert shown and shown.isdisjoint(H100_DRAWS)
+    assert manifest().entry(Path(frozen_test()).name).gpu == "NVIDIA H200"
+    for name in H100_DRAWS:
+        e = manifest().entry(name)
+        assert (e.gpu, e.seed, e.after, e.bank, e.fits) == ("NVIDIA H100 80GB HBM3", 2070, "39c5bec", False, ())
+        meta = json.loads((DATA / name).read_text())["meta"]
+        assert meta["args"]["sample_seed"] == 2070 and meta["gpu_name"] == e.gpu
