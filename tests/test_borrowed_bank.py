@@ -17,7 +17,9 @@ from solkit.sol import roofline
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
-H100_DRAWS = ("h100_weak_test_seed2070.json", "h100_sample_test_seed2070.json", "h100_sdpa_test_seed2070.json")
+H100_DRAWS = ("h100_weak_test_seed2070.json", "h100_sample_test_seed2070.json", "h100_sdpa_test_seed2070.json",
+              "h100_weak_test_seed2071.json", "h100_sample_test_seed2071.json", "h100_sdpa_test_seed2071.json",
+              "h100_conv_test_seed2071.json")
 
 
 @pytest.mark.parametrize("name, borrows", [
@@ -56,24 +58,28 @@ def test_t_sol_is_below_every_h100_timing(name):
     assert mset.meta["gpu_name"] == "NVIDIA H100 80GB HBM3"
     gpu = sk.load_gpu("h100-sxm")
     timed = [c for c in mset.cases if c.ok and c.seconds and c.primary]
-    assert len(timed) == {"h100_weak_test_seed2070.json": 350, "h100_sample_test_seed2070.json": 600,
-                          "h100_sdpa_test_seed2070.json": 120}[name]  # every listed case ran
+    assert len(timed) == mset.meta["cases_listed"] == {"weak": 350, "sample": 600, "sdpa": 120, "conv": 150}[
+        name.split("_")[1]]  # every listed case ran
     from solkit.calibration.data import workload_of
 
     assert max(float(roofline(workload_of(c), gpu).t_sol) / c.seconds for c in timed) < 1.0
 
 
-@pytest.mark.parametrize("name, n, section", [
-    ("h100_weak_test_seed2070.json", 350, "## Issue 31's weak families"),
-    ("h100_sample_test_seed2070.json", 600, "## The default mix"),
-    ("h100_sdpa_test_seed2070.json", 120, "## SDPA as users call it")])
-def test_the_h100_report_is_todays_model_on_its_data(name, n, section):
-    """data/h100_test_seed2070_frozen.md's 'all' row of each draw is today's h100-sxm model on the file, to the printed
-    0.1%, and its physical columns are the model without a bank (39c5bec's, as the draw was frozen for)."""
+@pytest.mark.parametrize("report, name, n, section", [
+    ("h100_test_seed2070_frozen.md", "h100_weak_test_seed2070.json", 350, "## Issue 31's weak families"),
+    ("h100_test_seed2070_frozen.md", "h100_sample_test_seed2070.json", 600, "## The default mix"),
+    ("h100_test_seed2070_frozen.md", "h100_sdpa_test_seed2070.json", 120, "## SDPA as users call it"),
+    ("h100_test_seed2071_frozen.md", "h100_weak_test_seed2071.json", 350, "## Issue 31's weak families"),
+    ("h100_test_seed2071_frozen.md", "h100_sample_test_seed2071.json", 600, "## The default mix"),
+    ("h100_test_seed2071_frozen.md", "h100_sdpa_test_seed2071.json", 120, "## SDPA as users call it"),
+    ("h100_test_seed2071_frozen.md", "h100_conv_test_seed2071.json", 150, "## Convolutions, dense and grouped")])
+def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, section):
+    """An H100 report's 'all' row of each draw is today's h100-sxm model on the file, to the printed 0.1%, and its
+    physical columns are the model without a bank (39c5bec's, which seed 2070 was frozen for)."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import frozen_report
 
-    text = (DATA / "h100_test_seed2070_frozen.md").read_text()
+    text = (DATA / report).read_text()
     block = text[text.index(section):]
     cells = [c.strip() for c in next(line for line in block.splitlines() if line.startswith("| **all**")).split("|")]
     overall = summarize(evaluate(load_measurements(DATA / name), "h100-sxm"))[-1]
@@ -93,6 +99,8 @@ def test_another_gpus_draws_stay_out_of_the_h200s_reports():
     assert manifest().entry(Path(frozen_test()).name).gpu == "NVIDIA H200"
     for name in H100_DRAWS:
         e = manifest().entry(name)
-        assert (e.gpu, e.seed, e.after, e.bank, e.fits) == ("NVIDIA H100 80GB HBM3", 2070, "39c5bec", False, ())
+        seed, after, role = (2070, "39c5bec", "spent") if "2070" in name else (2071, "3b5dd64", "test")
+        assert (e.gpu, e.seed, e.after, e.role, e.bank, e.fits) == ("NVIDIA H100 80GB HBM3", seed, after, role, False, ())
         meta = json.loads((DATA / name).read_text())["meta"]
-        assert meta["args"]["sample_seed"] == 2070 and meta["gpu_name"] == e.gpu
+        assert meta["args"]["sample_seed"] == seed and meta["gpu_name"] == e.gpu
+        assert (e.date or "") > {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28"}[after]  # commit dates

@@ -155,13 +155,18 @@ def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2056 (kernels: the default mix, SDPA, fp32 SDPA), 2055 (issue 31's
     weak families),
     2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of Triton
-    configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent)."""
+    configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent). On the
+    H100, seed 2071 (the default mix, the weak families, SDPA, convs), the newest of any GPU."""
     m = manifest()
-    assert m.newest_test("kernels", "sampled").file == "h200_sample_test_seed2056.json"
-    assert m.newest_test("kernels", "sdpa").file == "h200_sdpa_test_seed2056.json"
+    h200 = "NVIDIA H200"
+    assert m.newest_test("kernels", "sampled", gpu=h200).file == "h200_sample_test_seed2056.json"
+    assert m.newest_test("kernels", "sdpa", gpu=h200).file == "h200_sdpa_test_seed2056.json"
     assert m.newest_test("kernels", "sdpa_fp32").file == "h200_sdpafp32_test_seed2056.json"
     assert m.newest_test("kernels", "efficient_half").file == "h200_efficienthalf_test_seed2057.json"
-    assert m.newest_test("kernels", "weak").file == "h200_weak_test_seed2055.json"
+    assert m.newest_test("kernels", "weak", gpu=h200).file == "h200_weak_test_seed2055.json"
+    for family, name in (("sampled", "sample"), ("weak", "weak"), ("sdpa", "sdpa"), ("conv", "conv")):
+        assert m.newest_test("kernels", family).file == f"h100_{name}_test_seed2071.json"
+        assert m.newest_test("kernels", family, gpu="NVIDIA H100 80GB HBM3").file == f"h100_{name}_test_seed2071.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
@@ -210,7 +215,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 93  # 43 kernel files (3 of them the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 97  # 47 kernel files (7 of them the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 

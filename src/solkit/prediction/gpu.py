@@ -6,7 +6,8 @@ efficiencies, and says so in ``Prediction.notes``. Where it is the reference's c
 architecture and SM count) it also borrows the reference's neighbour bank: the bank holds the libraries'
 choices by shape (cuBLAS's and cuDNN's kernels, split-K, SDPA's backend), which follow the chip, not its memory.
 On an H100 SXM (seed 2070, 1,070 random kernels measured after 39c5bec, read to make this choice) the borrowed
-bank took the median / p90 error from 13.0% / 49.7% to 8.6% / 36.2% (``data/h100_test_seed2070_frozen.md``).
+bank took the median / p90 error from 13.0% / 49.7% to 8.6% / 36.2% (``data/h100_test_seed2070_frozen.md``); on the
+frozen seed-2071 draw measured after (1,220 kernels) 13.2% / 52.2% to 9.7% / 38.8% (``h100_test_seed2071_frozen.md``).
 """
 
 from __future__ import annotations
