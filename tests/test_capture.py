@@ -392,6 +392,34 @@ def test_identical_layers_are_held_once():
     assert w.flops == 6 * single.flops
 
 
+class _Scale(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+#: one module instance outside every model, called from each block's forward: how transformers 5.25 (with `kernels`)
+#: runs apply_rotary_pos_emb, as a global `Func` module that no model registers
+_SHARED_SCALE = _Scale()
+
+
+class _CallsShared(_Block):
+    def forward(self, x):
+        return x + self.down(torch.relu(self.up(_SHARED_SCALE(x))))
+
+
+def test_a_module_outside_the_model_called_inside_a_layer_is_that_layers():
+    """Six blocks each calling one shared module that no model registers: its mul is the calling block's (5 kernels a
+    block: mul, 2 linears with their bias folded or not as _Block's 4, relu and the residual add), and the six blocks are
+    still one block x 6, as in test_identical_layers_are_held_once."""
+    stack = _Stack(6)
+    stack.layers = torch.nn.ModuleList(_CallsShared(32) for _ in range(6))
+    w = capture(stack, torch.randn(8, 32))
+    (body, count), = w.parts
+    assert count == 1 and body.parts[0][1] == 6 and len(body.parts[0][0]) == 4 + 1  # _Block's 4 and the mul
+    assert len(w) == 6 * 5 and w.recipe.layers == 6
+    assert not any("_Scale" in node.name for node, _ in w.parts)
+
+
 def test_backward_layers_are_held_once_too():
     """The backward of six blocks: the last block's alone (its incoming gradient is sum's broadcast, stride 0, so its
     calls differ), then one block's backward x 5."""

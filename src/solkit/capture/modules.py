@@ -1,7 +1,9 @@
 """Module paths while a program runs: which modules' forwards are running, named as ``named_modules`` names them.
 
 A root module (the function's own, or one found in its arguments) names its submodules by their dotted path
-("model.layers.3.mlp"); a module outside every root is named by its class, its children under it. ``Tracker`` keeps
+("model.layers.3.mlp"); a module outside every root is named by its class, its children under it, where it runs
+outside every module, and is the running module's where it runs inside one (transformers 5.25 with ``kernels`` calls
+``apply_rotary_pos_emb`` as one global ``Func`` module from every layer's attention: its work is that attention's). ``Tracker`` keeps
 the recorder's stack of running modules up to date through torch's global forward hooks, and knows each repeated
 container (a ModuleList or Sequential of two or more children of one class: a model's layers).
 """
@@ -56,7 +58,9 @@ class Tracker:
     def _pre(self, module: Any, args: Any) -> None:
         if not self.recorder.suppress:
             self.recorder.module_calls += 1
-        self.recorder.modules.append(self.path(module))
+        running = self.recorder.modules
+        known = id(module) in self.names
+        self.recorder.modules.append(self.path(module) if known or not running else running[-1])
         self.recorder.objects.append(module)
         again = torch._C._current_graph_task_id() != -1  # a forward inside the backward: checkpointing's recompute
         entered = False
