@@ -8,28 +8,32 @@ grouped convs; causal flash; GEMMs by precision). Error = exp(|log(predicted / m
 same spec without its bank; SOL fraction = T_SOL / measured (must stay <= 1). Distance: octaves (the bank's
 features, ``prediction.neighbours.features``) from the case's main kernel to the nearest banked kernel of its key
 (inf: its key has no bank entry); the bank is the shipped H200 one (fit, validation and spent draws, never a test draw).
-``--spec`` predicts on another GPU's spec (default the H200's); the distance is still to the H200's bank.
+``--spec`` predicts on another GPU (a name, alias or spec file; default the H200's); the distance is still to the H200's
+bank.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from solkit.calibration.data import MeasuredCase, group_of, load_measurements, workload_of
 from solkit.calibration.neighbours import bank_rows
-from solkit.hardware import load_spec_file
+from solkit.errors import SolkitError
+from solkit.hardware import load_gpu
 from solkit.prediction import predict
 from solkit.prediction.bank import NeighbourBank
 from solkit.prediction.gpu import calibration
 from solkit.prediction.neighbours import STEP
 from solkit.sol import roofline
 
-SPEC = "hardware_specs/h200-sxm.yaml"
-BANK = "hardware_specs/h200-sxm.neighbours.json"
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = str(ROOT / "hardware_specs" / "h200-sxm.yaml")
+BANK = str(ROOT / "hardware_specs" / "h200-sxm.neighbours.json")
 
 
 def family(case: MeasuredCase) -> str:
@@ -87,10 +91,13 @@ def table(found: list[tuple[str, float, float, float, float, float]]) -> str:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="frozen_report.py", description=__doc__.split("\n", 1)[0])
     ap.add_argument("files", nargs="+", metavar="FILE", help="measured draws (benchmarks/measure_h200.py's JSON)")
-    ap.add_argument("--spec", default=SPEC, help=f"the GPU's spec file (default {SPEC})")
+    ap.add_argument("--spec", default=SPEC, help="the GPU: a name, alias or spec file (default the H200's)")
     args = ap.parse_args(argv)
     paths = args.files
-    gpu = load_spec_file(args.spec)
+    try:
+        gpu = load_gpu(args.spec)
+    except SolkitError as exc:
+        ap.error(str(exc))
     every = []
     for path in paths:
         found = rows(path, gpu)

@@ -72,7 +72,8 @@ def compare(before: dict[str, Any], after: dict[str, Any]) -> str:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="heldout_families.py", description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print two earlier runs' files side by side")
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"),
+                    help="print two earlier runs' files side by side")
     ap.add_argument("out", nargs="?", metavar="OUT.json", help="where to write today's errors")
     ap.add_argument("files", nargs="*", metavar="FILE", help="validation files (default: the banked validation draws)")
     args = ap.parse_args(argv)

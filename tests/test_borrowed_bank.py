@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 import solkit as sk
 from solkit import ops
 from solkit.calibration import evaluate, load_measurements, summarize
+from solkit.calibration.data import workload_of
 from solkit.calibration.manifest import manifest
 from solkit.prediction.gpu import same_chip
 from solkit.sol import roofline
@@ -60,8 +62,6 @@ def test_t_sol_is_below_every_h100_timing(name):
     timed = [c for c in mset.cases if c.ok and c.seconds and c.primary]
     assert len(timed) == mset.meta["cases_listed"] == {"weak": 350, "sample": 600, "sdpa": 120, "conv": 150}[
         name.split("_")[1]]  # every listed case ran
-    from solkit.calibration.data import workload_of
-
     assert max(float(roofline(workload_of(c), gpu).t_sol) / c.seconds for c in timed) < 1.0
 
 
@@ -73,10 +73,11 @@ def test_t_sol_is_below_every_h100_timing(name):
     ("h100_test_seed2071_frozen.md", "h100_sample_test_seed2071.json", 600, "## The default mix"),
     ("h100_test_seed2071_frozen.md", "h100_sdpa_test_seed2071.json", 120, "## SDPA as users call it"),
     ("h100_test_seed2071_frozen.md", "h100_conv_test_seed2071.json", 150, "## Convolutions, dense and grouped")])
-def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, section):
+def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, section, monkeypatch):
     """An H100 report's 'all' row of each draw is today's h100-sxm model on the file, to the printed 0.1%, and its
     physical columns are the model without a bank (39c5bec's, which seed 2070 was frozen for)."""
-    sys.path.insert(0, str(ROOT / "benchmarks"))
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    monkeypatch.chdir("/")  # the report's paths are its own, not the working folder's
     import frozen_report
 
     text = (DATA / report).read_text()
@@ -90,6 +91,64 @@ def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, sectio
     assert expected.split("|")[5:7] == block.split("| **all**", 1)[1].split("\n", 1)[0].split("|")[4:6]
 
 
+@pytest.mark.parametrize("report, draws, section, quoted", [
+    # README, CHANGELOG, docs/accuracy.md and prediction/gpu.py quote these: shipped / physical, median / p90
+    ("h100_test_seed2070_frozen.md", ("weak", "sample", "sdpa"), "## All three draws",
+     ("8.6%", "36.2%", "13.0%", "49.7%")),
+    ("h100_test_seed2071_frozen.md", ("weak", "sample", "sdpa", "conv"), "## All four draws",
+     ("9.7%", "38.8%", "13.2%", "52.2%"))])
+def test_the_quoted_h100_figures_are_the_reports_all_draws_rows(report, draws, section, quoted, monkeypatch):
+    """The headline figures are each report's every-draw row, and that row is today's model on the draws together."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import frozen_report
+
+    seed = report.split("seed")[1][:4]
+    rows = [r for d in draws for r in frozen_report.rows(str(DATA / f"h100_{d}_test_seed{seed}.json"),
+                                                          sk.load_gpu("h100"))]
+    cells = [c.strip() for c in frozen_report.table(rows).splitlines()[-1].split("|")]
+    assert tuple(cells[3:7]) == quoted
+    text = (DATA / report).read_text()
+    row = next(line for line in text[text.index(section):].splitlines() if line.startswith("| **all**"))
+    assert [c.strip() for c in row.split("|")][3:7] == list(quoted)
+
+
+def test_the_physical_model_of_a_borrowing_gpu_names_no_bank():
+    """predict(..., neighbours=False) on the H100: no bank applied, and its note says so (no 'neighbour bank')."""
+    w = ops.matmul(4096, 4096, 4096)
+    shipped, physical = sk.predict(w, "h100").notes, sk.predict(w, "h100", neighbours=False).notes
+    assert "its neighbour bank (" in shipped[0] and "neighbour bank" not in physical[0]
+    assert len(physical) == 1 and physical[0].endswith("floor (4 us) and its kernel efficiencies and latencies")
+
+
+def test_the_reports_commands_parse_their_arguments(tmp_path):
+    """frozen_report.py takes a GPU name for --spec and refuses an unknown one with a did-you-mean; heldout_families.py
+    --help prints its usage and writes no file (it had written one named '--help')."""
+    def run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=tmp_path,
+                              capture_output=True, text=True)
+
+    conv = str(DATA / "h100_conv_test_seed2071.json")
+    bad = run("frozen_report.py", "--spec", "h10", conv)
+    assert bad.returncode == 2 and "did you mean 'h100'?" in bad.stderr
+    good = run("frozen_report.py", "--spec", "h100", conv)
+    text = (DATA / "h100_test_seed2071_frozen.md").read_text()
+    reported = next(line for line in text[text.index("## Convolutions"):].splitlines() if line.startswith("| **all**"))
+    assert good.returncode == 0 and good.stdout.splitlines()[-1] == reported  # the report's conv row
+    helped = run("heldout_families.py", "--help")
+    assert helped.returncode == 0 and helped.stdout.startswith("usage: heldout_families.py")
+    assert not list(tmp_path.iterdir())
+    bare = run("heldout_families.py")
+    assert bare.returncode == 2 and "give OUT.json" in bare.stderr
+
+
+def test_the_bank_and_the_fits_are_the_fit_gpus():
+    """Every kernel file the fit reads or the bank holds was measured on the fit's GPU (the H200): another GPU's draws
+    are reported, never fitted or banked."""
+    kernels = manifest().select(measures="kernels")
+    used = [e for e in kernels if e.bank or e.fits]
+    assert len(used) > 10 and {e.gpu for e in used} == {"NVIDIA H200"}
+
+
 def test_another_gpus_draws_stay_out_of_the_h200s_reports():
     """The sampled report and the newest frozen test are the H200's draws: an H100 file is neither."""
     from solkit.calibration.__main__ import SAMPLED_SETS, frozen_test
@@ -100,7 +159,9 @@ def test_another_gpus_draws_stay_out_of_the_h200s_reports():
     for name in H100_DRAWS:
         e = manifest().entry(name)
         seed, after, role = (2070, "39c5bec", "spent") if "2070" in name else (2071, "3b5dd64", "test")
-        assert (e.gpu, e.seed, e.after, e.role, e.bank, e.fits) == ("NVIDIA H100 80GB HBM3", seed, after, role, False, ())
+        h100 = "NVIDIA H100 80GB HBM3"
+        assert (e.gpu, e.seed, e.after, e.role, e.bank, e.fits) == (h100, seed, after, role, False, ())
         meta = json.loads((DATA / name).read_text())["meta"]
         assert meta["args"]["sample_seed"] == seed and meta["gpu_name"] == e.gpu
-        assert (e.date or "") > {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28"}[after]  # commit dates
+        frozen = {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28"}  # the commits' dates (UTC)
+        assert (e.date or "") > frozen[after]

@@ -602,3 +602,24 @@ def test_a_frozen_report_is_the_model_on_its_data(report, name, n, section):
     overall = summarize(evaluate(load_measurements(DATA.with_name(name)), "h200"))[-1]
     assert overall.group == "all" and overall.n == n == int(cells[2])
     assert (f"{overall.median_error:.1%}", f"{overall.p90_error:.1%}") == (cells[3], cells[4])
+
+
+def test_t_sol_is_below_every_kernel_timing_of_every_file():
+    """Every timed case of every kernel file in the manifest (measure_h200.py's JSON), on its own GPU's spec (the
+    H200's, or the H100 SXM's for the H100 draws): T_SOL / measured below 1. README and docs/accuracy.md quote the
+    counts."""
+    from solkit.calibration.data import workload_of
+    from solkit.calibration.manifest import manifest
+    from solkit.sol import roofline
+
+    gpus = {"NVIDIA H200": sk.load_gpu("h200"), "NVIDIA H100 80GB HBM3": sk.load_gpu("h100-sxm")}
+    timed: dict[str, int] = {}
+    for e in manifest().select(measures="kernels"):
+        if not e.file.endswith(".json"):
+            continue
+        gpu = gpus[e.gpu]
+        cases = [c for c in load_measurements(DATA.with_name(e.file)).cases if c.ok and c.seconds]
+        worst = max(float(roofline(workload_of(c), gpu).t_sol) / c.seconds for c in cases)
+        assert worst < 1.0, e.file
+        timed[e.gpu] = timed.get(e.gpu, 0) + len(cases)
+    assert timed == {"NVIDIA H200": 17_889, "NVIDIA H100 80GB HBM3": 2_290}  # 1,070 + 1,220 on the H100

@@ -408,9 +408,9 @@ class _CallsShared(_Block):
 
 
 def test_a_module_outside_the_model_called_inside_a_layer_is_that_layers():
-    """Six blocks each calling one shared module that no model registers: its mul is the calling block's (5 kernels a
-    block: mul, 2 linears with their bias folded or not as _Block's 4, relu and the residual add), and the six blocks are
-    still one block x 6, as in test_identical_layers_are_held_once."""
+    """Six blocks each calling one shared module that no model registers: its mul is the calling block's (5 kernels
+    a block: the mul and _Block's 4), and the six blocks are still one block x 6, as in
+    test_identical_layers_are_held_once."""
     stack = _Stack(6)
     stack.layers = torch.nn.ModuleList(_CallsShared(32) for _ in range(6))
     w = capture(stack, torch.randn(8, 32))

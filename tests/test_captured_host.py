@@ -379,7 +379,7 @@ def test_the_committed_counts_are_a_fresh_capture_of_their_cases():
 
     counts = load_host_counts()
     with_ = counts.captured_with["transformers"]
-    if transformers.__version__ != with_:  # 5.25's hub-kernel rotary (a global `Func` module) adds a module call a layer
+    if transformers.__version__ != with_:  # 5.25's rotary (a global `Func` module) is a module call more a layer
         pytest.skip(f"the counts were captured with transformers {with_}, this is {transformers.__version__}: its "
                     "modeling code calls other modules (`python -m solkit.calibration captured --counts` recounts)")
     wanted = ("d2044-mistral-prefill-s1063-b3", "d2045-qwen2-decode-ctx1055-b19", "d2046-bert-large-train-s189-b22",

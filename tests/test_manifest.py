@@ -215,7 +215,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 97  # 47 kernel files (7 of them the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 97  # 47 kernel files (7 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 

@@ -2,8 +2,9 @@
 
 A root module (the function's own, or one found in its arguments) names its submodules by their dotted path
 ("model.layers.3.mlp"); a module outside every root is named by its class, its children under it, where it runs
-outside every module, and is the running module's where it runs inside one (transformers 5.25 with ``kernels`` calls
-``apply_rotary_pos_emb`` as one global ``Func`` module from every layer's attention: its work is that attention's). ``Tracker`` keeps
+outside every module, and is the running module's where it runs inside one (transformers 5.25 with ``kernels``
+calls ``apply_rotary_pos_emb`` as one global ``Func`` module from every layer's attention: its work is that
+attention's). ``Tracker`` keeps
 the recorder's stack of running modules up to date through torch's global forward hooks, and knows each repeated
 container (a ModuleList or Sequential of two or more children of one class: a model's layers).
 """

@@ -166,10 +166,12 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
 
 
 def _physical(cal: Any) -> Any:
-    """``cal`` without its neighbour bank, the physical model alone (made once per calibration, kept in its memo)."""
+    """``cal`` without its neighbour bank, the physical model alone (made once per calibration, kept in its memo; a
+    borrowed calibration's note then says no bank)."""
     physical = cal.memo.get("physical")
     if physical is None:
-        physical = cal.memo["physical"] = cal.replace(neighbours=None)
+        physical = cal.memo["physical"] = cal.replace(neighbours=None,
+                                                      source=cal.memo.get("physical_source", cal.source))
     return physical
 
 

@@ -7,7 +7,9 @@ architecture and SM count) it also borrows the reference's neighbour bank: the b
 choices by shape (cuBLAS's and cuDNN's kernels, split-K, SDPA's backend), which follow the chip, not its memory.
 On an H100 SXM (seed 2070, 1,070 random kernels measured after 39c5bec, read to make this choice) the borrowed
 bank took the median / p90 error from 13.0% / 49.7% to 8.6% / 36.2% (``data/h100_test_seed2070_frozen.md``); on the
-frozen seed-2071 draw measured after (1,220 kernels) 13.2% / 52.2% to 9.7% / 38.8% (``h100_test_seed2071_frozen.md``).
+frozen seed-2071 draw measured after (1,220 kernels) from 13.2% / 52.2% to 9.7% / 38.8%
+(``data/h100_test_seed2071_frozen.md``). Only the H100 SXM was measured: the NVL parts (other clocks and power) borrow
+it untested.
 """
 
 from __future__ import annotations
@@ -82,7 +84,7 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
 
 
 def same_chip(gpu: "GPU", other: "GPU") -> bool:
-    """Whether two GPUs are one chip to the libraries: the same architecture and SM count (e.g. H100 SXM and H200 SXM)."""
+    """Whether two GPUs are one chip to the libraries: the same architecture and SM count (H100 SXM and H200 SXM)."""
     return gpu.architecture == other.architecture and gpu.sm_count == other.sm_count
 
 
@@ -102,14 +104,17 @@ def _borrowed(g: "GPU") -> Calibration:
         rates[cls] = share * peak
     bw_share = ref.copy_bandwidth / ref_gpu.memory_bandwidth
     bank = ref.neighbours if ref.neighbours is not None and same_chip(g, ref_gpu) else None
-    borrowed_bank = (f" and its neighbour bank ({len(bank):,} measured kernels: the same chip, {g.architecture} with "
-                     f"{g.sm_count} SMs)") if bank is not None else ""
-    source = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
+    shares = (f"{g.name} has no measured section: uncalibrated, at {REFERENCE_GPU}'s measured shares of the datasheet "
               f"(matmul {bf16_share:.0%} of the dense bf16 peak, copy {bw_share:.0%} of the bandwidth), its launch "
-              f"floor ({ref.launch_floor * 1e6:g} us){',' if bank is not None else ' and'} its kernel efficiencies and "
-              f"latencies{borrowed_bank}")
-    return ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
-                       copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None, neighbours=bank)
+              f"floor ({ref.launch_floor * 1e6:g} us)")
+    plain = f"{shares} and its kernel efficiencies and latencies"  # the note without a bank (neighbours=False too)
+    source = plain if bank is None else (f"{shares}, its kernel efficiencies and latencies and its neighbour bank "
+                                         f"({len(bank):,} measured kernels: the same chip, {g.architecture} with "
+                                         f"{g.sm_count} SMs)")
+    cal = ref.replace(gpu=g.name, calibrated=False, source=source, matmul_rate=ReadOnlyTable(rates),
+                      copy_bandwidth=bw_share * g.memory_bandwidth, read_bandwidth=None, neighbours=bank)
+    cal.memo["physical_source"] = plain
+    return cal
 
 
 def stack_note(gpu: "GPU") -> Optional[str]:

@@ -15,7 +15,8 @@ and the implementation variants that apply to it (``skinny``, ``misaligned``, ``
 Its features, log2 of each (at least 1) quantized to 1/STEP octave: a GEMM's m, n, k and batch; a
 conv's m, n, k, groups, channels per group and bytes read; attention's queries, keys, head dim and
 batch; a row-wise kernel's rows, width and bytes; any other its bytes and FLOPs. A key with no bank
-entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated GPU borrows none).
+entry is not corrected, nor is any GPU whose spec has no bank (an uncalibrated GPU borrows the reference's only where
+it is the reference's chip: ``prediction.gpu.same_chip``).
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
