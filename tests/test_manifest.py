@@ -215,17 +215,17 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 97  # 47 kernel files (7 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 98  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
 
 
 def test_sampled_sets_roles_follow_the_sampler():
     """A kernel file's family is the sampler's (--sample-families) and its role fits its set: a sampled fit set is
-    fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent; the catalogue has no set."""
+    fitted, banked or a repeat; a validation set is validation; a test set is frozen or spent (or a repeat of one); the catalogue has no set."""
     families = {None: "sampled", "": "sampled", "sdpa": "sdpa", "cast": "cast", "conv2d,bmm": "conv2d+bmm",
                 "weak": "weak", "conv_dense,conv_grouped": "conv", "conv_grouped": "conv_grouped",
                 "sdpa_fp32": "sdpa_fp32", "efficient_half": "efficient_half"}
-    allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent"}}
+    allowed = {"fit": {"fit", "bank", "repeat"}, "validation": {"validation"}, "test": {"test", "spent", "repeat"}}
     for e in manifest().select(measures="kernels"):
         if e.role == "report":
             continue
