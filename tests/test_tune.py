@@ -15,7 +15,7 @@ from solkit.errors import (ArgumentTypeError, MissingFigureError, OptionError, S
                            UnknownKernelError)
 from solkit.tune import attention, limits, matmul, rows
 from solkit.tune.configs import as_configs, config_table
-from solkit.tune.limits import limits_of, params_of, programs_per_sm
+from solkit.tune.limits import DEFAULT_PARAMS, limits_of, params_of, programs_per_sm
 
 H200 = limits_of("h200")
 #: the usual GEMM config of the tests: 128 x 128 tiles, 64 deep, 8 warps, 3 stages
@@ -76,10 +76,32 @@ def test_sm_limits_are_schema_checked(tmp_path):
 
 
 def test_uncalibrated_spec_says_so():
-    """H200 ranks with its measured.tune; H100 (no measured section) with the defaults, and says it."""
+    """H200 ranks with its measured.tune; A100 (another chip, no measured section) with the defaults, and says it."""
     assert params_of("h200").calibrated
-    r = tune.rank("triton_matmul", [BIG], gpu="h100", m=1024, n=1024, k=1024)
-    assert not r.calibrated and "uncalibrated" in r.report()
+    r = tune.rank("triton_matmul", [BIG], gpu="a100", m=1024, n=1024, k=1024)
+    assert not r.calibrated and r.source == DEFAULT_PARAMS.source and "(uncalibrated defaults" in r.report()
+
+
+@pytest.mark.parametrize("gpu", ["h100", "h100-nvl"])
+def test_the_h200s_chip_borrows_its_tune_fit(gpu):
+    """An H100 SXM or NVL (Hopper, 132 SMs: the H200's chip) ranks with the H200's fitted parameters, uncalibrated, and
+    says whose they are; the 114-SM H100 PCIe (another die configuration) gets the defaults."""
+    p = params_of(gpu)
+    # hardware_specs/h200-sxm.yaml's measured.tune: mma_sync_efficiency 0.48, l2_bandwidth_tb_s 14, kstep_us 0.198
+    assert (p.mma_sync_efficiency, p.l2_bandwidth, p.kstep) == (0.48, 14e12, 0.198e-6)
+    assert not p.calibrated and "measured.tune of h200-sxm" in p.source and "borrowed" in p.source
+    r = tune.rank("triton_matmul", [BIG], gpu=gpu, m=1024, n=1024, k=1024)
+    assert not r.calibrated and "borrowed, the same chip (hopper, 132 SMs)" in r.report().splitlines()[0]
+    assert params_of("h100-pcie") is DEFAULT_PARAMS
+
+
+def test_uncalibrated_limits_take_the_predictors_ceilings():
+    """An uncalibrated GPU's DRAM bandwidth and launch floor are the predictor's borrowed ones: the H100 SXM's 3.35 TB/s
+    x the H200's measured copy share 4.296 / 4.8 = 2.998 TB/s, the H200's 4 us floor (hardware_specs/h200-sxm.yaml)."""
+    lim = limits_of("h100")
+    assert lim.dram_bandwidth == pytest.approx(3.35e12 * 4.296 / 4.8, rel=1e-12)  # 2.99825e12
+    assert lim.launch_floor == pytest.approx(4e-6, rel=1e-12)
+    assert limits_of("h200").dram_bandwidth == pytest.approx(4.296e12, rel=1e-12)  # its own measured copy
 
 
 # ---- occupancy ----------------------------------------------------------------------------------------------------

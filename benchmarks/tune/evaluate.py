@@ -3,6 +3,8 @@
 
     python benchmarks/tune/evaluate.py fit data/h200_tune_fit_seed3201.json data/h200_tune_validation_seed3202.json
     python benchmarks/tune/evaluate.py score data/h200_tune_validation_seed3202.json     # with the spec's measured.tune
+    python benchmarks/tune/evaluate.py score --gpu h100 [--defaults] data/h100_tune_test_seed3270.json  # another GPU's
+                                                         # limits, with its params_of (or the uncalibrated defaults)
 
 Scores per kernel and shape (a shape's configs that ran; a config that could not launch is left out of the measured
 side and must be NaN on the predicted side): top1 = measured time of the predicted best / measured best (the goal:
@@ -29,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import triton_perf_model as tpm  # noqa: E402
 
 from solkit.tune.configs import config_table  # noqa: E402
-from solkit.tune.limits import Params, limits_of, params_of  # noqa: E402
+from solkit.tune.limits import DEFAULT_PARAMS, Params, limits_of, params_of  # noqa: E402
 from solkit.tune.models import predict  # noqa: E402
 
 KERNEL = {"matmul": "triton_matmul", "layernorm": "triton_layernorm", "attention": "triton_flash_attention",
@@ -110,8 +112,8 @@ def triton_predicted(dev: tpm.Device, row: dict[str, Any], configs: list[dict[st
                      for c in configs])
 
 
-def score(data: dict[str, Any], set_name: str, params: Params) -> dict[str, Any]:
-    lim = limits_of("h200")
+def score(data: dict[str, Any], set_name: str, params: Params, gpu: str = "h200") -> dict[str, Any]:
+    lim = limits_of(gpu)
     dev = triton_device(data)
     per: dict[str, dict[str, list[float]]] = {}
     launch = {"agree": 0, "total": 0}
@@ -215,6 +217,8 @@ def main() -> int:
     ap.add_argument("verb", choices=("fit", "score"))
     ap.add_argument("data", nargs="+", help="measure_triton.py files (fit: the first --fit-on of them are fitted on)")
     ap.add_argument("--fit-on", type=int, default=1, help="fit: how many of the files, from the first, to fit on")
+    ap.add_argument("--gpu", default="h200", help="score: the GPU whose limits and params_of rank the configs")
+    ap.add_argument("--defaults", action="store_true", help="score: with the uncalibrated DEFAULT_PARAMS instead")
     args = ap.parse_args()
     files = []
     for path in args.data:
@@ -227,11 +231,11 @@ def main() -> int:
             for s in data["sets"]:
                 print(s, json.dumps(score(data, s, p), indent=1))
         return 0
-    p = params_of("h200")
-    print(f"scored with {p.source}", file=sys.stderr)
+    p = DEFAULT_PARAMS if args.defaults else params_of(args.gpu)
+    print(f"scored on {args.gpu}'s limits with {p.source}", file=sys.stderr)
     for data in files:
         for s in data["sets"]:
-            print(s, json.dumps(score(data, s, p), indent=1))
+            print(s, json.dumps(score(data, s, p, args.gpu), indent=1))
     return 0
 
 

@@ -115,17 +115,17 @@ def _grid(kernel: str) -> list[dict[str, int]]:
     return out
 
 
-def draw_configs(kernel: str, set_name: str) -> list[dict[str, int]]:
+def draw_configs(kernel: str, set_name: str, seeds: dict[str, int] = SEEDS) -> list[dict[str, int]]:
     """``count`` configs of the kernel's grid, without replacement, seeded by the set."""
-    rng = random.Random(SEEDS[CONFIG_SET[set_name]] * 7 + len(kernel))
+    rng = random.Random(seeds[CONFIG_SET[set_name]] * 7 + len(kernel))
     grid = _grid(kernel)
     count = min(COUNTS[set_name][kernel][1], len(grid))
     return rng.sample(grid, count)
 
 
-def draw_shapes(kernel: str, set_name: str) -> list[dict[str, Any]]:
+def draw_shapes(kernel: str, set_name: str, seeds: dict[str, int] = SEEDS) -> list[dict[str, Any]]:
     """The set's shapes of the kernel's declared space."""
-    rng = random.Random(SEEDS[set_name] * 13 + len(kernel))
+    rng = random.Random(seeds[set_name] * 13 + len(kernel))
     count = COUNTS[set_name][kernel][0]
     sp = SPACES[kernel]
     shapes: list[dict[str, Any]] = []
@@ -501,12 +501,15 @@ def main() -> int:
     ap.add_argument("--warmup-ms", type=float, default=3.0)
     ap.add_argument("--rep-ms", type=float, default=15.0)
     ap.add_argument("--workers", type=int, default=0, help="compile workers (0: the CPU count)")
+    ap.add_argument("--test-seed", type=int, default=SEEDS["test"],
+                    help="the test set's seed (another GPU's test draw: the H100 SXM's is 3270)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     sets = [s for s in args.sets.split(",") if s]
     kernels = [k for k in args.kernels.split(",") if k]
-    plan = {s: {k: {"shapes": draw_shapes(k, s), "configs": draw_configs(k, s)} for k in kernels if k in COUNTS[s]}
-            for s in sets}
+    seeds = {**SEEDS, "test": args.test_seed}
+    plan = {s: {k: {"shapes": draw_shapes(k, s, seeds), "configs": draw_configs(k, s, seeds)} for k in kernels
+                if k in COUNTS[s]} for s in sets}
     if args.dry_run:
         for s in sets:
             for k in plan[s]:
@@ -525,7 +528,7 @@ def main() -> int:
         "protocol": {
             "script": "benchmarks/tune/measure_triton.py", "script_version": SCRIPT_VERSION, "spill_limit": SPILL_LIMIT,
             "script_sha256": hashlib.sha256(open(here, "rb").read()).hexdigest(),
-            "sets": sets, "seeds": {s: SEEDS[s] for s in sets}, "counts": {s: COUNTS[s] for s in sets},
+            "sets": sets, "seeds": {s: seeds[s] for s in sets}, "counts": {s: COUNTS[s] for s in sets},
             "spaces": SPACES, "grids": GRIDS, "after": args.after,
             "timing": (f"triton.testing.do_bench(fn, warmup={args.warmup_ms} ms, rep={args.rep_ms} ms, "
                        "return_mode='median'): CUDA events around each call, the L2 flushed by do_bench's own 256 MB "

@@ -1,8 +1,11 @@
 """A GPU's launch and occupancy limits and the tile models' fitted parameters, in SI units, read from its spec.
 
 The limits come from the spec's ``sm_limits`` (CUDA C++ Programming Guide figures); a spec without them cannot be
-used here, and the error says which field it lacks. The fitted parameters come from ``measured.tune``; a spec
-without them gets ``DEFAULT_PARAMS`` and the ranking says it is uncalibrated.
+used here, and the error says which field it lacks. Its DRAM bandwidth and launch floor are the predictor's
+(``prediction.gpu.calibration``: measured, else the reference's measured shares of the datasheet). The fitted
+parameters come from ``measured.tune``; a spec without them borrows the reference's where it is the reference's chip
+(``prediction.gpu.same_chip``: an H100 SXM runs the H200's SMs, clocks and Triton code generation, with other memory),
+else gets ``DEFAULT_PARAMS``; either way the ranking says it is uncalibrated, and a borrowed fit says whose it is.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 
 from .._display import fmt_value
 from ..errors import MissingFigureError
-from ..hardware import as_gpu
+from ..hardware import as_gpu, load_spec_file, shipped_dir
 
 __all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "register_cap",
            "registers", "spill_factor", "SPILL_COST", "L2_SHARE", "SMEM_BYTES_PER_CLOCK", "KB"]
@@ -30,8 +33,8 @@ class Limits:
     sms: int
     clock_hz: float  # the tensor peak's clock
     l2_bytes: float
-    dram_bandwidth: float  # bytes/s: the measured copy bandwidth where the spec has one, else the datasheet's
-    launch_floor: float  # s: the measured launch floor, else 0
+    dram_bandwidth: float  # bytes/s: the predictor's copy bandwidth (measured, else the reference's share of the datasheet)
+    launch_floor: float  # s: the predictor's launch floor (measured, else the reference's)
     smem_per_sm: float
     smem_per_block: float
     smem_reserved: float
@@ -73,7 +76,7 @@ class Params:
 #: used where a spec has no ``measured.tune`` (NB: physical guesses, not a fit: rankings are then uncalibrated)
 DEFAULT_PARAMS = Params(wgmma_efficiency=0.8, mma_sync_efficiency=0.5, l2_bandwidth=8e12, load_latency=8e-7, kstep=2e-7,
                         program=2e-7, row_latency=8e-7, softmax_cycles=0.15, thread_cycles=10.0, row_cycles=0.05, scalar_loads=13.0, calibrated=False,
-                        source="uncalibrated defaults (the spec has no measured.tune)")
+                        source="uncalibrated defaults: the spec has no measured.tune")
 
 
 def limits_of(gpu: Any, dtype: str = "bf16") -> Limits:
@@ -85,7 +88,9 @@ def limits_of(gpu: Any, dtype: str = "bf16") -> Limits:
             f"{spec.name}'s spec has no sm_limits (shared memory, registers, threads and blocks per SM, the tensor-core "
             "instruction): solkit.tune cannot check or rank configs on it; add the section from the CUDA C++ "
             "Programming Guide's compute-capability table (hardware_specs/h200-sxm.yaml shows one)")
-    measured = spec.measured
+    from ..prediction.gpu import calibration  # the predictor's ceilings (prediction imports the registry: loaded late)
+
+    cal = calibration(spec)
     peak = spec.peak_flops(dtype)
     record = spec.peak_record(dtype)
     clock = spec.chip.boost_clock_mhz * 1e6
@@ -93,8 +98,7 @@ def limits_of(gpu: Any, dtype: str = "bf16") -> Limits:
         clock = 1830e6  # NB: Hopper's tensor peaks are quoted at 1830 MHz (the H100 whitepaper), the vector ones at boost
     return Limits(
         gpu=spec.name, sms=spec.sm_count, clock_hz=clock, l2_bytes=spec.l2_cache,
-        dram_bandwidth=measured.copy_bandwidth_tb_s * 1e12 if measured else spec.memory_bandwidth,
-        launch_floor=measured.launch_floor_us * 1e-6 if measured else 0.0,
+        dram_bandwidth=cal.copy_bandwidth, launch_floor=cal.launch_floor,
         smem_per_sm=lim.shared_memory_per_sm_kb * KB, smem_per_block=lim.shared_memory_per_block_kb * KB,
         smem_reserved=lim.reserved_shared_memory_per_block_kb * KB, regs_per_sm=lim.registers_per_sm,
         regs_per_block=lim.registers_per_block, regs_per_thread=lim.registers_per_thread,
@@ -106,16 +110,38 @@ def limits_of(gpu: Any, dtype: str = "bf16") -> Limits:
 
 
 def params_of(gpu: Any) -> Params:
-    """The fitted parameters of ``gpu``'s ``measured.tune``, or ``DEFAULT_PARAMS``."""
+    """The fitted parameters of ``gpu``'s ``measured.tune``, else the reference's where it is the reference's chip
+    (uncalibrated, borrowed), else ``DEFAULT_PARAMS`` (memoized per loaded spec)."""
     spec = as_gpu(gpu)
+    params = spec.memo.get("tune_params")
+    if params is None:
+        params = spec.memo["tune_params"] = _params(spec)
+    return params  # type: ignore[no-any-return]
+
+
+def _params(spec: Any) -> Params:
+    """``params_of`` worked out."""
+    from ..prediction.gpu import REFERENCE_GPU, same_chip
+
     fit = spec.measured.tune if spec.measured is not None else None
-    if fit is None:
+    if fit is not None:
+        return _fitted(fit, True, f"measured.tune of {spec.name} ({fit.date}, triton {fit.stack.get('triton', '?')})")
+    ref = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+    borrowed = ref.measured.tune if ref.measured is not None else None
+    if borrowed is None or not same_chip(spec, ref):
         return DEFAULT_PARAMS
+    return _fitted(borrowed, False, f"uncalibrated: the measured.tune of {ref.name} ({borrowed.date}, triton "
+                                    f"{borrowed.stack.get('triton', '?')}) borrowed, the same chip ({spec.architecture}, "
+                                    f"{spec.sm_count} SMs)")
+
+
+def _fitted(fit: Any, calibrated: bool, source: str) -> Params:
+    """A ``measured.tune`` section in SI units."""
     return Params(wgmma_efficiency=fit.wgmma_efficiency, mma_sync_efficiency=fit.mma_sync_efficiency,
                   l2_bandwidth=fit.l2_bandwidth_tb_s * 1e12, load_latency=fit.load_latency_us * 1e-6,
                   kstep=fit.kstep_us * 1e-6, program=fit.program_us * 1e-6, row_latency=fit.row_latency_us * 1e-6,
-                  softmax_cycles=fit.softmax_cycles, row_cycles=fit.row_cycles, thread_cycles=fit.thread_cycles, scalar_loads=fit.scalar_loads_per_clock, calibrated=True,
-                  source=f"measured.tune of {spec.name} ({fit.date}, triton {fit.stack.get('triton', '?')})")
+                  softmax_cycles=fit.softmax_cycles, row_cycles=fit.row_cycles, thread_cycles=fit.thread_cycles,
+                  scalar_loads=fit.scalar_loads_per_clock, calibrated=calibrated, source=source)
 
 
 def programs_per_sm(lim: Limits, warps: Any, smem: Any, regs: Any) -> tuple[np.ndarray, np.ndarray]:

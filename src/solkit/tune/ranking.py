@@ -130,7 +130,7 @@ class Ranking:
         """A text table of the ``top`` fastest configs, then up to ``top`` of the configs that cannot launch (why)."""
         shape = ", ".join(f"{k}={fmt_value(v)}" for k, v in self.shape.items())
         lines = [f"{self.kernel} on {self.gpu} ({self.dtype}), {shape}: {len(self.configs)} configs, "
-                 f"{self.launchable} can launch" + ("" if self.calibrated else " (uncalibrated)")]
+                 f"{self.launchable} can launch" + ("" if self.calibrated else f" ({self.source})")]
         for r, i in enumerate(self.order[:top], 1):
             extra = ", ".join(f"{n} {fmt_value(float(np.asarray(self.parts[n])[i]))}" for n in ("waves", "occupancy")
                               if n in self.parts)
