@@ -154,8 +154,8 @@ def test_facts_from_the_commit_log(name, role, seed, after, added):
 def test_the_newest_frozen_test_of_each_family():
     """What every predictor change reports on: seed 2056 (kernels: the default mix, SDPA, fp32 SDPA), 2055 (issue 31's
     weak families),
-    2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of Triton
-    configs (3205 and 3206 spent on the GEMM's top-1 diagnosis); no cast test is frozen (seed 2028's is spent). On the
+    2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of the H200's
+    Triton configs (3205 and 3206 spent on the GEMM's top-1 diagnosis; the H100's 3272); no cast test is frozen (seed 2028's is spent). On the
     H100, seed 2071 (the default mix, the weak families, SDPA, convs), the newest of any GPU."""
     m = manifest()
     h200 = "NVIDIA H200"
@@ -172,7 +172,8 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
     assert m.newest_test("captured_steps").file == "h200_captured_steps_test_seed2052.json"
     assert m.newest_test("serving").file == "h200_serving_test_seed3008.json"
-    assert m.newest_test("tune_configs") is None  # 3205 and 3206 spent on the GEMM's top-1 diagnosis; 3207 not drawn
+    assert m.newest_test("tune_configs", gpu=h200) is None  # 3205 and 3206 spent on the GEMM's top-1 diagnosis
+    assert m.newest_test("tune_configs").file == "h100_tune_test_seed3272.json"  # the H100's, after 56a7e6e
     assert m.newest_test("kernels", "cast") is None
 
 
@@ -215,8 +216,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 98  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
-    # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 6 tune files
+    assert checked == 102  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 10 tune files (4 the H100's)
 
 
 def test_sampled_sets_roles_follow_the_sampler():

@@ -536,7 +536,7 @@ def main() -> int:
                        "against torch in fp32 (relative Frobenius error)"),
             "compile": "every (config, specialization) launched once on small tensors in a pool of spawned workers",
             "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "budget_s": args.budget_s,
+            "budget_s": args.budget_s, "role": sets[0] if len(sets) == 1 else None,  # the scorer reads a file's set
         },
         "environment": environment(),
         "sets": {},
