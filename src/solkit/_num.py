@@ -131,6 +131,8 @@ def off(x: Any, d: float) -> Any:
 def off_each(x: Any, ds: tuple[float, ...]) -> list[Any]:
     """``[off(x, d) for d in ds]``: a sweep's finiteness checked once and its buffers shared by every ``d`` (powers of
     two >= 1: ``off``'s fast path, the same operations), else ``off`` for each."""
+    if type(x) is float:  # one shape: off's own test, without its checks
+        return [x % d != 0 for d in ds]
     if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size
             and all(d >= 1.0 and math.frexp(d)[0] == 0.5 for d in ds)):
         return [off(x, d) for d in ds]

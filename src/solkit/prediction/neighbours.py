@@ -20,7 +20,8 @@ it is the reference's chip: ``prediction.gpu.same_chip``).
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
-bucket, not per element); its elements' cells (quantized features and variant flags) are marked on a grid
+bucket, not per element, each bucket's table holding its digit's place on the grid); its elements' cells
+(quantized features and variant flags) are marked on a grid
 (``_grid``, where the grid's places are few enough; else ``np.unique`` finds them), each distinct cell is looked up
 once, and its c is written at its place on the grid (or taken by each element's index of its cell), where every
 element reads it back. A NaN or an infinity among a sweep's features is refused (a ``ShapeError``). The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
@@ -34,7 +35,8 @@ one point. Each point's K-th distance is the K-th of its box's candidates' dista
 farther than it weighs 0. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep
 ``_blended``, the same operations on each box's candidates in bank order, each weight looked up, where the distances are int32 and the
 box's largest K-th distance is below ``TABLE``, in a table of the formula's values at the integers 0 .. that
-distance, else computed by the formula: the same operations on the same integers, the same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
+distance, else computed by the formula: the same operations on the same integers, the same bits; a row per point, each
+row's places added in order, a block of rows at a time: ``_row_sums``) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
 force's BLAS sums it differs by a few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted
 time).
 """
