@@ -119,8 +119,10 @@ def test_the_grid_and_the_sort_agree(h200, monkeypatch, grids):
         size = 80_000
         feats = [np.log2(rng.integers(1 << 8, 1 << 16, size).astype(float)) for _ in range(3)] + [0.0]  # 65^3 cells
         variants = [("skinny", feats[0] <= 4.0), ("misaligned", rng.random(size) < 0.9), ("odd", rng.random(size) < 0.7)]
-        rows, index, at, total = nb._grid([np.asarray(f) for f in feats[:3]], [m for _, m in variants], (size,), False)
-        assert total == len(np.unique(np.asarray(at) >> 3)) * 8 and len(at) == len(rows)  # the (rank, flags) grid
+        columns, bits, index, at, total = nb._grid([np.asarray(f) for f in feats[:3]], [m for _, m in variants], (size,),
+                                                   False)
+        assert total == len(np.unique(np.asarray(at) >> 3)) * 8  # the (rank, flags) grid
+        assert len(at) == len(bits) == len(columns[0]) and np.array_equal(bits, np.asarray(at) & 7)
     on_grid = bank.correction(key, variants, feats)
     monkeypatch.setattr(nb, "_grid", lambda *args: None)
     assert np.array_equal(bank.correction(key, variants, feats), on_grid)
@@ -140,8 +142,8 @@ def test_a_sweep_in_fortran_order_reads_its_cells_back_in_place(h200, layout):
     fm, fodd = flip(m), flip(odd)
     assert not fm.flags.c_contiguous and not fodd.flags.c_contiguous
     grid = nb._grid([np.log2(fm), np.log2(n), np.log2(k)], [skinny, fodd, odd], m.shape, False)
-    assert grid is not None and grid[1].shape == m.shape  # the grid path: two grids (65^3 cells x 8 flags > ONE_GRID)
-    assert grid[3] == len(np.unique(grid[2] >> 3)) * 8
+    assert grid is not None and grid[2].shape == m.shape  # the grid path: two grids (65^3 cells x 8 flags > ONE_GRID)
+    assert grid[4] == len(np.unique(grid[3] >> 3)) * 8
     got = bank.correction(key, [("skinny", skinny), ("misaligned", fodd), ("odd", odd)],
                           [np.log2(fm), np.log2(n), np.log2(k), 0.0])
     want = bank.correction(key, [("skinny", skinny), ("misaligned", odd), ("odd", odd)],

@@ -97,6 +97,9 @@ def product(*factors: Any, out: Any = None) -> Any:
         return float(scalar)
     if type(out) is np.ndarray and out.dtype == np.float64 and out.shape == np.broadcast_shapes(*(np.shape(a) for a in arrays)):
         out = np.multiply(arrays[0], scalar, out=out)
+    elif scalar == 1.0 and len(arrays) > 1 and all(type(a) is np.ndarray and a.dtype == np.float64 for a in arrays[:2]):
+        out = arrays[0] * arrays[1]  # x * 1.0 is x, bit for bit: its pass skipped
+        arrays = arrays[1:]
     else:
         out = arrays[0] * scalar
     for a in arrays[1:]:
@@ -114,31 +117,62 @@ def off(x: Any, d: float) -> Any:
 
     A sweep of finite ``x`` against a power of two ``d`` >= 1 takes x != floor(x / d) * d, exact there (x / d and the
     product only shift the exponent; below d, floor(x / d) is 0) and far faster than numpy's float remainder, in one
-    buffer; anything else takes ``%``.
+    buffer (where every x is at least 1, floor(x / d) != x / d, the same test: ``_off_whole``); anything else takes
+    ``%``.
     """
     if type(x) is float or type(x) is int or not isinstance(x, np.ndarray) or x.dtype != np.float64 or not x.size:
         return x % d != 0
-    if not (d >= 1.0 and math.frexp(d)[0] == 0.5 and np.isfinite(x.min()) and np.isfinite(x.max())):
+    low = x.min()
+    if not (d >= 1.0 and math.frexp(d)[0] == 0.5 and np.isfinite(low) and np.isfinite(x.max())):
         return x % d != 0
-    y = np.multiply(x, 1.0 / d)  # one buffer, floored and scaled back in place: a second fresh 8 MB array of a
-    np.floor(y, out=y)  # million (its page faults) cost 4x the passes
+    return _off_whole(x, (d,))[0] if low >= 1.0 else _off_by(x, d, np.empty_like(x))
+
+
+def off_each(x: Any, ds: tuple[float, ...]) -> list[Any]:
+    """``[off(x, d) for d in ds]``: a sweep's finiteness checked once and its buffers shared by every ``d`` (powers of
+    two >= 1: ``off``'s fast path, the same operations), else ``off`` for each."""
+    if type(x) is float:  # one shape: off's own test, without its checks
+        return [x % d != 0 for d in ds]
+    if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size
+            and all(d >= 1.0 and math.frexp(d)[0] == 0.5 for d in ds)):
+        return [off(x, d) for d in ds]
+    low = x.min()
+    if not (np.isfinite(low) and np.isfinite(x.max())):
+        return [off(x, d) for d in ds]
+    if low >= 1.0:
+        return _off_whole(x, ds)
+    y = np.empty_like(x)
+    return [_off_by(x, d, y) for d in ds]
+
+
+def _off_by(x: np.ndarray, d: float, y: np.ndarray) -> np.ndarray:
+    """``off``'s fast path, in the buffer ``y`` (a second fresh 8 MB array of a million, its page faults, cost 4x
+    the passes)."""
+    np.multiply(x, 1.0 / d, out=y)
+    np.floor(y, out=y)
     np.multiply(y, d, out=y)
     return y != x
 
 
-def off_each(x: Any, ds: tuple[float, ...]) -> list[Any]:
-    """``[off(x, d) for d in ds]``: a sweep's finiteness checked once and one buffer for every ``d`` (powers of two
-    >= 1: ``off``'s fast path, the same operations), else ``off`` for each."""
-    if not (isinstance(x, np.ndarray) and x.dtype == np.float64 and x.size
-            and all(d >= 1.0 and math.frexp(d)[0] == 0.5 for d in ds) and np.isfinite(x.min()) and np.isfinite(x.max())):
-        return [off(x, d) for d in ds]
-    y = np.empty_like(x)
-    masks = []
-    for d in ds:
-        np.multiply(x, 1.0 / d, out=y)
-        np.floor(y, out=y)
-        np.multiply(y, d, out=y)
-        masks.append(y != x)
+#: ``_off_whole`` tests this many elements at a time (its scratch figures stay in cache)
+OFF_BLOCK = 1 << 14
+
+
+def _off_whole(x: np.ndarray, ds: tuple[float, ...]) -> list[np.ndarray]:
+    """``off_each``'s fast path where every x is at least 1: x / d is exact (no subnormal) and its product by d exact
+    and one-to-one, so floor(x / d) != x / d is ``_off_by``'s test with a pass fewer; in blocks of ``OFF_BLOCK``
+    elements (two scratch figures of a block: no fresh 8 MB arrays but the masks)."""
+    flat = x.reshape(-1)  # (a copy where x is not contiguous)
+    masks = [np.empty(x.shape, dtype=bool) for _ in ds]
+    outs = [mask.reshape(-1) for mask in masks]
+    y, floored = np.empty(min(OFF_BLOCK, flat.size)), np.empty(min(OFF_BLOCK, flat.size))
+    for start in range(0, flat.size, OFF_BLOCK):
+        part = flat[start:start + OFF_BLOCK]
+        y, floored = y[:len(part)], floored[:len(part)]
+        for d, out in zip(ds, outs):
+            np.multiply(part, 1.0 / d, out=y)
+            np.floor(y, out=floored)
+            np.not_equal(floored, y, out=out[start:start + OFF_BLOCK])
     return masks
 
 

@@ -349,7 +349,13 @@ def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, select
     them, chained as ``lookup`` chains them (the last applying entry wins), then one take (into ``out`` if given)."""
     if selector is None:
         return lookup(table, terms, default)
-    code, swept = selector
+    return _taken(_choices(table, terms, default, selector), selector[0], out)
+
+
+def _choices(table: Mapping[str, float], terms: KernelTerms, default: float, selector: Any) -> Any:
+    """``_pick``'s entry for each combination of the swept variants (a float table indexed by their packed code), or
+    the one entry (a float) where none of them has an entry of its own."""
+    _, swept = selector
     value = table.get(terms.op, table.get(terms.kind, default))
     steps: list[tuple[int, float]] = []  # (bit, entry) of the swept variants with an entry, after the last True one
     for i, (name, mask) in enumerate(terms.variants):
@@ -367,8 +373,15 @@ def _pick(table: Mapping[str, float], terms: KernelTerms, default: float, select
         for bit, entry in steps:
             if c >> bit & 1:
                 choices[c] = entry
+    return choices
+
+
+def _taken(choice: Any, code: np.ndarray, out: Optional[np.ndarray] = None) -> Any:
+    """A ``_choices`` entry for each element of ``code`` (a float stays one)."""
+    if type(choice) is not np.ndarray:
+        return choice
     # (every code indexes the table: "wrap" changes none, takes into out unbuffered and is numpy's fastest take)
-    return np.take(choices, code, out=out, mode="wrap")
+    return np.take(choice, code, out=out, mode="wrap")
 
 
 def misaligned_slowdown(cal: Calibration, op: str = "matmul") -> float:
@@ -536,44 +549,65 @@ def _one_shape(terms: KernelTerms, shape: tuple[int, ...]) -> bool:
     return True
 
 
+#: ``_swept_seconds`` takes a sweep this many elements at a time (its scratch figures then stay in the core's cache)
+SWEPT_BLOCK = 1 << 14
+
+
 def _swept_seconds(terms: KernelTerms, cal: Calibration, selector: Any) -> tuple[Num, Num, Num]:
     """``kernel_seconds`` of a sweep whose figures share one shape (``_one_shape``): the same operations in the same
-    order, the lookups and the wave terms in two scratch buffers and the body in place (fewer fresh 8 MB arrays)."""
-    scratch, spare = np.empty(selector[0].shape), np.empty(selector[0].shape)
-    compute = terms.t_compute / _pick(cal.compute_efficiency, terms, 1.0, selector, scratch)
-    memory = terms.t_memory / _pick(cal.memory_efficiency, terms, 1.0, selector, scratch)
-    body = _soft_max(compute, memory, cal.overlap_exponent)  # a fresh array of the shape: updated in place below
-    if any_(terms.waves):
-        waves = terms.waves
-        per_wave: Any = 0.0  # as _wave_seconds: the latency-bound seconds of one wave
-        if any_(terms.block_bytes):
-            bandwidth = _pick(cal.block_bandwidth, terms, math.inf, selector, scratch)
-            if not (type(bandwidth) is float and bandwidth == math.inf):
-                per_wave = _divided(terms.block_bytes, bandwidth, scratch)
-        step = _pick(cal.kstep_latency, terms, 0.0, selector, spare) if any_(terms.k_steps) else 0.0
-        if not (type(step) is float and step == 0.0):
-            k_loop = _multiplied(terms.k_steps, step, spare)
-            if type(per_wave) is float and per_wave == 0.0:
-                per_wave = k_loop
-            elif type(per_wave) is np.ndarray:
-                per_wave = np.maximum(per_wave, k_loop, out=per_wave)
-            else:
-                per_wave = np.maximum(per_wave, k_loop, out=spare)
-        if not (type(per_wave) is float and per_wave == 0.0):
-            stream = _multiplied(waves, per_wave, per_wave if type(per_wave) is np.ndarray else scratch)
-            if not (type(stream) is float and stream == 0.0):
-                body = np.maximum(body, stream, out=body)
-        latency = _pick(cal.wave_latency, terms, 0.0, selector, scratch)
-        if not (type(latency) is float and latency == 0.0):
-            body += _multiplied(waves, latency, scratch)
-    latency = _pick(cal.kernel_latency, terms, 0.0, selector, scratch)
-    if type(latency) is not float or latency:
-        body += latency
-    if any_(terms.helper_bytes):  # the helper kernels run before it, at the kernel's memory efficiency
-        body += terms.helper_bytes / (cal.copy_bandwidth * _pick(cal.memory_efficiency, terms, 1.0, selector))
-    c = terms.neighbour
-    if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
-        body *= math.exp(c) if type(c) is float else np.exp(c, out=scratch)
+    order, element by element, a block of ``SWEPT_BLOCK`` elements at a time: each block's lookups, wave terms and
+    body in scratch buffers of a block (a pass over a million float64 from memory costs about twice one from cache),
+    written into the three results. The branches (which terms apply) are decided once, over the whole sweep."""
+    code, shape = selector[0], selector[0].shape
+    flat = [x if type(x) is float else x.reshape(-1) for x in (terms.t_compute, terms.t_memory, terms.waves,
+                                                               terms.block_bytes, terms.k_steps, terms.helper_bytes,
+                                                               terms.neighbour)]
+    code = code.reshape(-1)
+    compute_eff, memory_eff = (_choices(t, terms, 1.0, selector) for t in (cal.compute_efficiency, cal.memory_efficiency))
+    waved, streamed = any_(terms.waves), any_(terms.block_bytes)
+    bandwidth = _choices(cal.block_bandwidth, terms, math.inf, selector) if waved and streamed else math.inf
+    step = _choices(cal.kstep_latency, terms, 0.0, selector) if waved and any_(terms.k_steps) else 0.0
+    wave_latency = _choices(cal.wave_latency, terms, 0.0, selector) if waved else 0.0
+    latency = _choices(cal.kernel_latency, terms, 0.0, selector)
+    helped, c = any_(terms.helper_bytes), terms.neighbour
+    moved = type(c) is not float or c
+    outs = compute, memory, body = np.empty(shape), np.empty(shape), np.empty(shape)
+    compute_flat, memory_flat, body_flat = (x.reshape(-1) for x in outs)
+    scratch, spare = np.empty(min(SWEPT_BLOCK, code.size)), np.empty(min(SWEPT_BLOCK, code.size))
+    for start in range(0, code.size, SWEPT_BLOCK):
+        part = slice(start, start + SWEPT_BLOCK)
+        t_compute, t_memory, waves, block_bytes, k_steps, helper_bytes, neighbour = (
+            x if type(x) is float else x[part] for x in flat)
+        mine = code[part]
+        scratch, spare = scratch[:len(mine)], spare[:len(mine)]
+        block_compute = np.divide(t_compute, _taken(compute_eff, mine, scratch), out=compute_flat[part])
+        block_memory = np.divide(t_memory, _taken(memory_eff, mine, scratch), out=memory_flat[part])
+        block = _soft_max(block_compute, block_memory, cal.overlap_exponent)  # a fresh block, updated in place below
+        if waved:
+            per_wave: Any = 0.0  # as _wave_seconds: the latency-bound seconds of one wave
+            if streamed and not (type(bandwidth) is float and bandwidth == math.inf):
+                per_wave = _divided(block_bytes, _taken(bandwidth, mine, scratch), scratch)
+            if not (type(step) is float and step == 0.0):
+                k_loop = _multiplied(k_steps, _taken(step, mine, spare), spare)
+                if type(per_wave) is float and per_wave == 0.0:
+                    per_wave = k_loop
+                elif type(per_wave) is np.ndarray:
+                    per_wave = np.maximum(per_wave, k_loop, out=per_wave)
+                else:
+                    per_wave = np.maximum(per_wave, k_loop, out=spare)
+            if not (type(per_wave) is float and per_wave == 0.0):
+                stream = _multiplied(waves, per_wave, per_wave if type(per_wave) is np.ndarray else scratch)
+                if not (type(stream) is float and stream == 0.0):
+                    block = np.maximum(block, stream, out=block)
+            if not (type(wave_latency) is float and wave_latency == 0.0):
+                block += _multiplied(waves, _taken(wave_latency, mine, scratch), scratch)
+        if type(latency) is not float or latency:
+            block += _taken(latency, mine, scratch)
+        if helped:  # the helper kernels run before it, at the kernel's memory efficiency
+            block += helper_bytes / (cal.copy_bandwidth * _taken(memory_eff, mine))
+        if moved:  # how its measured neighbours missed (prediction.neighbours)
+            block *= math.exp(neighbour) if type(neighbour) is float else np.exp(neighbour, out=scratch)
+        body_flat[part] = block
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
 
 

@@ -20,7 +20,8 @@ it is the reference's chip: ``prediction.gpu.same_chip``).
 Nothing here can take a prediction below T_SOL: ``predict`` floors every kernel and the workload there.
 
 Lookups are memoized per loaded bank. A sweep is quantized by buckets of its sizes' bits (a log2 per
-bucket, not per element); its elements' cells (quantized features and variant flags) are marked on a grid
+bucket, not per element, each bucket's table holding its digit's place on the grid); its elements' cells
+(quantized features and variant flags) are marked on a grid
 (``_grid``, where the grid's places are few enough; else ``np.unique`` finds them), each distinct cell is looked up
 once, and its c is written at its place on the grid (or taken by each element's index of its cell), where every
 element reads it back. A NaN or an infinity among a sweep's features is refused (a ``ShapeError``). The search (``_search``) is exact on the lattice: distances are integers in 1/STEP octave
@@ -34,7 +35,8 @@ one point. Each point's K-th distance is the K-th of its box's candidates' dista
 farther than it weighs 0. ``_blend`` (the formula above, on each point's neighbours in bank order; in a sweep
 ``_blended``, the same operations on each box's candidates in bank order, each weight looked up, where the distances are int32 and the
 box's largest K-th distance is below ``TABLE``, in a table of the formula's values at the integers 0 .. that
-distance, else computed by the formula: the same operations on the same integers, the same bits) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
+distance, else computed by the formula: the same operations on the same integers, the same bits; a row per point, each
+row's places added in order, a block of rows at a time: ``_row_sums``) sums column by column, so a point's c is bit for bit the same alone or in any sweep; against the brute
 force's BLAS sums it differs by a few ulp (the tests hold it within 1e-13 in c: a relative 1e-13 in the predicted
 time).
 """
@@ -276,19 +278,23 @@ class Neighbours:
                 raise ShapeError(f"neighbour correction of {key!r}: feature {i} must be finite (log2 of a size), got {v}")
         flags = [np.asarray(m, dtype=bool) for _, m in variants if np.ndim(m)]
         grid = _grid(swept, flags, shape, raw, bounds)
-        rows, index, at, total = grid or (*_unique([_log2(v) if raw else v for v in swept], flags, shape), None, 0)
-        code: Any = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
-        for i, bit in enumerate(bit for bit, (_, m) in enumerate(variants) if np.ndim(m)):
-            code = code | rows[:, len(swept) + i] << bit
+        if grid is None:
+            rows, index = _unique([_log2(v) if raw else v for v in swept], flags, shape)
+            columns, at, total = list(rows[:, :len(swept)].T), None, 0
+            bits = sum(rows[:, len(swept) + i] << i for i in range(len(flags))) if flags else None
+        else:
+            columns, bits, index, at, total = grid
+        count = len(rows) if grid is None else len(at)  # the distinct cells
+        code, distinct = _variant_codes(variants, bits)
         fixed = [None if np.ndim(v) else int(round(float(_log2(v) if raw else v) * STEP)) for v in values]
-        found = np.zeros(len(rows))
-        cells = _points(fixed, rows[:, :len(swept)])  # every cell's quantized features
-        for c in np.unique(code):  # (NB: a bincount here left glibc's heap so that later sweeps paid far more page faults)
+        found = np.zeros(count)
+        cells = _points(fixed, columns, count)  # every cell's quantized features
+        for c in distinct:
             full = variant_key(key, [name for bit, (name, _) in enumerate(variants) if c >> bit & 1])
             bank = self._banks.get(full)
             if bank is not None:
-                mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(len(rows))
-                points = np.take(cells, mine, axis=0) if len(mine) < len(rows) else cells
+                mine = np.flatnonzero(code == c) if np.ndim(code) else np.arange(count)
+                points = np.take(cells, mine, axis=0) if len(mine) < count else cells
                 found[mine] = (self._block(full, bank, points) if len(mine) > 1 else
                                self._one(full, bank, tuple(points[0].tolist())))
         if at is None:
@@ -342,12 +348,14 @@ def _quantized(f: np.ndarray) -> Optional[tuple[np.ndarray, int, int]]:
     return u, int(low - _ROUND), int(high - low) + 1
 
 
-def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
+def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None,
+              scale: int = 1) -> Optional[tuple[np.ndarray, int, int]]:
     """``_quantized`` of log2 max(x, 1) (``_log2``) of a float64 sweep of sizes, a log2 per bucket, not per element.
 
     A bucket (a size's exponent and top BUCKET_BITS mantissa bits) far from every rounding boundary
     takes the quantized log2 of its lower edge; the sizes in the few others are quantized one by one.
-    ``bound``: the sizes' least and most, where known.
+    ``bound``: the sizes' least and most, where known; ``scale``: the quantized values (less their least) come
+    multiplied by it (the table's entries are: no pass of its own).
     """
     if x.dtype != np.float64:
         return None
@@ -361,28 +369,34 @@ def _bucketed(x: np.ndarray, bound: Optional[tuple[float, float]] = None) -> Opt
     edges = STEP * np.log2((np.arange(first, last + 2, dtype=np.int64) << shift).view(np.float64))
     below, above = np.floor(edges[:-1] - _MARGIN + 0.5), np.floor(edges[1:] + _MARGIN + 0.5)
     low = int(below[0])
-    table = np.where(below == above, below - low, -1).astype(np.intp)
+    table = np.where(below == above, (below - low) * scale, -1).astype(np.intp)
     keys = x.view(np.int64) >> shift
     keys -= first
     # in place, unbuffered; "clip" takes a size below 1 as 1 ("wrap", numpy's fastest take, where there is none)
     u = np.take(table, keys, out=keys, mode="wrap" if least >= 1.0 else "clip")
     near = np.flatnonzero(u < 0)
     if near.size:
-        u.flat[near] = np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low
+        u.flat[near] = (np.rint(np.multiply(_log2(x.flat[near]), STEP)).astype(np.intp) - low) * scale
     return u, low, int(above[-1]) - low + 1
 
 
-def _part(v: np.ndarray, raw: bool, bound: Optional[tuple[float, float]] = None) -> Optional[tuple[np.ndarray, int, int]]:
+def _part(v: np.ndarray, raw: bool, bound: Optional[tuple[float, float]] = None,
+          scale: int = 1) -> Optional[tuple[np.ndarray, int, int]]:
     """A swept feature on the grid (``raw``: from its sizes; ``bound``: their least and most, where known): its
-    quantized values less a lower bound, it, their span."""
-    part = _bucketed(v, bound) if raw else None
-    return part or _quantized(_log2(v) if raw else v)
+    quantized values less a lower bound (times ``scale``, its digit's place on the grid), it, their span."""
+    part = _bucketed(v, bound, scale) if raw else None
+    if part is None:
+        part = _quantized(_log2(v) if raw else v)
+        if part is not None and scale > 1:
+            np.multiply(part[0], scale, out=part[0])
+    return part
 
 
 def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ...], raw: bool,
           bounds: Optional[Sequence[Optional[tuple[float, float]]]] = None) -> Optional[tuple[Any, ...]]:
-    """(the distinct cells, as ``_unique``'s rows; each element's place on a small grid; each cell's place; the grid's
-    size) by marking the elements' places on the grid (the cells in the order of their places).
+    """(the distinct cells' quantized features, a column per swept feature; their flags' bits (flag i at bit i; None
+    without flags); each element's place on a small grid; each cell's place; the grid's size) by marking the elements'
+    places on the grid (the cells in the order of their places).
 
     An element's place on the grid is its quantized features in mixed radix, the first feature fastest, and its
     flags the highest digit; where that grid is large (more than ``ONE_GRID``), the places of the features alone are
@@ -390,21 +404,18 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
     present (the flags no longer multiply the large grid). None where the grids are not small for the sweep's
     elements (or the features are not float64 octaves).
     """
-    parts = [part for part in (_part(v, raw, bounds[i] if bounds else None) for i, v in enumerate(swept))
-             if part is not None]
-    if len(parts) < len(swept):
-        return None
-    spans = [span for _, _, span in parts] + [2] * len(flags)
-    total = int(min(np.prod(np.array(spans, dtype=float)), 1 << 62))
-    if total > min(GRID_LIMIT, 32 * int(np.prod(shape)) + 4096):
-        return None
+    limit = min(GRID_LIMIT, 32 * int(np.prod(shape)) + 4096) >> len(flags)  # the features' places at most
+    parts = []  # each feature's (least, span)
     cell: Optional[np.ndarray] = None
-    stride = 1
-    for u, _, span in parts:
-        if stride > 1:
-            u *= stride
+    stride = 1  # the places of the features so far
+    for i, v in enumerate(swept):  # each feature's digit, the first fastest
+        part = _part(v, raw, bounds[i] if bounds else None, stride)
+        if part is None or stride * part[2] > limit:
+            return None
+        u, low, span = part
         cell = _added(cell, u, shape)
         stride *= span
+        parts.append((low, span))
     cell = np.zeros(shape, dtype=np.intp) if cell is None else cell
     place = cell if cell.dtype == np.intp else cell.astype(np.intp)
     code: Any = None
@@ -423,22 +434,19 @@ def _grid(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, ..
         index, cells, bits = place, slots % stride, slots // stride
     else:  # the feature cells present ranked on a grid of the features alone, then the (rank, flags) pairs present
         rank, present = _ranked(place, stride)
-        pair = rank.astype(np.intp)
-        pair <<= len(flags)
+        pair = np.left_shift(rank, len(flags), out=np.empty(shape, dtype=np.intp))  # (widened in the same pass)
         pair += code
         total = len(present) << len(flags)
         index = pair
         slots = pairs = _present(pair, total)
         cells, bits = present[pairs >> len(flags)], pairs & ((1 << len(flags)) - 1)
-    lows = [low for _, low, _ in parts]
-    rows = np.empty((len(cells), len(spans)), dtype=np.int64)
-    rest = cells.astype(np.int64)
-    for j, (low, (_, _, span)) in enumerate(zip(lows, parts)):  # the features' digits, the first fastest
-        rest, digit = np.divmod(rest, span)
-        rows[:, j] = digit + low
-    for i in range(len(flags)):
-        rows[:, len(parts) + i] = (bits >> i) & 1
-    return rows, index, slots, total
+    columns = []
+    rest = cells.astype(np.int64, copy=False)
+    for j, (low, span) in enumerate(parts):  # the features' digits, the first fastest (the last: what is left)
+        rest, digit = np.divmod(rest, span) if j < len(parts) - 1 else (None, rest)  # (a fresh array)
+        digit += low
+        columns.append(digit)
+    return columns, (bits if flags else None), index, slots, total
 
 
 def _present(place: np.ndarray, total: int) -> np.ndarray:
@@ -494,13 +502,33 @@ def _unique(swept: list[np.ndarray], flags: list[np.ndarray], shape: tuple[int, 
     return rows, index.reshape(shape)
 
 
-def _points(fixed: list[Optional[int]], swept: np.ndarray) -> np.ndarray:
-    """Query rows: the fixed quantized features, the swept ones from the columns of ``swept`` in order."""
-    points = np.empty((len(swept), len(fixed)), dtype=np.int64)
-    columns = iter(swept.T)
+def _points(fixed: list[Optional[int]], swept: Sequence[np.ndarray], count: int) -> np.ndarray:
+    """``count`` query rows: the fixed quantized features, the swept ones from the columns ``swept`` in order."""
+    points = np.empty((count, len(fixed)), dtype=np.int64)
+    columns = iter(swept)
     for j, q in enumerate(fixed):
         points[:, j] = next(columns) if q is None else q
     return points
+
+
+def _variant_codes(variants: Sequence[tuple[str, Any]], bits: Optional[np.ndarray]) -> tuple[Any, Any]:
+    """(each cell's variants as bits, variant i at bit i (an int where none is swept); the distinct codes, increasing)
+    from its swept flags' ``bits`` (swept flag i at bit i): one take from a table of every combination of the flags,
+    the combinations present marked on it (no sort of the cells' codes)."""
+    code = sum(1 << bit for bit, (_, m) in enumerate(variants) if not np.ndim(m) and m)
+    places = [bit for bit, (_, m) in enumerate(variants) if np.ndim(m)]
+    if bits is None or not places:
+        return code, [code]
+    if len(places) > 16:  # (a table too large: bit by bit)
+        codes = code | sum(((bits >> i) & 1) << bit for i, bit in enumerate(places))
+        return codes, np.unique(codes)
+    table = np.array([code | sum(((b >> i) & 1) << bit for i, bit in enumerate(places)) for b in range(1 << len(places))],
+                     dtype=np.int64)
+    bits = bits.astype(np.intp, copy=False)
+    seen = np.zeros(len(table), dtype=bool)
+    seen[bits] = True
+    # (NB: a bincount of the codes here left glibc's heap so that later sweeps paid far more page faults)
+    return np.take(table, bits), np.unique(table[seen])
 
 
 def _nearest(bank: tuple[np.ndarray, np.ndarray], q: np.ndarray) -> np.ndarray:
@@ -549,6 +577,11 @@ def _summed(wr: np.ndarray, w: np.ndarray, nearest: np.ndarray) -> np.ndarray:
     for j in range(1, len(w)):
         num += wr[j]
         den += w[j]
+    return _from_sums(num, den, nearest)
+
+
+def _from_sums(num: np.ndarray, den: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """c from each point's sums of w r and of w, and its nearest distance (octaves)."""
     c = num / (den + PRIOR)
     return c * np.minimum(1.0, REACH / np.maximum(nearest, 1e-12))
 
@@ -781,8 +814,9 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     """(where, c): ``_members`` and ``_blend`` in one, on the same figures in the same order (bit for bit): a
     non-member's weight is 0 (``_blend``'s 1 / (inf + SOFTEN)^2), its residual left as it is (0 x r adds exactly
     nothing), and the nearest distance is the smallest candidate's (the nearest is a member). A row per point (its
-    candidates in their order: ``_point_distances``), the weights and products w r then a row per candidate place,
-    summed place by place (``_summed``) as ``_faded`` sums them."""
+    candidates in their order: ``_point_distances``), the weights, residuals and products w r too (gathers into
+    contiguous rows: a transposed gather or copy costs 2-3x more), each row summed place by place (``_row_sums``)
+    as ``_faded`` sums its columns."""
     dist = _point_distances(q, boxes, of, xt, base)
     ranked = dist.copy()
     ranked.sort(axis=1)  # each point's distances sorted (a sort of a few contiguous ones: faster than a partition)
@@ -791,14 +825,30 @@ def _blended(where: np.ndarray, q: np.ndarray, boxes: np.ndarray, of: np.ndarray
     if dist.dtype == np.int32 and top < TABLE:  # each weight looked up: the formula's values at 0 .. top
         # a non-member's place top + 1 (weight 0); intp places (numpy's take converts int32 ones slowly)
         places = np.where(dist > kth, np.intp(top + 1), dist)
-        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places.T, mode="wrap")  # a row per place
+        w = np.take(_weights(np.arange(top + 2, dtype=np.float64), top + 1), places, mode="wrap")
     else:
         w = _weights(dist.astype(np.float64), None)
         np.copyto(w, 0.0, where=dist > kth)
-        w = np.ascontiguousarray(w.T)
-    # each point's candidates' residuals (a row gathered per point), then each candidate's w r: a row per place
-    wr = np.multiply(np.take(np.take(residuals, boxes), of, axis=0).T, w, out=np.empty_like(w))
-    return where, _summed(wr, w, np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+    # each point's candidates' residuals (a row gathered per point), then each candidate's w r
+    wr = np.take(np.take(residuals, boxes), of, axis=0)
+    wr *= w  # (r w is w r: multiplication commutes, bit for bit)
+    return where, _from_sums(_row_sums(wr), _row_sums(w), np.sqrt(ranked[:, 0], dtype=np.float64) / STEP)
+
+
+#: ``_row_sums`` adds the columns of this many rows at a time (their strided columns then stay in cache)
+ROW_BLOCK = 4096
+
+
+def _row_sums(a: np.ndarray) -> np.ndarray:
+    """Each row's sum, its places added in order (as ``_summed`` adds rows: not numpy's pairwise row sum), a block of
+    ``ROW_BLOCK`` rows at a time."""
+    out = np.empty(len(a), dtype=a.dtype)
+    for s in range(0, len(a), ROW_BLOCK):
+        block, total = a[s:s + ROW_BLOCK], out[s:s + ROW_BLOCK]
+        np.copyto(total, block[:, 0])
+        for j in range(1, a.shape[1]):
+            total += block[:, j]
+    return out
 
 
 def _point_distances(q: np.ndarray, boxes: np.ndarray, of: np.ndarray, xt: np.ndarray, base: np.ndarray) -> np.ndarray:
