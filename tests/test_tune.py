@@ -82,17 +82,28 @@ def test_uncalibrated_spec_says_so():
     assert not r.calibrated and r.source == DEFAULT_PARAMS.source and "(uncalibrated defaults" in r.report()
 
 
-@pytest.mark.parametrize("gpu", ["h100", "h100-nvl"])
-def test_the_h200s_chip_borrows_its_tune_fit(gpu):
-    """An H100 SXM or NVL (Hopper, 132 SMs: the H200's chip) ranks with the H200's fitted parameters, uncalibrated, and
-    says whose they are; the 114-SM H100 PCIe (another die configuration) gets the defaults."""
-    p = params_of(gpu)
+def test_the_h200s_chip_borrows_its_tune_fit():
+    """An H100 SXM (Hopper, 132 SMs, 1980 MHz: the H200's chip and clocks) ranks with the H200's fitted parameters,
+    uncalibrated, and says whose they are; the NVL parts (the same chip at 1785 MHz) and the 114-SM H100 PCIe get the
+    defaults."""
+    p = params_of("h100")
     # hardware_specs/h200-sxm.yaml's measured.tune: mma_sync_efficiency 0.48, l2_bandwidth_tb_s 14, kstep_us 0.198
     assert (p.mma_sync_efficiency, p.l2_bandwidth, p.kstep) == (0.48, 14e12, 0.198e-6)
     assert not p.calibrated and "measured.tune of h200-sxm" in p.source and "borrowed" in p.source
-    r = tune.rank("triton_matmul", [BIG], gpu=gpu, m=1024, n=1024, k=1024)
-    assert not r.calibrated and "borrowed, the same chip (hopper, 132 SMs)" in r.report().splitlines()[0]
-    assert params_of("h100-pcie") is DEFAULT_PARAMS
+    r = tune.rank("triton_matmul", [BIG], gpu="h100", m=1024, n=1024, k=1024)
+    assert not r.calibrated and "borrowed, the same chip (hopper, 132 SMs, 1980 MHz)" in r.report().splitlines()[0]
+    for other in ("h100-nvl", "h200-nvl", "h100-pcie"):
+        assert params_of(other) is DEFAULT_PARAMS, other
+
+
+def test_a_copied_spec_derives_its_own_figures():
+    """A copy with its measured section removed ranks uncalibrated, and the shipped H200 it was copied from still
+    ranks with its own fit (a copy's memo is its own)."""
+    h200 = sk.load_gpu("h200")
+    bare = h200.model_copy(update={"measured": None})
+    assert not tune.rank("triton_matmul", [BIG], gpu=bare, m=1024, n=1024, k=1024).calibrated
+    assert tune.rank("triton_matmul", [BIG], gpu="h200", m=1024, n=1024, k=1024).calibrated
+    assert bare.memo is not h200.memo
 
 
 def test_uncalibrated_limits_take_the_predictors_ceilings():

@@ -15,6 +15,7 @@ from solkit.calibration.manifest import manifest
 from solkit.tune.configs import as_configs, config_table
 from solkit.tune.limits import DEFAULT_PARAMS, limits_of
 from solkit.tune.models import predict
+from test_tune_data import _ranks, _shape  # the H200 files' helpers: the same records
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 DRAWS = ("h100_tune_test_seed3270.json", "h100_tune_test_seed3271.json", "h100_tune_test_seed3272.json")
@@ -27,21 +28,8 @@ def _load(name: str) -> dict:
     return json.loads((DATA / name).read_text())
 
 
-def _shape(kernel: str, row: dict) -> dict:
-    if kernel == "matmul":
-        return {"m": row["m"], "n": row["n"], "k": row["k"]}
-    if kernel in ("layernorm", "softmax"):
-        return {"rows": row["rows"], "cols": row["cols"]}
-    return {"batch": row["batch"], "heads": row["heads"], "seq_q": row["seq"], "head_dim": row["head_dim"],
-            "causal": row["causal"]}
-
-
 def _measured(row: dict) -> np.ndarray:
     return np.array([np.nan if s is None else s for s in row["seconds"]], float)
-
-
-def _ranks(x: np.ndarray) -> np.ndarray:
-    return np.argsort(np.argsort(x)).astype(float)
 
 
 def _pooled(kernel: str, defaults: bool = False) -> tuple[int, int, int, float]:

@@ -502,7 +502,7 @@ def main() -> int:
     ap.add_argument("--rep-ms", type=float, default=15.0)
     ap.add_argument("--workers", type=int, default=0, help="compile workers (0: the CPU count)")
     ap.add_argument("--test-seed", type=int, default=SEEDS["test"],
-                    help="the test set's seed (another GPU's test draw: the H100 SXM's is 3270)")
+                    help="the test set's seed (another GPU's test draws: the H100 SXM's are 3270-3272)")
     ap.add_argument("--dry-run", action="store_true")
     args = ap.parse_args()
     sets = [s for s in args.sets.split(",") if s]
@@ -536,7 +536,7 @@ def main() -> int:
                        "against torch in fp32 (relative Frobenius error)"),
             "compile": "every (config, specialization) launched once on small tensors in a pool of spawned workers",
             "date_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "budget_s": args.budget_s, "role": sets[0] if len(sets) == 1 else None,  # the scorer reads a file's set
+            "budget_s": args.budget_s,
         },
         "environment": environment(),
         "sets": {},

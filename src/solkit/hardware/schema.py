@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Literal, Union
 
-from pydantic import Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .._validate import choice, flag
 from ..errors import SpecConsistencyWarning, SpecError, UnknownSourceError, UnsupportedPrecisionError
@@ -149,6 +149,21 @@ class GPU(SpecModel):
                 value = memo[key] = self._peak_flops(precision, unit, sparse)
             return value  # type: ignore[no-any-return]
         return self._peak_flops(precision, unit, sparse)
+
+    def __copy__(self) -> "GPU":
+        """pydantic's shallow copy (``copy.copy``, ``model_copy``) with a memo of its own: a copy's derived figures are
+        never its original's (``model_copy(update=...)`` changes what they derive from)."""
+        copied = super().__copy__()
+        copied.__pydantic_private__["_memo"] = {}  # type: ignore[index]
+        return copied
+
+    def __eq__(self, other: object) -> bool:
+        """Equal fields and file (pydantic's, but not the memo: what a spec derives is not what it is)."""
+        if not isinstance(other, GPU):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__ and self._path == other._path
+
+    __hash__ = BaseModel.__hash__  # frozen: pydantic's (defining __eq__ would otherwise drop it)
 
     @property
     def memo(self) -> dict[Any, Any]:

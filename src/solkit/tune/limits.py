@@ -4,8 +4,8 @@ The limits come from the spec's ``sm_limits`` (CUDA C++ Programming Guide figure
 used here, and the error says which field it lacks. Its DRAM bandwidth and launch floor are the predictor's
 (``prediction.gpu.calibration``: measured, else the reference's measured shares of the datasheet). The fitted
 parameters come from ``measured.tune``; a spec without them borrows the reference's where it is the reference's chip
-(``prediction.gpu.same_chip``: an H100 SXM runs the H200's SMs, clocks and Triton code generation, with other memory),
-else gets ``DEFAULT_PARAMS``; either way the ranking says it is uncalibrated, and a borrowed fit says whose it is.
+at its clocks (``prediction.gpu.same_chip`` and the same boost clock: the H100 SXM runs the H200's SMs, clocks and
+Triton code generation, with other memory; the NVL parts' clocks differ), else gets ``DEFAULT_PARAMS``; either way the ranking says it is uncalibrated, and a borrowed fit says whose it is.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Limits:
     sms: int
     clock_hz: float  # the tensor peak's clock
     l2_bytes: float
-    dram_bandwidth: float  # bytes/s: the predictor's copy bandwidth (measured, else the reference's share of the datasheet)
+    dram_bandwidth: float  # bytes/s: the predictor's copy bandwidth (measured, else the reference's datasheet share)
     launch_floor: float  # s: the predictor's launch floor (measured, else the reference's)
     smem_per_sm: float
     smem_per_block: float
@@ -120,22 +120,24 @@ def params_of(gpu: Any) -> Params:
 
 
 def _params(spec: Any) -> Params:
-    """``params_of`` worked out."""
+    """``params_of`` without the memo: the spec's fit, the reference's where borrowed, or the defaults."""
     from ..prediction.gpu import REFERENCE_GPU, same_chip
 
     fit = spec.measured.tune if spec.measured is not None else None
     if fit is not None:
-        return _fitted(fit, True, f"measured.tune of {spec.name} ({fit.date}, triton {fit.stack.get('triton', '?')})")
+        triton = fit.stack.get("triton", "?")
+        return _fitted(fit, calibrated=True, source=f"measured.tune of {spec.name} ({fit.date}, triton {triton})")
     ref = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
     borrowed = ref.measured.tune if ref.measured is not None else None
-    if borrowed is None or not same_chip(spec, ref):
-        return DEFAULT_PARAMS
-    return _fitted(borrowed, False, f"uncalibrated: the measured.tune of {ref.name} ({borrowed.date}, triton "
-                                    f"{borrowed.stack.get('triton', '?')}) borrowed, the same chip ({spec.architecture}, "
-                                    f"{spec.sm_count} SMs)")
+    if borrowed is None or not same_chip(spec, ref) or spec.chip.boost_clock_mhz != ref.chip.boost_clock_mhz:
+        return DEFAULT_PARAMS  # NB: the fit's per-clock figures and times hold at its chip's clocks only
+    triton = borrowed.stack.get("triton", "?")
+    return _fitted(borrowed, calibrated=False, source=f"uncalibrated: the measured.tune of {ref.name} ({borrowed.date}, "
+                   f"triton {triton}) borrowed, the same chip ({spec.architecture}, {spec.sm_count} SMs, "
+                   f"{spec.chip.boost_clock_mhz:g} MHz)")
 
 
-def _fitted(fit: Any, calibrated: bool, source: str) -> Params:
+def _fitted(fit: Any, *, calibrated: bool, source: str) -> Params:
     """A ``measured.tune`` section in SI units."""
     return Params(wgmma_efficiency=fit.wgmma_efficiency, mma_sync_efficiency=fit.mma_sync_efficiency,
                   l2_bandwidth=fit.l2_bandwidth_tb_s * 1e12, load_latency=fit.load_latency_us * 1e-6,
