@@ -83,6 +83,11 @@ def _measured(g: "GPU", measured: "Measured") -> Calibration:
     return cal.replace(neighbours=load_neighbours(path, g.name))
 
 
+def reference_spec() -> "GPU":
+    """The shipped spec of ``REFERENCE_GPU``: the measured GPU an uncalibrated one borrows from."""
+    return load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+
+
 def same_chip(gpu: "GPU", other: "GPU") -> bool:
     """Whether two GPUs are one chip to the libraries: the same architecture and SM count (H100 SXM and H200 SXM)."""
     return gpu.architecture == other.architecture and gpu.sm_count == other.sm_count
@@ -91,7 +96,7 @@ def same_chip(gpu: "GPU", other: "GPU") -> bool:
 def _borrowed(g: "GPU") -> Calibration:
     """An uncalibrated GPU: ceilings at the reference's measured shares of its own datasheet, the rest borrowed (its
     neighbour bank too, where ``same_chip``)."""
-    ref_gpu = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+    ref_gpu = reference_spec()
     ref = calibration(ref_gpu)
     bf16_share = ref.matmul_rate["bf16"] / ref_gpu.peak_flops("bf16")
     rates = {}

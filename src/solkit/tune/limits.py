@@ -17,7 +17,7 @@ import numpy as np
 
 from .._display import fmt_value
 from ..errors import MissingFigureError
-from ..hardware import as_gpu, load_spec_file, shipped_dir
+from ..hardware import as_gpu
 
 __all__ = ["Limits", "Params", "DEFAULT_PARAMS", "limits_of", "params_of", "programs_per_sm", "register_cap",
            "registers", "spill_factor", "SPILL_COST", "L2_SHARE", "SMEM_BYTES_PER_CLOCK", "KB"]
@@ -121,13 +121,13 @@ def params_of(gpu: Any) -> Params:
 
 def _params(spec: Any) -> Params:
     """``params_of`` without the memo: the spec's fit, the reference's where borrowed, or the defaults."""
-    from ..prediction.gpu import REFERENCE_GPU, same_chip
+    from ..prediction.gpu import reference_spec, same_chip
 
     fit = spec.measured.tune if spec.measured is not None else None
     if fit is not None:
         triton = fit.stack.get("triton", "?")
         return _fitted(fit, calibrated=True, source=f"measured.tune of {spec.name} ({fit.date}, triton {triton})")
-    ref = load_spec_file(shipped_dir() / f"{REFERENCE_GPU}.yaml")
+    ref = reference_spec()
     borrowed = ref.measured.tune if ref.measured is not None else None
     if borrowed is None or not same_chip(spec, ref) or spec.chip.boost_clock_mhz != ref.chip.boost_clock_mhz:
         return DEFAULT_PARAMS  # NB: the fit's per-clock figures and times hold at its chip's clocks only
