@@ -216,8 +216,8 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 102  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
-    # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 10 tune files (4 the H100's)
+    assert checked == 105  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 13 tune files (7 the H100's: 3 tests, 1 repeat, 3 validation draws)
 
 
 def test_sampled_sets_roles_follow_the_sampler():
