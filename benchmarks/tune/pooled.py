@@ -6,10 +6,12 @@
 
 Per kernel and model (solkit.tune with ``params_of(gpu)``, with the uncalibrated ``DEFAULT_PARAMS``, and Triton's
 analytic GEMM model), as Markdown rows: shapes whose predicted best runs within 10% of the measured best, whose
-predicted best quarter holds a config within 5% of it, the median Spearman over shapes (evaluate.py's ``shape_scores``
-on every shape of the files pooled). ``--repeat``: the same shapes and configs timed twice; the first run's best
+predicted best quarter holds a config within 5% of it, the median Spearman over shapes (scoring.py's ``shape_scores``
+on every shape of the files pooled: where predicted times tie, a count is the expected one over uniformly random
+tie-breaks, with the fewest and most any tie-break gives; the Spearman takes average ranks). ``--repeat``: the same shapes and configs timed twice; the first run's best
 config against the second run's best, per shape: how often a perfect predictor of the first run is "within 10%" of
-the second (the ceiling that timing noise puts on the top-1 figure), and the Spearman between the runs.
+the second (the ceiling that timing noise puts on the top-1 figure; a tie in the first run's best scored as above),
+and the Spearman between the runs.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import evaluate as ev  # noqa: E402
+from scoring import TOP1_WITHIN, cells, count, counted, hit_chance, shape_scores, spearman  # noqa: E402
 
 from solkit.tune.limits import DEFAULT_PARAMS, limits_of, params_of  # noqa: E402
 
@@ -38,21 +41,13 @@ def per_shape(files: list[dict[str, Any]], gpu: str) -> dict[tuple[str, str], li
         for s in data["sets"]:
             for kernel, row, table, meas in ev.cases(data, s):
                 for name, params in models.items():
-                    out.setdefault((kernel, name), []).append(ev.shape_scores(ev.predicted(kernel, row, table, params,
+                    out.setdefault((kernel, name), []).append(shape_scores(ev.predicted(kernel, row, table, params,
                                                                                            lim), meas))
                 if kernel == "matmul":
                     tp = ev.triton_predicted(dev, row, data["sets"][s]["matmul"]["configs"])
                     out.setdefault((kernel, "Triton's model"), []).append(
-                        ev.shape_scores(np.where(np.isnan(meas), np.nan, tp), meas))
+                        shape_scores(np.where(np.isnan(meas), np.nan, tp), meas))
     return out
-
-
-def row(scores: list[dict[str, float]]) -> str:
-    top1 = sum(s["top1"] <= 1.10 for s in scores)
-    quarter = sum(s["quarter"] <= 1.05 for s in scores)
-    n = len(scores)
-    return (f"{top1} / {n} ({top1 / n:.0%}) | {quarter} / {n} ({quarter / n:.0%}) | "
-            f"{np.median([s['spearman'] for s in scores]):.3f}")
 
 
 def repeat(first: dict[str, Any], second: dict[str, Any]) -> None:
@@ -67,10 +62,11 @@ def repeat(first: dict[str, Any], second: dict[str, Any]) -> None:
             tb = np.array([np.nan if s is None else s for s in rb["seconds"]], float)
             ok = np.isfinite(ta) & np.isfinite(tb)
             ta, tb = ta[ok], tb[ok]
-            within.append(tb[np.argmin(ta)] / tb.min() <= 1.10)
-            rho.append(ev.spearman(ta, tb))
+            chance, worst, best = hit_chance(ta, tb / tb.min() <= TOP1_WITHIN, 1)
+            within.append({"top1": chance, "top1_worst": worst, "top1_best": best})
+            rho.append(spearman(ta, tb))
             spread.extend(np.abs(np.log(tb / ta)))
-        print(f"| {kernel} | {sum(within)} / {len(within)} ({np.mean(within):.0%}) | {np.median(rho):.3f} | "
+        print(f"| {kernel} | {counted(*count(within, 'top1'), len(within))} | {np.median(rho):.3f} | "
               f"{np.expm1(np.median(spread)):.1%} / {np.expm1(np.quantile(spread, 0.9)):.1%} |")
 
 
@@ -96,11 +92,11 @@ def main() -> int:
     pooled: dict[tuple[str, str], list[dict[str, float]]] = {}
     for name, data in zip(names, files):
         for key, scores in per_shape([data], args.gpu).items():
-            print(f"| {name} | {key[0]} | {key[1]} | {row(scores)} |")
+            print(f"| {name} | {key[0]} | {key[1]} | {cells(scores)} |")
             pooled.setdefault(key, []).extend(scores)
     if len(files) > 1:
         for key, scores in pooled.items():
-            print(f"| **all {len(files)}** | {key[0]} | {key[1]} | {row(scores)} |")
+            print(f"| **all {len(files)}** | {key[0]} | {key[1]} | {cells(scores)} |")
     return 0
 
 
