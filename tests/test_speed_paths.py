@@ -340,3 +340,33 @@ def test_dim_of_a_float64_sweep_is_its_float64_copy():
     assert dim("m", np.array(7.0)) == 7.0 and type(dim("m", np.array(7.0))) is float
     with pytest.raises(ShapeError):
         dim("m", np.array([1.0, 2.5]))
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32", "tf32", "fp8", "int8"])
+def test_one_gemms_terms_are_the_general_paths(monkeypatch, dtype):
+    """``kernel_terms`` of one shape's plain GEMM (``_one_gemm_terms``, plain Python) equals the general path's, field by
+    field and type by type: aligned, misaligned, odd, skinny, weight-gradient, batched, biased and epilogue GEMMs."""
+    import solkit as sk
+    from solkit import ops
+    from solkit.prediction import kernel as pk
+    from solkit.prediction.gpu import calibration
+    from solkit.workload import Gemm
+
+    gpu = sk.load_gpu("h200")
+    cal = calibration(gpu)
+    shapes = [(4096, 4096, 4096, 1), (7, 4096, 11008, 1), (1000, 1001, 999, 1), (128, 64, 4096, 12), (16, 17, 3000, 1),
+              (65535, 3, 65533, 2), (1, 1, 1, 1), (4097, 8191, 2050, 3)]
+    kernels = []
+    for m, n, k, b in shapes:
+        kernels.append(ops.matmul(m, n, k, dtype=dtype, batch=b).counted[0][0])
+        kernels.append(ops.matmul(m, n, k, dtype=dtype, batch=b, bias=True, epilogue="gelu").counted[0][0])
+    kernels.append(kernels[2]._replace(gemm=Gemm(1000.0, 1001.0, 999.0, 1.0, layout="wgrad")))
+    for physical in (cal, cal.replace(neighbours=None)):
+        for kernel in kernels:
+            assert pk._one_gemm_kernel(kernel)
+            fast = pk.kernel_terms(kernel, gpu, physical)
+            with monkeypatch.context() as patch:
+                patch.setattr(pk, "_one_gemm_kernel", lambda _: False)
+                general = pk.kernel_terms(kernel, gpu, physical)
+            assert fast == general and [type(x) for x in fast] == [type(x) for x in general]
+            assert [type(m) for _, m in fast.variants] == [type(m) for _, m in general.variants]

@@ -92,6 +92,8 @@ def sdpa_backend(gpu: "GPU") -> str:
 @checked_call
 def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
     """Raw compute and memory times of one kernel and the flags the efficiencies act on."""
+    if _one_gemm_kernel(kernel):
+        return _one_gemm_terms(kernel, gpu, cal)
     op = sdpa_backend(gpu) if kernel.op == "sdpa_attention" else kernel.op
     per = ALIGN_BYTES / PRECISIONS[kernel.precision]  # elements in 16 bytes
     nbytes = kernel.bytes_read + kernel.bytes_written
@@ -135,7 +137,7 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                 offs = (off_each(lead, (per, 2.0) if two else (per,)), off_each(g.n, (per, 2.0) if two else (per,)))
             misaligned = (offs[0][0] | offs[1][0]) if offs is not None else False
             # a GEMV-like product (m or n at most SKINNY): cuBLAS's small-tile or GEMV kernels, memory-bound
-            variants.append(("skinny", minimum(g.m, g.n) <= SKINNY))
+            variants.append(("skinny", _skinny(g.m, g.n)))
             # tf32, fp32, fp64 and int8 run cuBLAS's Ampere-era (cutlass sm80) kernels; misaligned bf16/fp16 Turing-era
             # kernels with narrow loads (cutlass_75 ... align2)
             variants.append(("legacy", kernel.precision in LEGACY_PRECISIONS))
@@ -279,6 +281,55 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
         neighbour = cal.neighbours.of_kernel(op, kernel, variants)
     return tuple.__new__(KernelTerms, (kernel.kind, op, tuple(variants), launches, present, t_compute, t_memory,  # (every
                          wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour))  # field: no defaults)
+
+
+def _one_gemm_kernel(kernel: Kernel) -> bool:
+    """Whether ``kernel`` is one shape's plain GEMM (``_one_gemm_terms``): every figure a Python float, FLOPs on the
+    matrix units, no groups, rows or link."""
+    g = kernel.gemm
+    return (g is not None and kernel.kind == "gemm" and g.groups is None and type(g.m) is float and type(g.n) is float
+            and type(g.k) is float and type(g.batch) is float and type(kernel.matrix_flops) is float
+            and kernel.matrix_flops > 0 and type(kernel.vector_flops) is float and type(kernel.bytes_read) is float
+            and type(kernel.bytes_written) is float and kernel.rows is None and kernel.link is None
+            and kernel.op != "sdpa_attention")
+
+
+def _one_gemm_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
+    """``kernel_terms`` of one shape's plain GEMM (``_one_gemm_kernel``), in plain Python: the general path's
+    operations in its order, its helpers' float branches written in place (a test holds both equal)."""
+    op, g, precision = kernel.op, kernel.gemm, kernel.precision
+    per = ALIGN_BYTES / PRECISIONS[precision]
+    nbytes = kernel.bytes_read + kernel.bytes_written
+    t_memory = nbytes / cal.copy_bandwidth
+    vf, sms = kernel.vector_flops, gpu.sm_count
+    t_vector = vf / gpu.peak_flops(kernel.vector_precision, "vector") if vf > 0 else 0.0
+    t_mat, wave, tiles = gemm_time(g.m, g.n, g.k, g.batch, _matmul_rate(cal, gpu, precision), sms)
+    waves, block_bytes = float(math.ceil(tiles / sms)), nbytes / tiles  # as tile_waves
+    k_steps = float(math.ceil((g.k if g.k <= SERIAL_K else SERIAL_K) / K_STEP))
+    lead = g.m if g.layout == WGRAD else g.k
+    two = PRECISIONS[precision] == 2
+    aligned = precision in UNALIGNED_OK
+    misaligned = False if aligned else (lead % per != 0) | (g.n % per != 0)
+    variants: list[tuple[str, Any]] = [("skinny", (g.m if g.m <= g.n else g.n) <= SKINNY),
+                                       ("legacy", precision in LEGACY_PRECISIONS), ("misaligned", misaligned)]
+    if two:
+        variants.append(("odd", misaligned & ((lead % 2.0 != 0) | (g.n % 2.0 != 0))))
+    t_compute = t_mat if t_vector == 0.0 else (t_vector if t_vector >= t_mat else t_mat)
+    present = (nbytes > 0) | (vf + kernel.matrix_flops > 0)
+    neighbour: Any = 0.0
+    if cal.neighbours is not None:
+        neighbour = cal.neighbours.of_kernel(op, kernel, variants)
+    return tuple.__new__(KernelTerms, (kernel.kind, op, tuple(variants), kernel.launches, present, t_compute, t_memory,
+                         wave, misaligned, False, waves, block_bytes, k_steps, 0.0, neighbour))
+
+
+def _skinny(m: Any, n: Any) -> Any:
+    """min(m, n) <= SKINNY; for two sweeps of one shape, (m <= SKINNY) | (n <= SKINNY), the same test without a float64
+    temporary (the sizes are finite)."""
+    if type(m) is np.ndarray and type(n) is np.ndarray and m.shape == n.shape:
+        skinny = np.less_equal(m, SKINNY)
+        return np.logical_or(skinny, np.less_equal(n, SKINNY, out=np.empty(n.shape, dtype=bool)), out=skinny)
+    return minimum(m, n) <= SKINNY
 
 
 def lookup(table: Mapping[str, float], terms: KernelTerms, default: float) -> Any:
