@@ -165,3 +165,40 @@ def test_the_repeat_puts_no_noise_ceiling_below_the_goal():
             assert tb[ok][np.argmin(ta[ok])] / tb[ok].min() <= 1.10
             shapes += 1
     assert shapes == 40 + 16 + 14 + 12
+
+
+VALIDATION = ("h100_tune_validation_seed3280.json", "h100_tune_validation_seed3281.json",
+              "h100_tune_validation_seed3282.json")
+
+
+def test_the_validation_draws_record_their_protocol():
+    """Each validation draw is an H100 SXM's, of its seed, its one set renamed "validation" in every place (sets,
+    seeds, counts, role), measured when the manifest says, with no frozen commit (it tests no model)."""
+    for seed, name in zip((3280, 3281, 3282), VALIDATION):
+        raw, entry = _load(name), manifest().entry(name)
+        proto = raw["protocol"]
+        assert raw["environment"]["gpu_name"] == entry.gpu == "NVIDIA H100 80GB HBM3" and entry.role == "validation"
+        assert proto["role"] == "validation" and proto["sets"] == ["validation"] and list(raw["sets"]) == ["validation"]
+        assert proto["seeds"] == {"validation": seed} == {"validation": entry.seed} and list(proto["counts"]) == ["validation"]
+        assert proto["date_utc"] == entry.date and proto["after"] is None
+        layernorm = raw["sets"]["validation"]["layernorm"]
+        assert len(layernorm["shapes"]) == 16 and len(layernorm["configs"]) == 29  # the manifest's "16 LayerNorm x 29"
+
+
+def test_the_docs_quote_the_validation_draws():
+    """docs/tune.md's sentence on the H100 validation draws is pooled.py's pooled cells on them (today's model)."""
+    pooled = _pooled_module()
+    together: dict = {}
+    for name in VALIDATION:
+        for key, scores in pooled.per_shape([_load(name)], "h100").items():
+            together.setdefault(key, []).extend(scores)
+    text = " ".join((ROOT / "docs" / "tune.md").read_text().split())
+    for kernel, label in (("matmul", "GEMM"), ("layernorm", "LayerNorm"), ("attention", "attention"),
+                          ("softmax", "softmax")):
+        scores = together[kernel, "solkit.tune"]
+        top, quarter = pooled.count(scores, "top1"), pooled.count(scores, "quarter")
+        n, rho = len(scores), float(np.nanmedian([s["spearman"] for s in scores]))
+        first = f"{top[0]:.1f} /" if top[1] != top[2] else f"{top[1]} /"
+        wanted = f"{label} {first}" if kernel != "matmul" else f"GEMM {first}"
+        assert wanted in text, wanted
+        assert f"{rho:.3f}" in text and (f"{quarter[1]} / {n}" in text or f"{quarter[0]:.1f} / {n}" in text)

@@ -127,3 +127,12 @@ def test_evaluate_and_pooled_score_with_it():
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         assert module.shape_scores is scoring.shape_scores
+
+
+def test_the_predicted_bests_measured_ratio_by_hand():
+    """A: configs 1 and 2 tie for the predicted best; they run 12.0 and 10.4 against the measured best 10.0, ratios 1.2
+    and 1.04, each picked with chance 1/2: expected ratio (1.2 + 1.04) / 2 = 1.12, the worst 1.2 (evaluate.py's
+    median_top1 and worst_top1). C: the unique predicted best (config 0) runs 10.8 against 10.0: 1.08 both."""
+    a, c = scoring.shape_scores(np.array(A[0]), np.array(A[1])), scoring.shape_scores(np.array(C[0]), np.array(C[1]))
+    assert a["top1_ratio"] == pytest.approx(1.12) and a["top1_worst_ratio"] == pytest.approx(1.2) and a["tied_best"] == 2
+    assert c["top1_ratio"] == pytest.approx(1.08) and c["top1_worst_ratio"] == pytest.approx(1.08) and c["tied_best"] == 1

@@ -136,7 +136,7 @@ def score(data: dict[str, Any], set_name: str, params: Params, gpu: str = "h200"
             "quarter_within_5pct": float(np.mean(s["quarter"])),
             "quarter_within_5pct_range": [float(np.mean(s["quarter_worst"])), float(np.mean(s["quarter_best"]))],
             "shapes_tied_best": int(np.sum(np.array(s["tied_best"]) > 1)),
-            "median_spearman": float(np.median(s["spearman"])),
+            "median_spearman": float(np.nanmedian(s["spearman"])),
             "median_top1": float(np.median(s["top1_ratio"])), "worst_top1": float(np.max(s["top1_worst_ratio"])),
             "autotune_time_saved": float(np.mean(s["saved"])),
             "mean_log_err": float(np.mean(s["log_err"])),

@@ -3,7 +3,7 @@
 Ties. Two times tie when, sorted, they lie within ``RTOL`` (relative) of their neighbour: on the committed tune files
 the predictions (solkit.tune's and Triton's model's) that are meant to be equal (configs alike but for num_warps) are
 equal exactly or differ by the last bit or two (at most 4e-16 relative), while the closest distinct predictions lie
-5e-7 apart and the closest distinct measured times 3e-8 (float32's resolution); 1e-9 sits between. The same rule
+5e-7 apart and the closest distinct measured times 3e-8; 1e-9 sits between. The same rule
 holds for both sides.
 
 Scores. A config that could not launch is left out of the measured side and must be NaN on the predicted side.
@@ -12,8 +12,9 @@ Scores. A config that could not launch is left out of the measured side and must
   for the predicted best, the shape scores the chance over a uniformly random tie-break: the share of the tied
   configs that are within it; the range over tie-breaks is 0 or 1 at each end.
 - **quarter**: whether the predicted best quarter holds a config within ``QUARTER_WITHIN`` of the measured best. The
-  quarter is what ``Ranking.prune(keep=0.25)`` returns: exactly ceil(n / 4) configs, the fastest predicted, a tie
-  across its boundary broken by the list's order (a stable sort); where no tie straddles the boundary that set is
+  quarter is ``Ranking.prune(keep=0.25)``'s rule over the configs that ran: ceil(n / 4) of them, the fastest
+  predicted, exactly equal times across its boundary kept in the list's order (a stable sort; prune also counts
+  configs a draw left untimed, so its quarter can be one larger: no committed score changes by it); where no tie straddles the boundary that set is
   the same for every order and is scored as it is; where one does, the shape scores the chance that a uniformly
   random order of the tied configs puts one within 5% into the quarter (hypergeometric), the range 0 or 1 at each end.
   Top-1 is the same rule with one config kept.
@@ -145,7 +146,8 @@ def _half_up(x: float, digits: int) -> str:
 
 
 def counted(expected: float, worst: int, best: int, n: int) -> str:
-    """A count of shapes as a report prints it: "28 / 48 (58%)", or "25.2 / 48 (52.4%; 21-29 by tie-break)"."""
+    """A count of shapes as a report prints it: "28 / 48 (58%)", or "25.2 / 48 (52.4%; 21-29 by tie-break)" (the share is
+    of the unrounded expectation: 25.17 / 48)."""
     if worst == best:
         return f"{worst} / {n} ({_half_up(100 * worst / n, 0)}%)"
     return f"{_half_up(expected, 1)} / {n} ({_half_up(100 * expected / n, 1)}%; {worst}-{best} by tie-break)"
@@ -155,4 +157,4 @@ def cells(scores: list[dict[str, float]]) -> str:
     """A report's cells for some shapes' scores: best within 10% | quarter within 5% | median Spearman."""
     n = len(scores)
     return (f"{counted(*count(scores, 'top1'), n)} | {counted(*count(scores, 'quarter'), n)} | "
-            f"{np.median([s['spearman'] for s in scores]):.3f}")
+            f"{np.nanmedian([s['spearman'] for s in scores]):.3f}")
