@@ -202,6 +202,15 @@ def _descend(data: dict[str, Any] | list[dict[str, Any]], best: Params, rounds: 
     return best, best_loss
 
 
+def load_draws(paths: list[str]) -> list[dict[str, Any]]:
+    """measure_triton.py files, read in order."""
+    draws = []
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            draws.append(json.load(f))
+    return draws
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("verb", choices=("fit", "score"))
@@ -210,10 +219,7 @@ def main() -> int:
     ap.add_argument("--gpu", default="h200", help="score: the GPU whose limits and params_of rank the configs")
     ap.add_argument("--defaults", action="store_true", help="score: with the uncalibrated DEFAULT_PARAMS instead")
     args = ap.parse_args()
-    files = []
-    for path in args.data:
-        with open(path) as f:
-            files.append(json.load(f))
+    files = load_draws(args.data)
     if args.verb == "fit":
         p = fit(files[: args.fit_on])
         print(json.dumps({n: getattr(p, n) for n in FITTED}, indent=1))

@@ -17,7 +17,6 @@ and the Spearman between the runs.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any
@@ -76,10 +75,7 @@ def main() -> int:
     ap.add_argument("--gpu", default="h200", help="the GPU whose limits and params_of rank the configs")
     ap.add_argument("--repeat", action="store_true", help="two files: a draw and its repeat")
     args = ap.parse_args()
-    files = []
-    for path in args.files:
-        with open(path) as f:
-            files.append(json.load(f))
+    files = ev.load_draws(args.files)
     if args.repeat:
         if len(files) != 2:
             ap.error("--repeat takes two files: a draw and its repeat")

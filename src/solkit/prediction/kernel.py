@@ -328,7 +328,7 @@ def _skinny(m: Any, n: Any) -> Any:
     temporary (the sizes are finite)."""
     if type(m) is np.ndarray and type(n) is np.ndarray and m.shape == n.shape:
         skinny = np.less_equal(m, SKINNY)
-        return np.logical_or(skinny, np.less_equal(n, SKINNY, out=np.empty(n.shape, dtype=bool)), out=skinny)
+        return np.logical_or(skinny, np.less_equal(n, SKINNY), out=skinny)
     return minimum(m, n) <= SKINNY
 
 
