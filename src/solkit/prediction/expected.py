@@ -75,8 +75,9 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
     if host_parameters is not None:
         cal = cal.replace(**host_parameters)
     counted = w.counted
-    # each kernel's terms, and its body (a collective's: None, timed on its links below)
-    made = [terms_and_body(k, g, cal) if k.link is None else (_kernel_terms(k, g, cal), None) for k, _ in counted]
+    # each kernel's terms, and a sweep's body (else None: one shape's and a collective's are timed below)
+    made = [(_kernel_terms(k, g, cal), None) if k.link is not None or type(k.bytes_read) is float
+            else terms_and_body(k, g, cal) for k, _ in counted]
     terms = [(t, count) for (t, _), (_, count) in zip(made, counted)]
     notes: list[str] = [] if cal.calibrated else [cal.source]
     software = stack_note(g)
@@ -107,8 +108,8 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
         notes.append(message)
         if warn:
             warnings.warn(message, PerformanceWarning, stacklevel=user_stacklevel())
-    bodies = [body if k.link is None else collective_seconds(k, bound.system_spec, cal)
-              for (k, _), (_, body) in zip(counted, made)]
+    bodies = [collective_seconds(k, bound.system_spec, cal) if k.link is not None else
+              _kernel_seconds(t, cal)[0] if body is None else body for (k, _), (t, body) in zip(counted, made)]
     if bound.system_spec is not None and any(k.link is not None for k, _ in counted):
         notes.append(link_note(bound.system_spec, cal))
 

@@ -302,7 +302,7 @@ def terms_and_body(kernel: Kernel, gpu: "GPU", cal: Calibration) -> tuple[Kernel
     block of ``TERMS_BLOCK`` elements at a time, the neighbour correction once over the whole sweep, its terms
     without their ``HEAVY`` figures (None: ``whole_terms`` computes them where a prediction's rows are read; written
     out block by block they cost more than the blocks save)."""
-    shape = _blockable(kernel)
+    shape = None if type(kernel.bytes_read) is not np.ndarray else _blockable(kernel)  # (one shape: no call)
     if shape is None:
         terms = _kernel_terms(kernel, gpu, cal)
         return terms, _kernel_seconds(terms, cal)[0]
