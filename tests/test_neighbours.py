@@ -308,7 +308,7 @@ def test_neighbours_false_gives_the_physical_model(tmp_path):
 def test_neighbours_false_reuses_one_physical_calibration():
     """The bank-less calibration neighbours=False predicts with is made once per loaded spec (kept in the
     calibration's memo), and a sweep through it reads, element by element, the scalar calls' figures."""
-    from solkit.prediction.expected import _physical
+    from solkit.prediction.kernel import physical as _physical
 
     cal = calibration(sk.load_gpu("h200"))
     assert cal.neighbours is not None

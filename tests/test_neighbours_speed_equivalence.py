@@ -436,3 +436,43 @@ def test_bucketed_with_known_bounds_is_bucketed():
     u, low, span = nb._bucketed(x)
     v, low2, span2 = nb._bucketed(x, (float(x.min()), float(x.max())))
     assert np.array_equal(u, v) and (low, span) == (low2, span2)
+
+
+def _edge_shapes(rng: np.random.Generator, n: int) -> list[np.ndarray]:
+    """m, n, k of ``n`` random matmul shapes (each uniform in 1..65535) with edge cases among them: 1, the largest,
+    and sizes either side of a 1/STEP-octave cell boundary (2^((j + 0.5) / STEP) rounded down and up)."""
+    edges = np.array([1.0, 2.0, 65535.0] + [float(f(2.0 ** ((j + 0.5) / STEP))) for j in range(0, 128, 9)
+                                             for f in (math.floor, math.ceil)])
+    sizes = [rng.integers(1, 65536, n).astype(np.float64) for _ in range(3)]
+    for i, s in enumerate(sizes):
+        s[i * len(edges):(i + 1) * len(edges)] = edges
+        s[-len(edges):] = rng.permutation(edges)
+    return sizes
+
+
+@pytest.mark.parametrize("finish_points", [1, 7, 1000])
+def test_the_search_in_runs_of_boxes_is_the_search_level_by_level(h200, monkeypatch, finish_points):
+    """``_search`` finishes every level's stopped boxes together (``_merged``) in runs of whole boxes of about
+    FINISH_POINTS points: each point's c is bit for bit the one of a run per level and width group (the search as it
+    was), on a random 3-D matmul sweep with edge sizes (1, 65535, either side of a cell boundary)."""
+    gpu, bank = h200
+    m, n, k = _edge_shapes(np.random.default_rng(3131), 60_000)
+    kernel = ops.matmul(m, n, k).kernels[0]
+    variants = kernel_terms(kernel, gpu, calibration(gpu)).variants
+    monkeypatch.setattr(nb, "FINISH_POINTS", finish_points)
+    got = Neighbours(bank.source, {key: bank._banks[key] for key in bank.keys}).of_kernel("matmul", kernel, variants)
+    monkeypatch.setattr(nb, "FINISH_POINTS", 1 << 40)
+    monkeypatch.setattr(nb, "_merged", lambda stopped, n: stopped)
+    want = Neighbours(bank.source, {key: bank._banks[key] for key in bank.keys}).of_kernel("matmul", kernel, variants)
+    assert np.count_nonzero(want) > 50_000 and np.array_equal(got, want)
+
+
+def test_runs_of_whole_boxes_by_hand():
+    """``_runs`` cuts boxes of 3, 5, 1, 4 and 2 points (ends 3, 8, 9, 13, 15) after the last box that ends at or before
+    each multiple of 4 (4, 8, 12: after the 1st, 2nd and 3rd box); a limit above the total is one run, a limit of 1 a
+    run per box."""
+    sizes = np.array([3, 5, 1, 4, 2])
+    assert nb._runs(sizes, 4) == [(0, 1, 0, 3), (1, 2, 3, 8), (2, 3, 8, 9), (3, 5, 9, 15)]
+    assert nb._runs(sizes, 100) == [(0, 5, 0, 15)]
+    assert nb._runs(sizes, 1) == [(i, i + 1, int(a), int(b)) for i, (a, b) in enumerate(zip([0, 3, 8, 9, 13],
+                                                                                             [3, 8, 9, 13, 15]))]

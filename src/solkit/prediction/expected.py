@@ -24,7 +24,8 @@ from .collectives import collective_seconds, link_note
 from .gpu import calibration, stack_note
 from .host import (cpu_bound, host_probe_seconds, host_scaled, overlapped, program_host_overhead, program_map,
                    scheduled)
-from .kernel import ALIGN_BYTES, combined, kernel_seconds, kernel_terms, limiter, misaligned_slowdown, sdpa_backend
+from .kernel import (ALIGN_BYTES, combined, kernel_seconds, kernel_terms, limiter, misaligned_slowdown, physical,
+                     sdpa_backend, terms_and_body, whole_terms)
 from .result import KernelPrediction, Prediction
 from .timeline import clocks
 
@@ -67,14 +68,17 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
     g = bound.gpu_spec
     cal = _calibration(g)
     if not neighbours and cal.neighbours is not None:
-        cal = _physical(cal)
+        cal = physical(cal)
     fit_probe = cal.host_probe
     if probe is not None:
         cal = host_scaled(cal, probe, g.name)
     if host_parameters is not None:
         cal = cal.replace(**host_parameters)
     counted = w.counted
-    terms = [(_kernel_terms(k, g, cal), count) for k, count in counted]
+    # each kernel's terms, and a sweep's body (else None: one shape's and a collective's are timed below)
+    made = [(_kernel_terms(k, g, cal), None) if k.link is not None or type(k.bytes_read) is float
+            else terms_and_body(k, g, cal) for k, _ in counted]
+    terms = [(t, count) for (t, _), (_, count) in zip(made, counted)]
     notes: list[str] = [] if cal.calibrated else [cal.source]
     software = stack_note(g)
     if software is not None and cal.calibrated:  # an uncalibrated GPU's source already names the reference it borrows
@@ -104,14 +108,15 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
         notes.append(message)
         if warn:
             warnings.warn(message, PerformanceWarning, stacklevel=user_stacklevel())
-    bodies = [_kernel_seconds(t, cal)[0] if k.link is None else collective_seconds(k, bound.system_spec, cal)
-              for (k, _), (t, _) in zip(counted, terms)]
+    bodies = [collective_seconds(k, bound.system_spec, cal) if k.link is not None else
+              _kernel_seconds(t, cal)[0] if body is None else body for (k, _), (t, body) in zip(counted, made)]
     if bound.system_spec is not None and any(k.link is not None for k, _ in counted):
         notes.append(link_note(bound.system_spec, cal))
 
     def rows() -> tuple[KernelPrediction, ...]:
         out = []
         for (k, count), (t, _), kr, body in zip(counted, terms, bound.kernels, bodies):
+            t = whole_terms(t, k, g, cal)
             _, compute, memory = _kernel_seconds(t, cal)
             limited = "link" if k.link is not None else limiter(t, cal, compute, memory)
             # never below the kernel's bound, whatever the calibration says
@@ -163,16 +168,6 @@ def predicted(workload: Workload, gpu: GPULike, warn: bool = True, neighbours: b
                      + (": the GPU idles while the launches after each are issued" if hosted else
                         "; no host time is modelled for this program, so they cost nothing here"))
     return _prediction(w, g, bound, cal, notes, seconds, busy, host, syncs, rows)
-
-
-def _physical(cal: Any) -> Any:
-    """``cal`` without its neighbour bank, the physical model alone (made once per calibration, kept in its memo; a
-    borrowed calibration's note then says no bank)."""
-    physical = cal.memo.get("physical")
-    if physical is None:
-        physical = cal.memo["physical"] = cal.replace(neighbours=None,
-                                                      source=cal.memo.get("physical_source", cal.source))
-    return physical
 
 
 def _prediction(w: Workload, g: Any, bound: Any, cal: Any, notes: list[str], seconds: Any, busy: Any, host: Any,

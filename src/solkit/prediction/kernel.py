@@ -283,6 +283,114 @@ def kernel_terms(kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
                          wave, misaligned, small, waves, block_bytes, k_steps, helper_bytes, neighbour))  # field: no defaults)
 
 
+def physical(cal: Calibration) -> Calibration:
+    """``cal`` without its neighbour bank, the physical model alone (made once per calibration, kept in its memo; a
+    borrowed calibration's note then says no bank)."""
+    found = cal.memo.get("physical")
+    if found is None:
+        found = cal.memo["physical"] = cal.replace(neighbours=None, source=cal.memo.get("physical_source", cal.source))
+    return found  # type: ignore[no-any-return]
+
+
+#: a plain GEMM sweep of more than twice this many elements takes its terms and body this many elements at a time
+#: (``terms_and_body``: a block's figures then stay in the core's cache between the two)
+TERMS_BLOCK = 1 << 17
+
+
+def terms_and_body(kernel: Kernel, gpu: "GPU", cal: Calibration) -> tuple[KernelTerms, Num]:
+    """(``kernel_terms``, the body of ``kernel_seconds``) of one kernel: a large plain GEMM sweep (``_blockable``) a
+    block of ``TERMS_BLOCK`` elements at a time, the neighbour correction once over the whole sweep, its terms
+    without their ``HEAVY`` figures (None: ``whole_terms`` computes them where a prediction's rows are read; written
+    out block by block they cost more than the blocks save)."""
+    shape = None if type(kernel.bytes_read) is not np.ndarray else _blockable(kernel)  # (one shape: no call)
+    if shape is None:
+        terms = _kernel_terms(kernel, gpu, cal)
+        return terms, _kernel_seconds(terms, cal)[0]
+    size = math.prod(shape)
+    alone = physical(cal) if cal.neighbours is not None else cal
+    flat = {name: x.reshape(-1) for name, x in _arrays(kernel)}
+    gemm = {name: x.reshape(-1) for name, x in _arrays(kernel.gemm)}
+    body = np.empty(size)
+    parts = []  # each block's terms (the physical model's)
+    for start in range(0, size, TERMS_BLOCK):
+        part = slice(start, start + TERMS_BLOCK)
+        block = kernel._replace(gemm=kernel.gemm._replace(**{name: x[part] for name, x in gemm.items()}),  # type: ignore[union-attr]
+                                **{name: x[part] for name, x in flat.items()})
+        terms = _kernel_terms(block, gpu, alone)
+        body[part] = _kernel_seconds(terms, alone)[0]
+        parts.append(terms)
+    terms = _joined(parts, size, shape)
+    body = body.reshape(shape)
+    if cal.neighbours is not None:  # as kernel_terms and kernel_seconds: c of the whole sweep, exp(c) the body's last factor
+        c = cal.neighbours.of_kernel(terms.op, kernel, terms.variants)
+        terms = terms._replace(neighbour=c)
+        if type(c) is not float or c:  # (where present is an array, 0 x exp(c) is the 0 the whole sweep writes there)
+            body *= math.exp(c) if type(c) is float else np.exp(c)
+    return terms, body
+
+
+def _arrays(fields: Any) -> list[tuple[str, np.ndarray]]:
+    """(name, value) of a named tuple's fields that are arrays."""
+    return [(name, x) for name, x in zip(fields._fields, fields) if type(x) is np.ndarray]
+
+
+def _blockable(kernel: Kernel) -> Optional[tuple[int, ...]]:
+    """The sweep's shape where ``kernel`` is a plain GEMM (no groups, rows or link) whose figures are Python floats or
+    C-contiguous float64 arrays of that one shape, more than twice ``TERMS_BLOCK`` elements (``terms_and_body``);
+    else None."""
+    g = kernel.gemm
+    if type(kernel.bytes_read) is not np.ndarray:  # one shape (a GEMM sweep's bytes read are swept: the quick test)
+        return None
+    if (g is None or kernel.kind != "gemm" or g.groups is not None or g.channels is not None or kernel.rows is not None
+            or kernel.link is not None or kernel.op == "sdpa_attention"):
+        return None
+    shape = None
+    for fields in (kernel, g):
+        for x in fields:
+            if type(x) is np.ndarray:
+                if x.dtype != np.float64 or not x.flags.c_contiguous or (shape is not None and x.shape != shape):
+                    return None
+                shape = x.shape
+            elif not (x is None or type(x) in (float, str, bool) or isinstance(x, tuple)):
+                return None
+    return shape if shape is not None and math.prod(shape) > 2 * TERMS_BLOCK else None
+
+
+#: the fields of ``KernelTerms`` a blocked sweep leaves out (``terms_and_body``): the figures only a prediction's rows read
+HEAVY = ("t_compute", "t_memory", "wave_efficiency", "waves", "block_bytes", "k_steps")
+
+
+def _joined(parts: list[KernelTerms], size: int, shape: tuple[int, ...]) -> KernelTerms:
+    """The blocks' terms as one sweep's, its ``HEAVY`` figures None (``whole_terms`` gives them): a field every block
+    gives as the same Python scalar stays one (the whole sweep's is too: each such field is the sweep's constant or
+    its test over every element), any other is written block by block into an array of ``shape``."""
+    first = parts[0]
+    if any(t.kind != first.kind or t.op != first.op or [n for n, _ in t.variants] != [n for n, _ in first.variants]
+           for t in parts):
+        raise AssertionError("blocks of one sweep gave different kernels")  # pragma: no cover (one sweep's blocks)
+
+    def joined(values: list[Any]) -> Any:
+        if all(type(v) is not np.ndarray and type(v) is type(values[0]) and v == values[0] for v in values):
+            return values[0]
+        out = np.empty(size, dtype=np.result_type(*(np.asarray(v).dtype for v in values)))
+        for start, v in zip(range(0, size, TERMS_BLOCK), values):
+            out[start:start + TERMS_BLOCK] = v
+        return out.reshape(shape)
+
+    fields = {name: None if name in HEAVY else joined([t[i] for t in parts])
+              for i, name in enumerate(KernelTerms._fields) if i >= 3}
+    variants = tuple((name, joined([t.variants[j][1] for t in parts])) for j, (name, _) in enumerate(first.variants))
+    return KernelTerms(first.kind, first.op, variants, **fields)
+
+
+def whole_terms(terms: KernelTerms, kernel: Kernel, gpu: "GPU", cal: Calibration) -> KernelTerms:
+    """``terms`` with every field: a blocked sweep's (``terms_and_body``, its ``HEAVY`` figures None) computed again
+    over the whole sweep by the physical model, its neighbour correction kept."""
+    if terms.t_compute is not None:
+        return terms
+    return _kernel_terms(kernel, gpu, physical(cal))._replace(neighbour=terms.neighbour)
+
+
 def _one_gemm_kernel(kernel: Kernel) -> bool:
     """Whether ``kernel`` is one shape's plain GEMM (``_one_gemm_terms``): every figure a Python float, FLOPs on the
     matrix units, no groups, rows or link."""
@@ -457,6 +565,7 @@ def soft_max(a: Any, b: Any, p: float) -> Any:
 
 
 _soft_max, _matmul_rate = unchecked(soft_max), unchecked(matmul_rate)  # (their arguments built here: no wrapper)
+_kernel_terms = unchecked(kernel_terms)
 
 
 @checked_call
@@ -546,6 +655,9 @@ def kernel_seconds(terms: KernelTerms, cal: Calibration) -> tuple[Num, Num, Num]
     if type(c) is not float or c:  # how its measured neighbours missed (prediction.neighbours)
         body = body * (math.exp(c) if type(c) is float else np.exp(c))
     return (body if terms.present is True else where(terms.present, body, 0.0)), compute, memory
+
+
+_kernel_seconds = unchecked(kernel_seconds)
 
 
 def _all_floats(terms: KernelTerms) -> bool:

@@ -677,20 +677,51 @@ def _search(x: np.ndarray, q: np.ndarray, k: int, residuals: Optional[np.ndarray
         parent = np.repeat(np.arange(len(go)), high - low)
         boxes = _ranges(low, high - low)
     found = []
-    for where, boxes, sizes in stopped:  # the points in groups of similar candidate counts, each padded to its widest
+    # the points in groups of similar candidate counts, each padded to its widest, finished in runs of whole boxes
+    for where, boxes, sizes in _merged(stopped, n):
         counts = _counts(boxes < n)
         group = np.searchsorted(WIDTH_GROUPS, counts)  # each box's
         of = np.repeat(np.arange(len(boxes)), sizes)  # each point's box
         grouped = group[of]
-        local = np.empty(len(boxes), dtype=np.intp)
         for g in np.flatnonzero(np.bincount(group, minlength=1)):  # the groups present, in order
-            part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)
-            local[mine] = np.arange(len(mine))
+            part, mine = np.flatnonzero(grouped == g), np.flatnonzero(group == g)  # (the points box by box)
             width = int(counts[mine].max())
-            at = np.take(where, part)
-            found.append(finish(np.take(order, at), np.take(qs, at, axis=0), np.take(boxes[:, :width], mine, axis=0),
-                                np.take(local, np.take(of, part)), xt, base, k, padded))
+            for first, last, low, high in _runs(np.take(sizes, mine), FINISH_POINTS):
+                at, run = np.take(where, part[low:high]), mine[first:last]
+                found.append(finish(np.take(order, at), np.take(qs, at, axis=0), np.take(boxes[:, :width], run, axis=0),
+                                    np.repeat(np.arange(len(run)), np.take(sizes, run)), xt, base, k, padded))
     return found
+
+
+#: ``_search`` finishes its points in runs of whole boxes of about this many points (their figures then stay in cache)
+FINISH_POINTS = 8192
+
+
+def _merged(stopped: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> list[tuple[np.ndarray, np.ndarray,
+                                                                                              np.ndarray]]:
+    """The stopped boxes of every level as one list (their points' sorted positions, their candidates padded with n to
+    the widest, their sizes): ``_search`` then groups them by width once, not level by level (fewer calls; each point's
+    candidates, in their order, and so its figures, are the same)."""
+    if len(stopped) < 2:
+        return stopped
+    width = max(boxes.shape[1] for _, boxes, _ in stopped)
+    boxes = np.full((sum(len(b) for _, b, _ in stopped), width), n, dtype=np.intp)
+    row = 0
+    for _, part, _ in stopped:
+        boxes[row:row + len(part), :part.shape[1]] = part
+        row += len(part)
+    return [(np.concatenate([w for w, _, _ in stopped]), boxes, np.concatenate([s for _, _, s in stopped]))]
+
+
+def _runs(sizes: np.ndarray, limit: int) -> list[tuple[int, int, int, int]]:
+    """Consecutive runs of whole boxes of about ``limit`` points, cut after the last box that ends at or before each
+    multiple of ``limit`` (a run may pass it by its last box), from the boxes' sizes: (its first box, its last box + 1,
+    its first point, its last point + 1) of each."""
+    ends = np.cumsum(sizes)  # each box's last point + 1
+    cuts = np.searchsorted(ends, np.arange(limit, int(ends[-1]), limit), side="right").tolist()
+    bounds = sorted(set([0] + cuts + [len(sizes)]))
+    return [(first, last, int(ends[first - 1]) if first else 0, int(ends[last - 1]))
+            for first, last in zip(bounds[:-1], bounds[1:])]
 
 
 def _ranges(starts: np.ndarray, sizes: np.ndarray) -> np.ndarray:
