@@ -21,7 +21,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data"
 H100_DRAWS = ("h100_weak_test_seed2070.json", "h100_sample_test_seed2070.json", "h100_sdpa_test_seed2070.json",
               "h100_weak_test_seed2071.json", "h100_sample_test_seed2071.json", "h100_sdpa_test_seed2071.json",
-              "h100_conv_test_seed2071.json")
+              "h100_conv_test_seed2071.json", "h100_weak_test_seed2072.json", "h100_sample_test_seed2072.json",
+              "h100_sdpa_test_seed2072.json", "h100_conv_test_seed2072.json")
 
 
 @pytest.mark.parametrize("name, borrows", [
@@ -72,7 +73,11 @@ def test_t_sol_is_below_every_h100_timing(name):
     ("h100_test_seed2071_frozen.md", "h100_weak_test_seed2071.json", 350, "## Issue 31's weak families"),
     ("h100_test_seed2071_frozen.md", "h100_sample_test_seed2071.json", 600, "## The default mix"),
     ("h100_test_seed2071_frozen.md", "h100_sdpa_test_seed2071.json", 120, "## SDPA as users call it"),
-    ("h100_test_seed2071_frozen.md", "h100_conv_test_seed2071.json", 150, "## Convolutions, dense and grouped")])
+    ("h100_test_seed2071_frozen.md", "h100_conv_test_seed2071.json", 150, "## Convolutions, dense and grouped"),
+    ("h100_test_seed2072_frozen.md", "h100_weak_test_seed2072.json", 350, "## Issue 31's weak families"),
+    ("h100_test_seed2072_frozen.md", "h100_sample_test_seed2072.json", 600, "## The default mix"),
+    ("h100_test_seed2072_frozen.md", "h100_sdpa_test_seed2072.json", 120, "## SDPA as users call it"),
+    ("h100_test_seed2072_frozen.md", "h100_conv_test_seed2072.json", 150, "## Convolutions, dense and grouped")])
 def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, section, monkeypatch):
     """An H100 report's 'all' row of each draw is today's h100-sxm model on the file, to the printed 0.1%, and its
     physical columns are the model without a bank (39c5bec's, which seed 2070 was frozen for)."""
@@ -96,7 +101,9 @@ def test_the_h100_reports_are_todays_model_on_their_data(report, name, n, sectio
     ("h100_test_seed2070_frozen.md", ("weak", "sample", "sdpa"), "## All three draws",
      ("8.6%", "36.2%", "13.0%", "49.7%")),
     ("h100_test_seed2071_frozen.md", ("weak", "sample", "sdpa", "conv"), "## All four draws",
-     ("9.7%", "38.8%", "13.2%", "52.2%"))])
+     ("9.7%", "38.8%", "13.2%", "52.2%")),
+    ("h100_test_seed2072_frozen.md", ("weak", "sample", "sdpa", "conv"), "## All four draws",
+     ("8.8%", "44.7%", "12.4%", "53.7%"))])
 def test_the_quoted_h100_figures_are_the_reports_all_draws_rows(report, draws, section, quoted, monkeypatch):
     """The headline figures are each report's every-draw row, and that row is today's model on the draws together."""
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
@@ -158,10 +165,12 @@ def test_another_gpus_draws_stay_out_of_the_h200s_reports():
     assert manifest().entry(Path(frozen_test()).name).gpu == "NVIDIA H200"
     for name in H100_DRAWS:
         e = manifest().entry(name)
-        seed, after, role = (2070, "39c5bec", "spent") if "2070" in name else (2071, "3b5dd64", "test")
+        seed, after, role = {"2070": (2070, "39c5bec", "spent"), "2071": (2071, "3b5dd64", "test"),
+                             "2072": (2072, "9a326bf", "test")}[name.split("seed")[1][:4]]
         h100 = "NVIDIA H100 80GB HBM3"
         assert (e.gpu, e.seed, e.after, e.role, e.bank, e.fits) == (h100, seed, after, role, False, ())
         meta = json.loads((DATA / name).read_text())["meta"]
         assert meta["args"]["sample_seed"] == seed and meta["gpu_name"] == e.gpu
-        frozen = {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28"}  # the commits' dates (UTC)
+        frozen = {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28",
+                  "9a326bf": "2026-12-06T20:30:33"}  # the commits' dates (UTC)
         assert (e.date or "") > frozen[after]

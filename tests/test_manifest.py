@@ -156,7 +156,7 @@ def test_the_newest_frozen_test_of_each_family():
     weak families),
     2062 (steps), 2036 (collectives), 2037 (2-GPU steps), 2052 (captured steps), 3008 (serving); none of the H200's
     Triton configs (3205 and 3206 spent on the GEMM's top-1 diagnosis; the H100's 3272); no cast test is frozen (seed 2028's is spent). On the
-    H100, seed 2071 (the default mix, the weak families, SDPA, convs), the newest of any GPU."""
+    H100, seed 2072 (the default mix, the weak families, SDPA, convs), the newest of any GPU."""
     m = manifest()
     h200 = "NVIDIA H200"
     assert m.newest_test("kernels", "sampled", gpu=h200).file == "h200_sample_test_seed2056.json"
@@ -165,8 +165,8 @@ def test_the_newest_frozen_test_of_each_family():
     assert m.newest_test("kernels", "efficient_half").file == "h200_efficienthalf_test_seed2057.json"
     assert m.newest_test("kernels", "weak", gpu=h200).file == "h200_weak_test_seed2055.json"
     for family, name in (("sampled", "sample"), ("weak", "weak"), ("sdpa", "sdpa"), ("conv", "conv")):
-        assert m.newest_test("kernels", family).file == f"h100_{name}_test_seed2071.json"
-        assert m.newest_test("kernels", family, gpu="NVIDIA H100 80GB HBM3").file == f"h100_{name}_test_seed2071.json"
+        assert m.newest_test("kernels", family).file == f"h100_{name}_test_seed2072.json"
+        assert m.newest_test("kernels", family, gpu="NVIDIA H100 80GB HBM3").file == f"h100_{name}_test_seed2072.json"
     assert m.newest_test("steps").file == "h200_steps_test_seed2062.json"
     assert m.newest_test("collectives").file == "h200x2_collectives_test_seed2036.json"
     assert m.newest_test("parallel_steps").file == "h200x2_parallel_steps_test_seed2037.json"
@@ -216,7 +216,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 105  # 48 kernel files (8 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 109  # 52 kernel files (12 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 13 tune files (7 the H100's: 3 tests, 1 repeat, 3 validation draws)
 
 
