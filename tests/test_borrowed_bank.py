@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import solkit as sk
@@ -174,3 +176,21 @@ def test_another_gpus_draws_stay_out_of_the_h200s_reports():
         frozen = {"39c5bec": "2026-12-04T23:35:13", "3b5dd64": "2026-12-06T07:52:28",
                   "9a326bf": "2026-12-06T20:30:33"}  # the commits' dates (UTC)
         assert (e.date or "") > frozen[after]
+
+
+def test_the_seed_2072_repeat_is_the_reports_run_to_run_floor():
+    """data/h100_test_seed2072_frozen.md's run to run: the default mix timed twice differs per case by 3.4% / 12.8%
+    median / p90, at most 193.8% (exp(|log(second / first)|) - 1 over the 600 cases), the largest an NHWC depthwise
+    conv of 183 channels; every case of both runs ran."""
+    first, second = (json.loads((DATA / f"h100_sample_{kind}_seed2072.json").read_text()) for kind in ("test", "repeat"))
+    a = {c["id"]: c["seconds"] for c in first["cases"] if c["ok"]}
+    b = {c["id"]: c["seconds"] for c in second["cases"] if c["ok"]}
+    assert len(a) == len(b) == 600 and a.keys() == b.keys()
+    change = {i: math.expm1(abs(math.log(b[i] / a[i]))) for i in a}
+    values = np.array(list(change.values()))
+    assert (f"{np.median(values):.1%}", f"{np.percentile(values, 90):.1%}", f"{values.max():.1%}") == ("3.4%", "12.8%",
+                                                                                                      "193.8%")
+    worst = max(change, key=change.get)
+    assert "in_channels=183" in worst and "groups=183" in worst and "layout=nhwc" in worst
+    text = (DATA / "h100_test_seed2072_frozen.md").read_text()
+    assert "differ by **3.4% / 12.8%** median / p90" in text

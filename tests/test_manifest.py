@@ -216,7 +216,7 @@ def test_dates_gpus_and_seeds_are_the_files_own():
         if own:
             assert {k: getattr(e, k) for k in own} == own, e.file
             checked += 1
-    assert checked == 109  # 52 kernel files (12 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
+    assert checked == 110  # 53 kernel files (13 the H100's) + 12 step files + 11 captured-step files + 5 collectives files + 5 split-step files
     # + 11 serving files (8 draws, 1 repeat, 1 decode profile, 1 process record) + 13 tune files (7 the H100's: 3 tests, 1 repeat, 3 validation draws)
 
 

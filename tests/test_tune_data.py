@@ -297,3 +297,77 @@ def test_docs_seed_3206_tie_ranges_enumerated():
         assert len(a) == 40
         assert round(a[:, 0].sum(), 1) == top1 and (np.floor(a[:, 0]).sum(), np.ceil(a[:, 0]).sum()) == top1_range
         assert round(a[:, 1].sum(), 1) == quarter and (np.floor(a[:, 1]).sum(), np.ceil(a[:, 1]).sum()) == quarter_range
+
+
+def test_docs_spills_the_register_rule_misses():
+    """docs/tune.md's spills: over the 900 distinct GEMM compiles (config, n % 16, k % 16) of the H200's fit,
+    validation and spent draws and the H100's validation draws, 151 spill and the register rule agrees on 846; of
+    the 19 it misses, 7 are 256-row wgmma tiles of 128 accumulators a thread with n % 16 != 0, which want 170-240
+    registers by the rule and spill 156-188."""
+    from solkit.tune import matmul
+    from solkit.tune.configs import config_table
+    from solkit.tune.limits import limits_of
+
+    names = [FILES[r] for r in ("fit", "validation", "spent", "spent2", "test", "test2")] + [
+        f"h100_tune_validation_seed{s}.json" for s in (3280, 3281, 3282)]
+    lim, seen, rows = limits_of("h200"), set(), []
+    for name in names:
+        for block in json.loads((DATA / name).read_text())["sets"].values():
+            if "matmul" not in block:
+                continue
+            configs = [{"SPLIT_K": 1, **c} for c in block["matmul"]["configs"]]
+            t = config_table("triton_matmul", configs)
+            for shape in block["matmul"]["shapes"]:
+                res = matmul.resources(t, lim, 2.0, 2.0, shape["n"], shape["k"])
+                for i, comp in enumerate(shape["compiled"]):
+                    key = (tuple(sorted(configs[i].items())), shape["n"] % 16 == 0, shape["k"] % 16 == 0)
+                    if not comp or key in seen:  # ({} or None: no compile)
+                        continue
+                    seen.add(key)
+                    rows.append((configs[i], key[1], bool(res["wgmma"][i]), float(res["regs"][i] + res["spills"][i]),
+                                 comp["n_spills"]))
+    spills = [r[4] > 0 for r in rows]
+    said = [r[3] > 255 for r in rows]
+    assert (len(rows), sum(spills), sum(a == b for a, b in zip(spills, said))) == (900, 151, 846)
+    missed = [r for r, s, p in zip(rows, spills, said) if s and not p]
+    big = [r for r in missed if r[0]["BLOCK_M"] == 256 and r[2] and not r[1]
+           and r[0]["BLOCK_M"] * r[0]["BLOCK_N"] / (32 * r[0]["num_warps"]) == 128]
+    assert len(missed) == 19 and len(big) == 7
+    assert (min(r[3] for r in big), max(r[3] for r in big)) == pytest.approx((170, 240), abs=0.5)
+    assert (min(r[4] for r in big), max(r[4] for r in big)) == (156, 188)
+
+
+def test_docs_the_spilling_tile_runs_slowly_and_is_picked():
+    """docs/tune.md: 256 x 128 x 16 on 8 warps, 5 stages, ran a median 3.35x the shape's best over the 15 shapes of
+    those draws with neither n nor k a multiple of 16; a spilling 256-row tile (n % 16 != 0) is the predicted best on 3
+    of the 36 H100 validation shapes whose predicted best (the first of a tie) runs more than 10% slower than the best."""
+    names = [FILES[r] for r in ("fit", "validation", "spent", "spent2", "test", "test2")] + [
+        f"h100_tune_validation_seed{s}.json" for s in (3280, 3281, 3282)]
+    wanted = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 16, "num_warps": 8, "num_stages": 5}
+    ratios = []
+    for name in names:
+        for block in json.loads((DATA / name).read_text())["sets"].values():
+            if "matmul" not in block:
+                continue
+            configs = block["matmul"]["configs"]
+            for shape in block["matmul"]["shapes"]:
+                measured = _measured(shape)
+                for i, c in enumerate(configs):
+                    if ({k: c[k] for k in wanted} == wanted and shape["n"] % 16 and shape["k"] % 16
+                            and np.isfinite(measured[i])):
+                        ratios.append(measured[i] / np.nanmin(measured))
+    assert len(ratios) == 15 and round(float(np.median(ratios)), 2) == 3.35
+    misses = spilled = 0
+    for seed in (3280, 3281, 3282):
+        block = json.loads((DATA / f"h100_tune_validation_seed{seed}.json").read_text())["sets"]["validation"]["matmul"]
+        for shape in block["shapes"]:
+            measured = _measured(shape)
+            seconds = tune.rank("triton_matmul", block["configs"], gpu="h100", **_shape("matmul", shape)).seconds
+            ok = np.flatnonzero(np.isfinite(seconds) & np.isfinite(measured))
+            pick = ok[np.argmin(seconds[ok])]
+            if measured[pick] / measured[ok].min() > 1.10:
+                misses += 1
+                c = block["configs"][pick]
+                spilled += c["BLOCK_M"] == 256 and c["BLOCK_M"] * c["BLOCK_N"] / (32 * c["num_warps"]) == 128 and \
+                    shape["n"] % 16 != 0
+    assert (misses, spilled) == (36, 3)
