@@ -87,6 +87,27 @@ def test_predict_of_a_blocked_sweep_is_the_whole_sweeps(monkeypatch):
             assert (_same(x, y) if isinstance(x, (np.ndarray, float)) else np.array_equal(x, y)), name
 
 
+def test_a_block_without_matrix_flops_takes_the_whole_sweep(monkeypatch):
+    """A user's GEMM kernel whose matrix FLOPs are 0 throughout its first block (that block takes kernel_terms' branch
+    without the GEMM's variants) is predicted as the whole sweep is, not refused."""
+    from solkit.workload import Gemm, Kernel, Workload
+
+    gpu = sk.load_gpu("h200")
+    m, n, k = _sizes(5)
+    flops = 2.0 * m * n * k
+    flops[:BLOCK] = 0.0  # the first block: no matrix FLOPs
+    kernel = Kernel("g", "gemm", "bf16", matrix_flops=flops, bytes_read=(m * k + k * n) * 2.0,
+                    bytes_written=m * n * 2.0, gemm=Gemm(m, n, k), op="matmul")
+    w = Workload("user gemm", [kernel])
+    monkeypatch.setattr(pk, "TERMS_BLOCK", 1 << 40)  # no sweep blocked
+    whole = sk.predict(w, gpu, warn=False)
+    monkeypatch.setattr(pk, "TERMS_BLOCK", BLOCK)
+    assert pk._blockable(kernel) is not None
+    blocked = sk.predict(w, gpu, warn=False)
+    assert np.array_equal(blocked.seconds, whole.seconds) and blocked.notes == whole.notes
+    assert np.array_equal(blocked.kernels[0].wave_efficiency, whole.kernels[0].wave_efficiency)
+
+
 def test_only_large_plain_gemm_sweeps_are_blocked():
     """A sweep of more than 2 x TERMS_BLOCK elements is blocked; one shape, a smaller sweep, broadcast figures and a conv
     keep the whole way."""
