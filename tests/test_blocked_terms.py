@@ -3,7 +3,6 @@ sweep's, bit for bit: its body, every field of its terms (``whole_terms``), and 
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import solkit as sk
 from solkit import ops
 from solkit.prediction import calibration
 from solkit.prediction import kernel as pk
-from solkit.prediction.neighbours import STEP
+from test_neighbours_speed_equivalence import _edge_shapes  # the same edge-sized shapes
 
 #: elements of each sweep: a ragged last block of BLOCK
 SIZE, BLOCK = 10_007, 1_000
@@ -20,15 +19,8 @@ SIZE, BLOCK = 10_007, 1_000
 
 def _sizes(seed: int, size: int = SIZE) -> list[np.ndarray]:
     """m, n, k of ``size`` random shapes (each uniform in 1..65535), with edge sizes among them: 1, 2, the largest, and
-    sizes either side of a 1/STEP-octave cell boundary (2^((j + 0.5) / STEP) rounded down and up)."""
-    rng = np.random.default_rng(seed)
-    edges = np.array([1.0, 2.0, 65535.0] + [float(f(2.0 ** ((j + 0.5) / STEP))) for j in range(0, 128, 9)
-                                             for f in (math.floor, math.ceil)])
-    sizes = [rng.integers(1, 65536, size).astype(np.float64) for _ in range(3)]
-    for i, s in enumerate(sizes):
-        s[i * len(edges):(i + 1) * len(edges)] = edges
-        s[-len(edges):] = rng.permutation(edges)
-    return sizes
+    sizes either side of a 1/STEP-octave cell boundary (the neighbour search's test shapes)."""
+    return _edge_shapes(np.random.default_rng(seed), size)
 
 
 def _same(a, b) -> bool:
@@ -62,6 +54,12 @@ def test_blocked_terms_and_body_are_the_whole_sweeps(monkeypatch, gpu_name, swee
         want = pk.kernel_terms(kernel, gpu, cal)
         assert _same(body, pk.kernel_seconds(want, cal)[0])
         assert all(getattr(terms, name) is None for name in pk.HEAVY)
+        # the blocked terms' own flags, launches, presence and variants (what predict reads before its rows)
+        for name in pk.KernelTerms._fields:
+            if name not in pk.HEAVY and name != "variants":
+                assert _same(getattr(terms, name), getattr(want, name)), name
+        assert [n for n, _ in terms.variants] == [n for n, _ in want.variants]
+        assert all(_same(a, b) for (_, a), (_, b) in zip(terms.variants, want.variants))
         full = pk.whole_terms(terms, kernel, gpu, cal)
         for name in pk.KernelTerms._fields:
             if name != "variants":
