@@ -3,7 +3,6 @@ sweep's, bit for bit: its body, every field of its terms (``whole_terms``), and 
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest
@@ -12,7 +11,7 @@ import solkit as sk
 from solkit import ops
 from solkit.prediction import calibration
 from solkit.prediction import kernel as pk
-from solkit.prediction.neighbours import STEP
+from test_neighbours_speed_equivalence import _edge_shapes  # the same edge-sized shapes
 
 #: elements of each sweep: a ragged last block of BLOCK
 SIZE, BLOCK = 10_007, 1_000
@@ -20,15 +19,8 @@ SIZE, BLOCK = 10_007, 1_000
 
 def _sizes(seed: int, size: int = SIZE) -> list[np.ndarray]:
     """m, n, k of ``size`` random shapes (each uniform in 1..65535), with edge sizes among them: 1, 2, the largest, and
-    sizes either side of a 1/STEP-octave cell boundary (2^((j + 0.5) / STEP) rounded down and up)."""
-    rng = np.random.default_rng(seed)
-    edges = np.array([1.0, 2.0, 65535.0] + [float(f(2.0 ** ((j + 0.5) / STEP))) for j in range(0, 128, 9)
-                                             for f in (math.floor, math.ceil)])
-    sizes = [rng.integers(1, 65536, size).astype(np.float64) for _ in range(3)]
-    for i, s in enumerate(sizes):
-        s[i * len(edges):(i + 1) * len(edges)] = edges
-        s[-len(edges):] = rng.permutation(edges)
-    return sizes
+    sizes either side of a 1/STEP-octave cell boundary (the neighbour search's test shapes)."""
+    return _edge_shapes(np.random.default_rng(seed), size)
 
 
 def _same(a, b) -> bool:
@@ -62,6 +54,12 @@ def test_blocked_terms_and_body_are_the_whole_sweeps(monkeypatch, gpu_name, swee
         want = pk.kernel_terms(kernel, gpu, cal)
         assert _same(body, pk.kernel_seconds(want, cal)[0])
         assert all(getattr(terms, name) is None for name in pk.HEAVY)
+        # the blocked terms' own flags, launches, presence and variants (what predict reads before its rows)
+        for name in pk.KernelTerms._fields:
+            if name not in pk.HEAVY and name != "variants":
+                assert _same(getattr(terms, name), getattr(want, name)), name
+        assert [n for n, _ in terms.variants] == [n for n, _ in want.variants]
+        assert all(_same(a, b) for (_, a), (_, b) in zip(terms.variants, want.variants))
         full = pk.whole_terms(terms, kernel, gpu, cal)
         for name in pk.KernelTerms._fields:
             if name != "variants":
@@ -85,6 +83,27 @@ def test_predict_of_a_blocked_sweep_is_the_whole_sweeps(monkeypatch):
         for name in fields:
             x, y = getattr(a, name), getattr(b, name)
             assert (_same(x, y) if isinstance(x, (np.ndarray, float)) else np.array_equal(x, y)), name
+
+
+def test_a_block_without_matrix_flops_takes_the_whole_sweep(monkeypatch):
+    """A user's GEMM kernel whose matrix FLOPs are 0 throughout its first block (that block takes kernel_terms' branch
+    without the GEMM's variants) is predicted as the whole sweep is, not refused."""
+    from solkit.workload import Gemm, Kernel, Workload
+
+    gpu = sk.load_gpu("h200")
+    m, n, k = _sizes(5)
+    flops = 2.0 * m * n * k
+    flops[:BLOCK] = 0.0  # the first block: no matrix FLOPs
+    kernel = Kernel("g", "gemm", "bf16", matrix_flops=flops, bytes_read=(m * k + k * n) * 2.0,
+                    bytes_written=m * n * 2.0, gemm=Gemm(m, n, k), op="matmul")
+    w = Workload("user gemm", [kernel])
+    monkeypatch.setattr(pk, "TERMS_BLOCK", 1 << 40)  # no sweep blocked
+    whole = sk.predict(w, gpu, warn=False)
+    monkeypatch.setattr(pk, "TERMS_BLOCK", BLOCK)
+    assert pk._blockable(kernel) is not None
+    blocked = sk.predict(w, gpu, warn=False)
+    assert np.array_equal(blocked.seconds, whole.seconds) and blocked.notes == whole.notes
+    assert np.array_equal(blocked.kernels[0].wave_efficiency, whole.kernels[0].wave_efficiency)
 
 
 def test_only_large_plain_gemm_sweeps_are_blocked():

@@ -194,3 +194,36 @@ def test_the_seed_2072_repeat_is_the_reports_run_to_run_floor():
     assert "in_channels=183" in worst and "groups=183" in worst and "layout=nhwc" in worst
     text = (DATA / "h100_test_seed2072_frozen.md").read_text()
     assert "differ by **3.4% / 12.8%** median / p90" in text
+
+
+@pytest.mark.parametrize("report, run, before", [
+    ("h100_test_seed2071_frozen.md", "h100_weak_test_seed2071.json", "h100_sample_test_seed2070.json"),
+    ("h100_test_seed2072_frozen.md", "h100_weak_test_seed2072.json", "h100_weak_test_seed2071.json")])
+def test_the_h100_reports_ceilings_are_their_runs_over_the_datasheet(report, run, before):
+    """An H100 report's ceilings table: each measured ceiling of its weak run, its share of the H100 SXM's datasheet
+    (hardware_specs/h100-sxm.yaml: 3.35 TB/s; 989.4 TFLOP/s bf16 and fp16, 1978.9 fp8 and int8, 494.7 tf32), the
+    previous run's share and the H200 spec's measured share of its own datasheet (4.8 TB/s, the same tensor peaks)."""
+    import yaml
+
+    sheet = {"copy bandwidth": 3.35e12, "bf16": 989.4e12, "fp16": 989.4e12, "fp8_e4m3": 1978.9e12, "int8": 1978.9e12,
+             "tf32": 494.7e12}
+    h200 = yaml.safe_load((ROOT / "hardware_specs" / "h200-sxm.yaml").read_text())["measured"]
+    borrowed = {"copy bandwidth": h200["copy_bandwidth_tb_s"] / 4.8,
+                **{p: h200["matmul_rate_tflops"][p.split("_")[0]] * 1e12 / sheet[p] for p in sheet if p != "copy bandwidth"}}
+
+    def measured(name: str) -> dict[str, float]:
+        c = json.loads((DATA / name).read_text())["ceilings"]
+        return {"copy bandwidth": c["copy_bandwidth_bytes_per_s"], "launch": c["launch_floor_s"],
+                **{p: c["matmul_flops_per_s"][p] for p in sheet if p != "copy bandwidth"}}
+
+    now, then = measured(run), measured(before)
+    text = (DATA / report).read_text()
+    table = text[text.index("## The ceilings"):].split("\n## ", 1)[0]
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                              for line in table.splitlines() if line.startswith("| ") and "---" not in line)}
+    for name, peak in sheet.items():
+        cells = rows[name if name == "copy bandwidth" else f"{name} matmul"]
+        value = f"{now[name] / 1e12:.2f} TB/s" if name == "copy bandwidth" else f"{now[name] / 1e12:.1f} TFLOP/s"
+        assert cells == [value, f"{now[name] / peak:.1%}", f"{then[name] / peak:.1%}", f"{borrowed[name]:.1%}"], name
+    assert rows["launch floor (do_bench)"] == [f"{now['launch'] * 1e6:.2f} us", "", f"{then['launch'] * 1e6:.2f} us",
+                                               f"{h200['launch_floor_us']:.2f} us"]

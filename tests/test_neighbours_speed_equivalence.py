@@ -439,7 +439,7 @@ def test_bucketed_with_known_bounds_is_bucketed():
 
 
 def _edge_shapes(rng: np.random.Generator, n: int) -> list[np.ndarray]:
-    """m, n, k of ``n`` random matmul shapes (each uniform in 1..65535) with edge cases among them: 1, the largest,
+    """m, n, k of ``n`` random matmul shapes (each uniform in 1..65535) with edge cases among them: 1, 2, the largest,
     and sizes either side of a 1/STEP-octave cell boundary (2^((j + 0.5) / STEP) rounded down and up)."""
     edges = np.array([1.0, 2.0, 65535.0] + [float(f(2.0 ** ((j + 0.5) / STEP))) for j in range(0, 128, 9)
                                              for f in (math.floor, math.ceil)])

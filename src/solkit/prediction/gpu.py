@@ -8,8 +8,9 @@ choices by shape (cuBLAS's and cuDNN's kernels, split-K, SDPA's backend), which 
 On an H100 SXM (seed 2070, 1,070 random kernels measured after 39c5bec, read to make this choice) the borrowed
 bank took the median / p90 error from 13.0% / 49.7% to 8.6% / 36.2% (``data/h100_test_seed2070_frozen.md``); on the
 frozen seed-2071 draw measured after (1,220 kernels) from 13.2% / 52.2% to 9.7% / 38.8%
-(``data/h100_test_seed2071_frozen.md``). Only the H100 SXM was measured: the NVL parts (other clocks and power) borrow
-it untested.
+(``data/h100_test_seed2071_frozen.md``); on the newest, seed 2072 (1,220 kernels, frozen for 9a326bf), from 12.4% /
+53.7% to 8.8% / 44.7% (``data/h100_test_seed2072_frozen.md``). Only the H100 SXM was measured: the NVL parts (other
+clocks and power) borrow it untested.
 """
 
 from __future__ import annotations

@@ -320,6 +320,9 @@ def terms_and_body(kernel: Kernel, gpu: "GPU", cal: Calibration) -> tuple[Kernel
         body[part] = _kernel_seconds(terms, alone)[0]
         parts.append(terms)
     terms = _joined(parts, size, shape)
+    if terms is None:  # the blocks took different branches (a block with no matrix FLOPs): the whole sweep at once
+        terms = _kernel_terms(kernel, gpu, cal)
+        return terms, _kernel_seconds(terms, cal)[0]
     body = body.reshape(shape)
     if cal.neighbours is not None:  # as kernel_terms and kernel_seconds: c of the whole sweep, exp(c) the body's last factor
         c = cal.neighbours.of_kernel(terms.op, kernel, terms.variants)
@@ -360,14 +363,16 @@ def _blockable(kernel: Kernel) -> Optional[tuple[int, ...]]:
 HEAVY = ("t_compute", "t_memory", "wave_efficiency", "waves", "block_bytes", "k_steps")
 
 
-def _joined(parts: list[KernelTerms], size: int, shape: tuple[int, ...]) -> KernelTerms:
+def _joined(parts: list[KernelTerms], size: int, shape: tuple[int, ...]) -> Optional[KernelTerms]:
     """The blocks' terms as one sweep's, its ``HEAVY`` figures None (``whole_terms`` gives them): a field every block
     gives as the same Python scalar stays one (the whole sweep's is too: each such field is the sweep's constant or
-    its test over every element), any other is written block by block into an array of ``shape``."""
+    its test over every element), any other is written block by block into an array of ``shape``. None where the
+    blocks' kernels differ (their kind, op or variant names: a user's GEMM kernel whose matrix FLOPs are 0 throughout
+    one block takes ``kernel_terms``' branch without the GEMM's variants there)."""
     first = parts[0]
     if any(t.kind != first.kind or t.op != first.op or [n for n, _ in t.variants] != [n for n, _ in first.variants]
            for t in parts):
-        raise AssertionError("blocks of one sweep gave different kernels")  # pragma: no cover (one sweep's blocks)
+        return None
 
     def joined(values: list[Any]) -> Any:
         if all(type(v) is not np.ndarray and type(v) is type(values[0]) and v == values[0] for v in values):
