@@ -299,6 +299,11 @@ def test_docs_seed_3206_tie_ranges_enumerated():
         assert round(a[:, 1].sum(), 1) == quarter and (np.floor(a[:, 1]).sum(), np.ceil(a[:, 1]).sum()) == quarter_range
 
 
+#: the GEMM draws docs/tune.md's spill diagnosis reads: the H200's fit, validation and spent draws, the H100's
+#: validation draws (none of the frozen tests)
+_DIAGNOSED = [FILES[r] for r in ("fit", "validation", "spent", "spent2", "test", "test2")] + [
+    f"h100_tune_validation_seed{s}.json" for s in (3280, 3281, 3282)]
+
 def test_docs_spills_the_register_rule_misses():
     """docs/tune.md's spills: over the 900 distinct GEMM compiles (config, n % 16, k % 16) of the H200's fit,
     validation and spent draws and the H100's validation draws, 151 spill and the register rule agrees on 846; of
@@ -308,8 +313,7 @@ def test_docs_spills_the_register_rule_misses():
     from solkit.tune.configs import config_table
     from solkit.tune.limits import limits_of
 
-    names = [FILES[r] for r in ("fit", "validation", "spent", "spent2", "test", "test2")] + [
-        f"h100_tune_validation_seed{s}.json" for s in (3280, 3281, 3282)]
+    names = _DIAGNOSED
     lim, seen, rows = limits_of("h200"), set(), []
     for name in names:
         for block in json.loads((DATA / name).read_text())["sets"].values():
@@ -341,8 +345,7 @@ def test_docs_the_spilling_tile_runs_slowly_and_is_picked():
     """docs/tune.md: 256 x 128 x 16 on 8 warps, 5 stages, ran a median 3.35x the shape's best over the 15 shapes of
     those draws with neither n nor k a multiple of 16; a spilling 256-row tile (n % 16 != 0) is the predicted best on 3
     of the 36 H100 validation shapes whose predicted best (the first of a tie) runs more than 10% slower than the best."""
-    names = [FILES[r] for r in ("fit", "validation", "spent", "spent2", "test", "test2")] + [
-        f"h100_tune_validation_seed{s}.json" for s in (3280, 3281, 3282)]
+    names = _DIAGNOSED
     wanted = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 16, "num_warps": 8, "num_stages": 5}
     ratios = []
     for name in names:
